@@ -1,0 +1,51 @@
+// The typed filter tree: plain data that `q` and `search` are parsed into once, already checked
+// against the schema. Stores translate it (the memory store into a predicate; a SQL store could
+// into a WHERE clause), so it carries every type fact a store needs and nothing about HTTP.
+
+/** How values of a field compare: dates chronologically, numbers numerically, and so on. */
+export type ValueKind = "string" | "number" | "boolean" | "date" | "json";
+
+export type CompareOp =
+  | "$eq"
+  | "$ne"
+  | "$gt"
+  | "$gte"
+  | "$lt"
+  | "$lte"
+  | "$in"
+  | "$nin"
+  | "$contains"
+  | "$exists";
+
+export type FilterNode =
+  | { readonly type: "and"; readonly nodes: readonly FilterNode[] }
+  | { readonly type: "or"; readonly nodes: readonly FilterNode[] }
+  | CompareNode
+  | SearchNode;
+
+export interface CompareNode {
+  readonly type: "compare";
+  /** The field name as written in `q`, possibly dotted (`meta.owner`). */
+  readonly field: string;
+  /** The field name split on dots: [declared field, ...subfields]. */
+  readonly path: readonly string[];
+  readonly kind: ValueKind;
+  /** True when the field holds an array: scalar operators then match any element. */
+  readonly isArray: boolean;
+  readonly op: CompareOp;
+  /** The operand as given (dates as written), already checked against the kind. */
+  readonly value: unknown;
+}
+
+/** Case-insensitive substring search over several text fields, ORed. */
+export interface SearchNode {
+  readonly type: "search";
+  readonly fields: readonly string[];
+  readonly text: string;
+}
+
+export interface SortSpec {
+  readonly field: string;
+  readonly kind: ValueKind;
+  readonly descending: boolean;
+}

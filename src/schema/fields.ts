@@ -1,0 +1,145 @@
+// What a field is: its declared type and format, and how its values compare and sort.
+// Loading declarations is load.ts's job; checking written values is validate.ts's.
+
+import type { SortKey } from "../store/store.ts";
+import type { ValueKind } from "../query/filter-tree.ts";
+
+export type FieldType = "string" | "number" | "integer" | "boolean" | "array" | "object";
+export type StringFormat = "date" | "date-time" | "email" | "uri";
+
+export interface FieldDef {
+  readonly name: string;
+  readonly type: FieldType;
+  readonly format?: StringFormat;
+  readonly enum?: readonly unknown[];
+  readonly default?: unknown;
+  readonly required: boolean;
+  /** Element declaration of an array field, when it declares `items`. */
+  readonly items?: FieldDef;
+  readonly minimum?: number;
+  readonly maximum?: number;
+  readonly minLength?: number;
+  readonly maxLength?: number;
+  readonly pattern?: RegExp;
+}
+
+export interface EntityDef {
+  readonly name: string;
+  /** Where it was declared, for messages. */
+  readonly file: string;
+  /** Declared fields in declaration order (the order records are written in). */
+  readonly fields: ReadonlyMap<string, FieldDef>;
+  readonly fieldNames: readonly string[];
+  /** Declared `string` fields: what `search` looks in. */
+  readonly textFields: readonly string[];
+}
+
+export const PLATFORM_FIELDS = ["id", "created_date", "updated_date", "created_by_id"] as const;
+export type PlatformField = (typeof PLATFORM_FIELDS)[number];
+
+export function isPlatformField(name: string): name is PlatformField {
+  return (PLATFORM_FIELDS as readonly string[]).includes(name);
+}
+
+/** Platform fields described like declared ones, so filters and sorts can treat all alike. */
+export const PLATFORM_FIELD_DEFS: ReadonlyMap<string, FieldDef> = new Map<string, FieldDef>([
+  ["id", { name: "id", type: "string", required: true }],
+  ["created_date", { name: "created_date", type: "string", format: "date-time", required: true }],
+  ["updated_date", { name: "updated_date", type: "string", format: "date-time", required: true }],
+  ["created_by_id", { name: "created_by_id", type: "string", required: true }],
+]);
+
+export function kindOf(field: FieldDef): ValueKind {
+  switch (field.type) {
+    case "string":
+      return field.format === "date" || field.format === "date-time" ? "date" : "string";
+    case "number":
+    case "integer":
+      return "number";
+    case "boolean":
+      return "boolean";
+    case "array":
+      return field.items ? kindOf(field.items) : "json";
+    case "object":
+      return "json";
+  }
+}
+
+export function isScalar(field: FieldDef): boolean {
+  return field.type !== "array" && field.type !== "object";
+}
+
+const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const DATE_TIME_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
+
+/** Milliseconds since the epoch of a `YYYY-MM-DD` date or a full ISO timestamp; NaN if neither. */
+export function parseDateValue(value: unknown): number {
+  if (typeof value !== "string") return NaN;
+  const date = DATE_RE.exec(value);
+  if (date) return isRealDay(date) ? Date.UTC(+date[1]!, +date[2]! - 1, +date[3]!) : NaN;
+  const time = DATE_TIME_RE.exec(value);
+  if (!time || !isRealDay(time) || +time[4]! > 23 || +time[5]! > 59 || +(time[6] ?? 0) > 59) return NaN;
+  return Date.parse(value);
+}
+
+/** Rejects dates such as 2026-02-30 that Date.parse would roll over. */
+function isRealDay(m: RegExpExecArray): boolean {
+  const [year, month, day] = [+m[1]!, +m[2]!, +m[3]!];
+  if (month < 1 || month > 12 || day < 1) return false;
+  return day <= new Date(Date.UTC(year, month, 0)).getUTCDate();
+}
+
+export function isDateOnly(value: string): boolean {
+  return DATE_RE.test(value);
+}
+
+/**
+ * The sort key of a stored value: dates become milliseconds, booleans 0/1. A missing value, null,
+ * or a value of the wrong type (left by an older declaration) becomes null, which sorts last.
+ */
+export function toSortKey(kind: ValueKind, value: unknown): SortKey {
+  switch (kind) {
+    case "string":
+      return typeof value === "string" ? value : null;
+    case "number":
+      return typeof value === "number" ? value : null;
+    case "boolean":
+      return typeof value === "boolean" ? (value ? 1 : 0) : null;
+    case "date": {
+      const ms = parseDateValue(value);
+      return Number.isNaN(ms) ? null : ms;
+    }
+    case "json":
+      return typeof value === "number" || typeof value === "string" ? value : null;
+  }
+}
+
+/** Ascending order of sort keys: null after every value, strings by code point. */
+export function compareSortKeys(a: SortKey, b: SortKey): number {
+  if (a === b) return 0;
+  if (a === null) return 1;
+  if (b === null) return -1;
+  if (typeof a === "number" && typeof b === "number") return a < b ? -1 : 1;
+  if (typeof a === "string" && typeof b === "string") return compareCodePoints(a, b);
+  return typeof a === "number" ? -1 : 1; // mixed (only inside untyped JSON): numbers first
+}
+
+/**
+ * JavaScript compares strings by UTF-16 code unit, which puts U+E000..U+FFFF after astral
+ * characters; CONTRACT §6 asks for code point order, so fix up the first differing unit.
+ */
+export function compareCodePoints(a: string, b: string): number {
+  const length = Math.min(a.length, b.length);
+  for (let i = 0; i < length; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return codePointRank(x) - codePointRank(y);
+  }
+  return a.length - b.length;
+}
+
+function codePointRank(unit: number): number {
+  if (unit >= 0xd800 && unit <= 0xdfff) return unit + 0x2000;
+  if (unit >= 0xe000) return unit - 0x800;
+  return unit;
+}

@@ -1,0 +1,189 @@
+// Loads entity declarations (CONTRACT §2) from a folder of <Entity>.json files, one JSON file
+// holding { "<Entity>": declaration }, or objects given by an embedding program. Every refusal
+// names the file, the entity and the field at fault.
+
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { basename, join } from "node:path";
+import { isPlatformField, type EntityDef, type FieldDef, type FieldType, type StringFormat } from "./fields.ts";
+import { checkFieldValue } from "./validate.ts";
+
+export interface Schema {
+  readonly entities: ReadonlyMap<string, EntityDef>;
+}
+
+export class SchemaError extends Error {
+  override name = "SchemaError";
+}
+
+export type Declarations = Record<string, unknown>;
+
+const FIELD_TYPES: readonly FieldType[] = ["string", "number", "integer", "boolean", "array", "object"];
+const STRING_FORMATS: readonly StringFormat[] = ["date", "date-time", "email", "uri"];
+const ENTITY_NAME_RE = /^[A-Za-z_][A-Za-z0-9_-]*$/;
+const FIELD_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** Keywords that document a declaration without changing what it accepts. */
+const ANNOTATIONS = ["title", "description", "examples", "$comment", "$schema", "$id"];
+const ENTITY_KEYWORDS = ["name", "type", "properties", "required", "additionalProperties", ...ANNOTATIONS];
+const FIELD_KEYWORDS = [
+  "type", "format", "enum", "default", "items", "minimum", "maximum", "minLength", "maxLength", "pattern",
+  ...ANNOTATIONS,
+];
+
+/** Reads a schema folder or file. */
+export function loadSchemaPath(path: string): Schema {
+  let isFolder: boolean;
+  try {
+    isFolder = statSync(path).isDirectory();
+  } catch {
+    throw new SchemaError(`Schema not found: ${path} does not exist. Pass --schema with a folder of <Entity>.json files or one JSON file.`);
+  }
+  if (!isFolder) {
+    const declarations = readJson(path);
+    if (!isPlainObject(declarations)) throw new SchemaError(`${path}: a schema file must be a JSON object { "<Entity>": <declaration>, ... }.`);
+    return buildSchema(Object.entries(declarations).map(([name, declaration]) => ({ file: path, fallbackName: name, declaration })));
+  }
+  const files = readdirSync(path).filter((file) => file.endsWith(".json")).sort();
+  if (files.length === 0) throw new SchemaError(`Schema folder ${path} holds no <Entity>.json files.`);
+  return buildSchema(
+    files.map((file) => ({ file: join(path, file), fallbackName: basename(file, ".json"), declaration: readJson(join(path, file)) })),
+  );
+}
+
+/** Builds a schema from declarations given as objects: { "<Entity>": declaration }. */
+export function loadSchemaObject(declarations: Declarations): Schema {
+  return buildSchema(
+    Object.entries(declarations).map(([name, declaration]) => ({ file: "(schema object)", fallbackName: name, declaration })),
+  );
+}
+
+function readJson(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    throw new SchemaError(`${file}: cannot be read (${(error as Error).message}).`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new SchemaError(`${file}: not valid JSON (${(error as Error).message}).`);
+  }
+}
+
+interface Source {
+  file: string;
+  fallbackName: string;
+  declaration: unknown;
+}
+
+function buildSchema(sources: Source[]): Schema {
+  const entities = new Map<string, EntityDef>();
+  for (const source of sources) {
+    const entity = buildEntity(source);
+    const earlier = entities.get(entity.name);
+    if (earlier) throw new SchemaError(`${source.file}: entity "${entity.name}" is already declared in ${earlier.file}.`);
+    entities.set(entity.name, entity);
+  }
+  if (entities.size === 0) throw new SchemaError(`The schema declares no entities.`);
+  return { entities };
+}
+
+function buildEntity({ file, fallbackName, declaration }: Source): EntityDef {
+  const at = `${file}: entity "${fallbackName}"`;
+  if (!isPlainObject(declaration)) throw new SchemaError(`${at}: a declaration must be a JSON object with "properties".`);
+  refuseUnknownKeywords(declaration, ENTITY_KEYWORDS, at);
+  const name = declaration.name ?? fallbackName;
+  if (typeof name !== "string" || !ENTITY_NAME_RE.test(name)) {
+    throw new SchemaError(`${at}: "name" must be letters, digits, "_" or "-", starting with a letter or "_".`);
+  }
+  const where = `${file}: entity "${name}"`;
+  if (declaration.type !== undefined && declaration.type !== "object") throw new SchemaError(`${where}: "type" must be "object".`);
+  if (declaration.additionalProperties !== undefined && declaration.additionalProperties !== false) {
+    throw new SchemaError(`${where}: "additionalProperties" can only be false (undeclared fields are always refused).`);
+  }
+  const properties = declaration.properties ?? {};
+  if (!isPlainObject(properties)) throw new SchemaError(`${where}: "properties" must be an object of field declarations.`);
+  const required = declaration.required ?? [];
+  if (!Array.isArray(required) || !required.every((field) => typeof field === "string")) {
+    throw new SchemaError(`${where}: "required" must be an array of field names.`);
+  }
+  for (const field of required) {
+    if (!(field in properties)) throw new SchemaError(`${where}: field "${field}" is listed in "required" but not declared in "properties".`);
+  }
+  const fields = new Map<string, FieldDef>();
+  for (const [fieldName, spec] of Object.entries(properties)) {
+    fields.set(fieldName, buildField(fieldName, spec, required.includes(fieldName), `${where}, field "${fieldName}"`));
+  }
+  const fieldNames = [...fields.keys()];
+  const textFields = fieldNames.filter((field) => fields.get(field)!.type === "string");
+  return { name, file, fields, fieldNames, textFields };
+}
+
+function buildField(name: string, spec: unknown, required: boolean, at: string): FieldDef {
+  if (isPlatformField(name)) throw new SchemaError(`${at}: "${name}" is a platform field set by the server; it cannot be declared.`);
+  if (!FIELD_NAME_RE.test(name)) throw new SchemaError(`${at}: field names are letters, digits and "_", starting with a letter or "_".`);
+  if (!isPlainObject(spec)) throw new SchemaError(`${at}: a field declaration must be an object such as { "type": "string" }.`);
+  refuseUnknownKeywords(spec, FIELD_KEYWORDS, at);
+  const type = declaredType(spec.type, at);
+  const field: { -readonly [K in keyof FieldDef]: FieldDef[K] } = { name, type, required };
+  if (spec.format !== undefined) {
+    if (type !== "string" || !STRING_FORMATS.includes(spec.format as StringFormat)) {
+      throw new SchemaError(`${at}: "format" must be one of ${STRING_FORMATS.join(", ")}, on a string field.`);
+    }
+    field.format = spec.format as StringFormat;
+  }
+  if (spec.items !== undefined) {
+    if (type !== "array") throw new SchemaError(`${at}: "items" is only for array fields.`);
+    field.items = buildField(name, spec.items, false, `${at} (items)`);
+  }
+  for (const bound of ["minimum", "maximum"] as const) {
+    if (spec[bound] === undefined) continue;
+    if ((type !== "number" && type !== "integer") || typeof spec[bound] !== "number") throw new SchemaError(`${at}: "${bound}" must be a number, on a number or integer field.`);
+    field[bound] = spec[bound] as number;
+  }
+  for (const bound of ["minLength", "maxLength"] as const) {
+    if (spec[bound] === undefined) continue;
+    if (type !== "string" || !Number.isInteger(spec[bound])) throw new SchemaError(`${at}: "${bound}" must be an integer, on a string field.`);
+    field[bound] = spec[bound] as number;
+  }
+  if (spec.pattern !== undefined) {
+    if (type !== "string" || typeof spec.pattern !== "string") throw new SchemaError(`${at}: "pattern" must be a regular expression string, on a string field.`);
+    try {
+      field.pattern = new RegExp(spec.pattern, "u");
+    } catch (error) {
+      throw new SchemaError(`${at}: "pattern" is not a valid regular expression (${(error as Error).message}).`);
+    }
+  }
+  if (spec.enum !== undefined) {
+    if (!Array.isArray(spec.enum) || spec.enum.length === 0) throw new SchemaError(`${at}: "enum" must be a non-empty array of values.`);
+    if (type === "array" || type === "object") throw new SchemaError(`${at}: "enum" is only for scalar fields (string, number, integer, boolean).`);
+    field.enum = spec.enum;
+    for (const value of spec.enum) {
+      const problem = checkFieldValue({ ...field, enum: undefined }, value);
+      if (problem) throw new SchemaError(`${at}: enum value ${JSON.stringify(value)} ${problem}.`);
+    }
+  }
+  if (spec.default !== undefined) {
+    const problem = spec.default === null ? null : checkFieldValue(field, spec.default);
+    if (problem) throw new SchemaError(`${at}: "default" ${JSON.stringify(spec.default)} ${problem}.`);
+    field.default = spec.default;
+  }
+  return field;
+}
+
+function declaredType(type: unknown, at: string): FieldType {
+  // JSON Schema's ["string", "null"] means a nullable string; every optional field accepts null.
+  const types = Array.isArray(type) ? type.filter((t) => t !== "null") : [type];
+  if (types.length === 1 && FIELD_TYPES.includes(types[0] as FieldType)) return types[0] as FieldType;
+  throw new SchemaError(`${at}: unknown type ${JSON.stringify(type)}; use one of ${FIELD_TYPES.join(", ")}.`);
+}
+
+function refuseUnknownKeywords(spec: Record<string, unknown>, allowed: readonly string[], at: string): void {
+  for (const keyword of Object.keys(spec)) {
+    if (!allowed.includes(keyword)) throw new SchemaError(`${at}: unsupported keyword "${keyword}"; supported: ${allowed.join(", ")}.`);
+  }
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

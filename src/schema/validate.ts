@@ -1,0 +1,117 @@
+// Checks written bodies against a declaration (SPEC §2 rules 1–3, CONTRACT §2 and §5) and returns
+// the values to store. Pure: it never touches the store, so a refused write changes nothing.
+
+import { invalidField, invalidJson, readOnlyField, unknownField } from "../errors.ts";
+import { isDateOnly, isPlatformField, parseDateValue, type EntityDef, type FieldDef } from "./fields.ts";
+
+const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+/** Why `value` does not fit `field`, as the end of "Field "x" ..."; null when it fits. */
+export function checkFieldValue(field: FieldDef, value: unknown): string | null {
+  const problem = checkType(field, value);
+  if (problem) return problem;
+  if (field.enum && !field.enum.some((allowed) => allowed === value)) {
+    return `must be one of ${field.enum.map((v) => JSON.stringify(v)).join(", ")}`;
+  }
+  return null;
+}
+
+function checkType(field: FieldDef, value: unknown): string | null {
+  switch (field.type) {
+    case "string":
+      if (typeof value !== "string") return "must be a string";
+      return checkString(field, value);
+    case "number":
+    case "integer":
+      if (typeof value !== "number" || !Number.isFinite(value)) return `must be a ${field.type === "integer" ? "whole number" : "number"}`;
+      if (field.type === "integer" && !Number.isInteger(value)) return "must be a whole number";
+      if (field.minimum !== undefined && value < field.minimum) return `must be at least ${field.minimum}`;
+      if (field.maximum !== undefined && value > field.maximum) return `must be at most ${field.maximum}`;
+      return null;
+    case "boolean":
+      return typeof value === "boolean" ? null : "must be true or false";
+    case "object":
+      return typeof value === "object" && value !== null && !Array.isArray(value) ? null : "must be a JSON object";
+    case "array": {
+      if (!Array.isArray(value)) return "must be an array";
+      if (!field.items) return null;
+      for (let i = 0; i < value.length; i++) {
+        const problem = checkFieldValue(field.items, value[i]);
+        if (problem) return `item ${i} ${problem}`;
+      }
+      return null;
+    }
+  }
+}
+
+function checkString(field: FieldDef, value: string): string | null {
+  switch (field.format) {
+    case "date":
+      if (!isDateOnly(value) || Number.isNaN(parseDateValue(value))) return "must be a date as YYYY-MM-DD";
+      break;
+    case "date-time":
+      if (isDateOnly(value) || Number.isNaN(parseDateValue(value))) return "must be an ISO 8601 timestamp with a time zone, such as 2026-11-22T12:00:00.000Z";
+      break;
+    case "email":
+      if (!EMAIL_RE.test(value)) return "must be an email address such as ada@example.com";
+      break;
+    case "uri":
+      if (!URL.canParse(value)) return "must be an absolute URI such as https://example.com/page";
+      break;
+  }
+  if (field.minLength !== undefined && value.length < field.minLength) return `must be at least ${field.minLength} characters long`;
+  if (field.maxLength !== undefined && value.length > field.maxLength) return `must be at most ${field.maxLength} characters long`;
+  if (field.pattern && !field.pattern.test(value)) return `must match the pattern ${field.pattern.source}`;
+  return null;
+}
+
+/** Timestamps are stored in one form (UTC, milliseconds) so that they compare as text too. */
+function normalize(field: FieldDef, value: unknown): unknown {
+  if (field.format === "date-time" && typeof value === "string") return new Date(parseDateValue(value)).toISOString();
+  if (field.type === "array" && field.items?.format === "date-time" && Array.isArray(value)) {
+    return value.map((item) => normalize(field.items!, item));
+  }
+  return value;
+}
+
+/**
+ * Checks a write body and returns the changes it makes: declared field → value to store, or
+ * undefined to clear the field (a written null means "no value").
+ */
+export function validateChanges(entity: EntityDef, body: unknown): Map<string, unknown> {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw invalidJson(`The body must be a JSON object of ${entity.name} fields, such as {"${entity.fieldNames[0] ?? "field"}": ...}.`);
+  }
+  const changes = new Map<string, unknown>();
+  for (const [name, value] of Object.entries(body)) {
+    if (isPlatformField(name)) throw readOnlyField(name);
+    const field = entity.fields.get(name);
+    if (!field) throw unknownField(name, [...entity.fieldNames], entity.name);
+    if (value === null) {
+      if (field.required) throw invalidField(name, `is required and cannot be null; give it a value.`);
+      changes.set(name, undefined);
+      continue;
+    }
+    const problem = checkFieldValue(field, value);
+    if (problem) throw invalidField(name, `${problem} (got ${describe(value)}).`, { value });
+    changes.set(name, normalize(field, value));
+  }
+  return changes;
+}
+
+/** Checks a create body; returns the declared fields to store, defaults filled in. */
+export function validateCreate(entity: EntityDef, body: unknown): Record<string, unknown> {
+  const changes = validateChanges(entity, body);
+  const values: Record<string, unknown> = {};
+  for (const field of entity.fields.values()) {
+    const value = changes.has(field.name) ? changes.get(field.name) : field.default;
+    if (value !== undefined) values[field.name] = value;
+    else if (field.required) throw invalidField(field.name, `is required; add it to the body.`);
+  }
+  return values;
+}
+
+function describe(value: unknown): string {
+  const text = JSON.stringify(value);
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}

@@ -1,0 +1,87 @@
+// The Store interface: what the records layer asks of any store (memory today, file-backed with a
+// log, SQL later). It holds rows and answers typed filter trees; it knows no HTTP and no API keys.
+
+import type { FilterNode, SortSpec } from "../query/filter-tree.ts";
+
+/** One stored version of a record. Rows are immutable: every write makes a new Row. */
+export interface Row {
+  readonly id: string;
+  /** The store-wide write counter at this version; the ETag is derived from it. */
+  readonly rev: number;
+  readonly deleted: boolean;
+  /** Declared field values as stored, plus id, created_date, updated_date, created_by_id. */
+  readonly data: Readonly<Record<string, unknown>>;
+  /** Strings derived from this version (its JSON, its search text), computed once by the layers above. */
+  memo?: Record<string, string>;
+}
+
+/** A stored answer to a write that carried an Idempotency-Key (CONTRACT §6). */
+export interface IdempotentAnswer {
+  /** API key id + "\n" + the Idempotency-Key header. */
+  readonly scope: string;
+  /** Method, path and a hash of the body of the first request. */
+  readonly fingerprint: string;
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly body: string;
+  readonly expiresAt: number;
+}
+
+export type DeletedFilter = "exclude" | "only" | "include";
+
+export interface ListQuery {
+  readonly filter: FilterNode | null;
+  readonly sort: SortSpec;
+  /** Resume strictly after this position of the sort (a cursor). */
+  readonly after: SortPosition | null;
+  readonly skip: number;
+  readonly limit: number;
+  readonly deleted: DeletedFilter;
+}
+
+export interface SortPosition {
+  readonly key: SortKey;
+  readonly id: string;
+}
+
+/** A comparable value of a sort: numbers for numbers, booleans and dates, strings for text. */
+export type SortKey = number | string | null;
+
+export interface ListResult {
+  readonly rows: Row[];
+  readonly hasMore: boolean;
+}
+
+/** The rows and answers one request writes, applied together or not at all. */
+export interface WriteBatch {
+  readonly puts: ReadonlyArray<{ readonly entity: string; readonly row: Row }>;
+  readonly answer?: IdempotentAnswer;
+}
+
+export interface Store {
+  get(entity: string, id: string): Row | undefined;
+  list(entity: string, query: ListQuery): ListResult;
+  count(entity: string, filter: FilterNode | null, deleted: DeletedFilter): number;
+  /** The sort position of a row, for building cursors. */
+  positionOf(entity: string, row: Row, sort: SortSpec): SortPosition;
+
+  /** The next revision number; every row version takes one. */
+  nextRev(): number;
+  /** The largest id stored in any entity, so that new ids stay time-ordered after a restart. */
+  maxId(): string | undefined;
+
+  /**
+   * Applies the batch to memory at once (readers see it on their next call) and resolves when it
+   * is durable. Callers must not await between reading the state a batch was built from and
+   * calling write(): the store relies on that to keep batches consistent.
+   */
+  write(batch: WriteBatch): Promise<void>;
+  /** Resolves once every write applied so far is durable; null when it already is. */
+  whenDurable(): Promise<void> | null;
+
+  findAnswer(scope: string, now: number): IdempotentAnswer | undefined;
+
+  /** Empties every entity and forgets every stored answer. */
+  reset(): Promise<void>;
+  close(): Promise<void>;
+}
