@@ -1,0 +1,47 @@
+// Cursors (CONTRACT §6): opaque base64url JSON carrying the walk they belong to (entity, sort,
+// filter, search, fields, deleted) and the position of the last record of the page. The next page
+// resumes strictly after that position, so inserts and deletes never repeat or skip a record.
+
+import { invalidCursor } from "../errors.ts";
+import type { SortPosition } from "../store/store.ts";
+
+/** The request parameters a cursor is bound to, as text, so that they compare exactly. */
+export interface Walk {
+  readonly entity: string;
+  readonly sort: string;
+  readonly q: string | null;
+  readonly search: string | null;
+  readonly fields: string | null;
+  readonly deleted: string | null;
+}
+
+export interface Cursor {
+  readonly walk: Walk;
+  readonly after: SortPosition;
+}
+
+export function encodeCursor(cursor: Cursor): string {
+  const { walk, after } = cursor;
+  const wire = [walk.entity, walk.sort, walk.q, walk.search, walk.fields, walk.deleted, after.key, after.id];
+  return Buffer.from(JSON.stringify(wire)).toString("base64url");
+}
+
+export function decodeCursor(text: string): Cursor {
+  let wire: unknown;
+  try {
+    wire = JSON.parse(Buffer.from(text, "base64url").toString("utf8"));
+  } catch {
+    throw malformed();
+  }
+  if (!Array.isArray(wire) || wire.length !== 8) throw malformed();
+  const [entity, sort, q, search, fields, deleted, key, id] = wire;
+  const isText = (value: unknown) => typeof value === "string";
+  const isOptionalText = (value: unknown) => value === null || typeof value === "string";
+  if (!isText(entity) || !isText(sort) || !isText(id) || ![q, search, fields, deleted].every(isOptionalText)) throw malformed();
+  if (key !== null && typeof key !== "string" && typeof key !== "number") throw malformed();
+  return { walk: { entity, sort, q, search, fields, deleted }, after: { key, id } };
+}
+
+function malformed() {
+  return invalidCursor("The cursor is malformed. Pass back the X-Next-Cursor header of the previous page unchanged.");
+}

@@ -1,0 +1,184 @@
+// Parses `q` (SPEC §4.2, CONTRACT §6) into a typed filter tree, checked against the entity's
+// declaration: unknown fields and operators and wrongly typed operands are refused here, once,
+// so that compiling and running the tree never meets a surprise.
+
+import { forbidden, invalidFilter, invalidJson, unknownField } from "../errors.ts";
+import { isPlainObject } from "../schema/load.ts";
+import { PLATFORM_FIELD_DEFS, kindOf, parseDateValue, type EntityDef, type FieldDef } from "../schema/fields.ts";
+import type { CompareNode, CompareOp, FilterNode, ValueKind } from "./filter-tree.ts";
+
+const OPERATORS: readonly CompareOp[] = ["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$contains", "$exists"];
+const MAX_FILTER_DEPTH = 32;
+
+export interface FieldAccess {
+  /** False for publishable keys: created_by_id may be neither read nor filtered on (CONTRACT §3). */
+  readonly mayUseCreatedBy: boolean;
+}
+
+/** Parses the text of `q`; null when it is absent or `{}` (no filter). */
+export function parseFilterText(entity: EntityDef, text: string | null, access: FieldAccess): FilterNode | null {
+  if (text === null || text.trim() === "") return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw invalidJson(`Parameter q is not valid JSON; send a URL-encoded JSON object such as q={"status":"done"}.`, { parameter: "q" });
+  }
+  return parseFilter(entity, value, access);
+}
+
+export function parseFilter(entity: EntityDef, value: unknown, access: FieldAccess): FilterNode | null {
+  if (!isPlainObject(value)) {
+    throw invalidJson(`A filter must be a JSON object keyed by field name, such as {"status":"done"}.`, { parameter: "q" });
+  }
+  const node = parseObject(entity, value, access, 0);
+  return node.type === "and" && node.nodes.length === 0 ? null : node;
+}
+
+/** The field a possibly dotted name resolves to, resolved through the schema (or the platform). */
+export function resolveField(entity: EntityDef, name: string, access: FieldAccess): FieldDef {
+  const field = entity.fields.get(name) ?? PLATFORM_FIELD_DEFS.get(name);
+  if (!field) throw unknownField(name, allFieldNames(entity, access), entity.name);
+  if (name === "created_by_id" && !access.mayUseCreatedBy) {
+    throw forbidden(`A publishable key cannot use created_by_id; use a secret key.`);
+  }
+  return field;
+}
+
+export function allFieldNames(entity: EntityDef, access: FieldAccess): string[] {
+  const platform = access.mayUseCreatedBy ? ["id", "created_date", "updated_date", "created_by_id"] : ["id", "created_date", "updated_date"];
+  return [...entity.fieldNames, ...platform];
+}
+
+function parseObject(entity: EntityDef, object: Record<string, unknown>, access: FieldAccess, depth: number): FilterNode {
+  if (depth > MAX_FILTER_DEPTH) throw invalidFilter(`The filter nests deeper than ${MAX_FILTER_DEPTH} levels; flatten it.`);
+  const nodes: FilterNode[] = [];
+  for (const [name, value] of Object.entries(object)) {
+    if (name === "$and" || name === "$or") {
+      if (!Array.isArray(value) || value.length === 0 || !value.every(isPlainObject)) {
+        throw invalidFilter(`${name} takes a non-empty array of filter objects, such as {"${name}":[{"a":1},{"b":2}]}.`, { operator: name });
+      }
+      const parts = value.map((part) => parseObject(entity, part as Record<string, unknown>, access, depth + 1));
+      nodes.push({ type: name === "$and" ? "and" : "or", nodes: parts });
+    } else if (name.startsWith("$")) {
+      throw invalidFilter(`Unknown operator ${name} at the top of a filter; only $and and $or combine filters there.`, { operator: name });
+    } else {
+      nodes.push(...parseCondition(entity, name, value, access));
+    }
+  }
+  return nodes.length === 1 ? nodes[0]! : { type: "and", nodes };
+}
+
+function parseCondition(entity: EntityDef, name: string, value: unknown, access: FieldAccess): CompareNode[] {
+  const path = name.split(".");
+  const field = resolveField(entity, path[0]!, access);
+  if (path.length > 1 && field.type !== "object") {
+    throw invalidFilter(`Field "${path[0]}" is not an object field, so "${name}" reaches into nothing; dotted names work on object fields only.`, { field: name });
+  }
+  if (path.some((part) => part === "")) throw invalidFilter(`"${name}" has an empty part; write <field>.<subfield>.`, { field: name });
+  const target = describeTarget(field, path, name);
+  const operators = isPlainObject(value) ? Object.keys(value) : [];
+  if (operators.length > 0 && operators.every((op) => op.startsWith("$"))) {
+    return operators.map((op) => compareNode(target, op, (value as Record<string, unknown>)[op]));
+  }
+  if (operators.some((op) => op.startsWith("$"))) {
+    throw invalidFilter(`The condition on "${name}" mixes operators and plain keys; write either {"$op": value, ...} or a plain value.`, { field: name });
+  }
+  return [compareNode(target, "$eq", value)];
+}
+
+/** What a condition compares: the field's kind, and whether it holds an array. */
+interface Target {
+  readonly name: string;
+  readonly path: readonly string[];
+  readonly kind: ValueKind;
+  readonly isArray: boolean;
+  /** The declaration of the compared values, when there is one (not inside JSON). */
+  readonly field: FieldDef | undefined;
+}
+
+function describeTarget(field: FieldDef, path: string[], name: string): Target {
+  if (path.length > 1) return { name, path, kind: "json", isArray: false, field: undefined };
+  const isArray = field.type === "array";
+  return { name, path, kind: kindOf(field), isArray, field: isArray ? field.items : field };
+}
+
+function compareNode(target: Target, op: string, operand: unknown): CompareNode {
+  if (!(OPERATORS as readonly string[]).includes(op)) {
+    throw invalidFilter(`Unknown operator ${op} on "${target.name}". Operators: ${OPERATORS.join(", ")}.`, { field: target.name, operator: op });
+  }
+  const node = { type: "compare", field: target.name, path: target.path, kind: target.kind, isArray: target.isArray, op: op as CompareOp, value: operand } as const;
+  checkOperand(target, node.op, operand);
+  return node;
+}
+
+function checkOperand(target: Target, op: CompareOp, operand: unknown): void {
+  const refuse = (expected: string) =>
+    invalidFilter(`Operator ${op} on "${target.name}" takes ${expected} (got ${JSON.stringify(operand)}).`, { field: target.name, operator: op });
+  switch (op) {
+    case "$exists":
+      if (typeof operand !== "boolean") throw refuse("true or false");
+      return;
+    case "$in":
+    case "$nin":
+      if (!Array.isArray(operand)) throw refuse(`an array of ${describeKind(target)}`);
+      for (const item of operand) checkValue(target, op, item, refuse);
+      return;
+    case "$contains":
+      if (target.kind !== "string" && target.kind !== "json") {
+        throw invalidFilter(`Operator $contains works on text fields only, and "${target.name}" is not one; use $eq or a range.`, { field: target.name, operator: op });
+      }
+      if (typeof operand !== "string") throw refuse("a string");
+      return;
+    case "$eq":
+    case "$ne":
+      if (operand === null) return; // "has no value"
+      if (Array.isArray(operand) && (target.isArray || target.kind === "json")) return; // the whole array
+      if (isPlainObject(operand) && target.kind === "json") return;
+      checkValue(target, op, operand, refuse);
+      return;
+    default:
+      checkValue(target, op, operand, refuse);
+      if (target.kind === "json" && typeof operand !== "number" && typeof operand !== "string") throw refuse("a number or a string");
+  }
+}
+
+function checkValue(target: Target, op: CompareOp, value: unknown, refuse: (expected: string) => Error): void {
+  const ok = (() => {
+    switch (target.kind) {
+      case "string":
+        return typeof value === "string";
+      case "number":
+        return typeof value === "number" && Number.isFinite(value);
+      case "boolean":
+        return typeof value === "boolean";
+      case "date":
+        return !Number.isNaN(parseDateValue(value));
+      case "json":
+        return value === null || ["string", "number", "boolean"].includes(typeof value);
+    }
+  })();
+  if (!ok) throw refuse(describeKind(target));
+  const allowed = target.field?.enum;
+  if (allowed && (op === "$eq" || op === "$ne" || op === "$in" || op === "$nin") && !allowed.includes(value)) {
+    throw invalidFilter(
+      `"${target.name}" is never ${JSON.stringify(value)}: its values are ${allowed.map((v) => JSON.stringify(v)).join(", ")}.`,
+      { field: target.name, operator: op, allowed },
+    );
+  }
+}
+
+function describeKind(target: Target): string {
+  switch (target.kind) {
+    case "string":
+      return "a string";
+    case "number":
+      return "a number";
+    case "boolean":
+      return "true or false";
+    case "date":
+      return "a date (2026-01-01) or a timestamp (2026-01-01T12:00:00Z)";
+    case "json":
+      return "a JSON value";
+  }
+}

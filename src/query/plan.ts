@@ -1,0 +1,86 @@
+// Chooses how the memory store answers a list or a count: walk the sorted index of the sort from
+// the cursor and stop after one page, or start from the few live rows whose enum/boolean field
+// equals the filter's value (a value index) and sort only those. Either way no request sorts or
+// scans the whole entity when an index can answer it.
+
+import { compareSortKeys } from "../schema/fields.ts";
+import type { Table } from "../store/table.ts";
+import type { DeletedFilter, ListQuery, ListResult, Row, SortPosition } from "../store/store.ts";
+import type { CompareNode, FilterNode } from "./filter-tree.ts";
+import { compileFilter, type Predicate } from "./predicate.ts";
+
+export function planList(table: Table, query: ListQuery): ListResult {
+  const { sort, after, skip, limit, deleted } = query;
+  const accept = acceptor(query.filter, deleted);
+  const wanted = skip + limit + 1; // one more than the page tells whether another page exists
+  const candidates = indexedCandidates(table, query.filter, deleted);
+  const index = table.sortIndex(sort);
+  const found: Row[] = [];
+  // Walking the index examines about wanted × (live / candidates) rows; sorting the candidates
+  // costs about their number. Take the cheaper.
+  const walkCost = candidates ? (wanted * table.liveCount) / Math.max(1, candidates.size) : Infinity;
+  if (candidates && candidates.size <= walkCost) {
+    const keyOf = index.keyOf;
+    const direction = sort.descending ? -1 : 1;
+    const order = (a: SortPosition, b: SortPosition) =>
+      direction * (compareSortKeys(a.key, b.key) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const entries: Array<SortPosition & { row: Row }> = [];
+    for (const row of candidates) {
+      if (!accept(row)) continue;
+      const entry = { key: keyOf(row), id: row.id, row };
+      if (!after || order(entry, after) > 0) entries.push(entry);
+    }
+    entries.sort(order);
+    for (let i = 0; i < entries.length && found.length < wanted; i++) found.push(entries[i]!.row);
+  } else {
+    for (const row of index.walk(sort.descending, after)) {
+      if (!accept(row)) continue;
+      found.push(row);
+      if (found.length === wanted) break;
+    }
+  }
+  const hasMore = found.length === wanted;
+  return { rows: found.slice(skip, skip + limit), hasMore };
+}
+
+export function planCount(table: Table, filter: FilterNode | null, deleted: DeletedFilter): number {
+  if (!filter && deleted === "exclude") return table.liveCount;
+  const candidates = indexedCandidates(table, filter, deleted);
+  if (candidates && filter?.type === "compare") return candidates.size; // the filter is the equality
+  const accept = acceptor(filter, deleted);
+  let count = 0;
+  for (const row of candidates ?? table.rows.values()) if (accept(row)) count++;
+  return count;
+}
+
+function acceptor(filter: FilterNode | null, deleted: DeletedFilter): Predicate {
+  const matches = filter ? compileFilter(filter) : null;
+  switch (deleted) {
+    case "exclude":
+      return matches ? (row) => !row.deleted && matches(row) : (row) => !row.deleted;
+    case "only":
+      return matches ? (row) => row.deleted && matches(row) : (row) => row.deleted;
+    case "include":
+      return matches ?? (() => true);
+  }
+}
+
+/**
+ * The live rows a filter must come from, when it is (or ANDs) an equality on a value-indexed
+ * field. Value indexes hold live rows only, so deleted rows are never answered from them.
+ */
+function indexedCandidates(table: Table, filter: FilterNode | null, deleted: DeletedFilter): ReadonlySet<Row> | undefined {
+  if (!filter || deleted !== "exclude") return undefined;
+  const nodes = filter.type === "and" ? filter.nodes : [filter];
+  let best: ReadonlySet<Row> | undefined;
+  for (const node of nodes) {
+    if (!isIndexableEquality(node)) continue;
+    const rows = table.liveRowsWith(node.field, node.value);
+    if (rows && (!best || rows.size < best.size)) best = rows;
+  }
+  return best;
+}
+
+function isIndexableEquality(node: FilterNode): node is CompareNode {
+  return node.type === "compare" && node.op === "$eq" && node.path.length === 1 && !node.isArray && node.value !== null;
+}

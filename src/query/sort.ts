@@ -1,0 +1,33 @@
+// Parses `sort_by` (SPEC §4.1): one field, a leading "-" for descending, typed by the schema.
+// Only the platform's time-ordered fields allow cursors (SPEC §4.1 paging rule 3).
+
+import { invalidParameter } from "../errors.ts";
+import { kindOf, type EntityDef } from "../schema/fields.ts";
+import type { SortSpec } from "./filter-tree.ts";
+import { allFieldNames, resolveField, type FieldAccess } from "./filter.ts";
+
+export const DEFAULT_SORT = "-created_date";
+const CURSOR_SORT_FIELDS = ["created_date", "updated_date", "id"];
+
+export function parseSort(entity: EntityDef, text: string, access: FieldAccess): SortSpec {
+  const descending = text.startsWith("-");
+  const name = descending ? text.slice(1) : text;
+  if (!entity.fields.has(name) && !["id", "created_date", "updated_date", "created_by_id"].includes(name)) {
+    const error = invalidParameter("sort_by", `Cannot sort by "${name}": ${entity.name} has no such field. Sort by one of ${allFieldNames(entity, access).join(", ")}, with a leading "-" for descending.`);
+    error.details.fields = allFieldNames(entity, access);
+    throw error;
+  }
+  const field = resolveField(entity, name, access);
+  if (field.type === "array" || field.type === "object") {
+    throw invalidParameter("sort_by", `Cannot sort by "${name}": it holds ${field.type === "array" ? "an array" : "a JSON object"}. Sort by a field holding one value.`);
+  }
+  return { field: name, kind: kindOf(field), descending };
+}
+
+export function formatSort(sort: SortSpec): string {
+  return (sort.descending ? "-" : "") + sort.field;
+}
+
+export function allowsCursor(sort: SortSpec): boolean {
+  return CURSOR_SORT_FIELDS.includes(sort.field);
+}

@@ -1,0 +1,249 @@
+// The file store: the memory store made durable. A batch is applied to memory at once and appended
+// to the write-ahead log (wal.ts); start-up loads the newest snapshot (snapshot.ts) and replays the
+// log after it; compaction snapshots in the background and deletes the segments the snapshot covers.
+
+import { mkdir, readdir, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { acquireLock, type DirectoryLock } from "./lock.ts";
+import { MemoryStore, type ValueIndexedFields } from "./memory-store.ts";
+import { isTemporarySnapshot, parseSnapshotName, readSnapshot, snapshotName, writeSnapshot, type SnapshotState } from "./snapshot.ts";
+import type { Row, WriteBatch } from "./store.ts";
+import { WriteAheadLog, parseSegmentName, readSegment, segmentName, syncDirectory, toRowImage, type LogEntry, type Segment } from "./wal.ts";
+
+/** Compact once the log is this many times the size of the last snapshot... */
+export const COMPACTION_LOG_RATIO = 2;
+/** ...and at least this big, so that a small store is not rewritten every few writes. */
+export const COMPACTION_MIN_LOG_BYTES = 8 * 1024 * 1024;
+/** Entries are numbered from 1: a store without a snapshot covers nothing before seq 1. */
+const FIRST_SEQ = 1;
+const LOAD_BATCH_ROWS = 1024;
+
+export interface FileStoreOptions {
+  readonly dir: string;
+  readonly valueIndexed: ValueIndexedFields;
+  /** Things the operator should hear about that do not stop the server (a torn tail was cut). */
+  readonly warn: (message: string) => void;
+}
+
+export interface FileStoreDescription {
+  readonly records: number;
+  readonly deletedRecords: number;
+  readonly logBytes: number;
+  readonly snapshotBytes: number;
+  readonly fsyncs: number;
+}
+
+interface DataFiles {
+  readonly snapshots: number[];
+  readonly segments: number[];
+  readonly temporary: string[];
+}
+
+export class FileStore extends MemoryStore {
+  private wal!: WriteAheadLog;
+  /** The newest snapshot covers every entry before this seq. */
+  private snapshotSeq = FIRST_SEQ;
+  private snapshotBytes = 0;
+  private compaction: Promise<void> | null = null;
+  /** After a failed background compaction, wait until the log reaches this size to try again. */
+  private compactionRetryBytes = 0;
+  private isClosed = false;
+
+  private constructor(
+    private readonly options: FileStoreOptions,
+    private readonly lock: DirectoryLock,
+  ) {
+    super(options.valueIndexed);
+  }
+
+  /** Creates the folder if needed, locks it, and recovers its state; then the store serves. */
+  static async open(options: FileStoreOptions): Promise<FileStore> {
+    await mkdir(options.dir, { recursive: true });
+    const lock = await acquireLock(options.dir);
+    const store = new FileStore(options, lock);
+    try {
+      await store.recover();
+    } catch (error) {
+      await lock.release();
+      throw error;
+    }
+    return store;
+  }
+
+  override whenDurable(): Promise<void> | null {
+    return this.wal.whenDurable();
+  }
+
+  /** Durable like any write: a reset entry in the log, which replay honours. */
+  override async reset(): Promise<void> {
+    this.clear();
+    await this.wal.append({ reset: true, rev: this.rev });
+  }
+
+  /** Flushes and syncs the log, waits for a running compaction, and releases the folder. */
+  override async close(): Promise<void> {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    try {
+      // A compaction's failure was already given to whoever asked for it, or warned about.
+      await this.compaction?.catch(() => undefined);
+      await this.wal.close();
+    } finally {
+      await this.lock.release();
+    }
+  }
+
+  /** What the banner shows. */
+  describe(): FileStoreDescription {
+    let records = 0;
+    let deletedRecords = 0;
+    for (const table of this.tables.values()) {
+      records += table.liveCount;
+      deletedRecords += table.rows.size - table.liveCount;
+    }
+    return { records, deletedRecords, logBytes: this.wal.logBytes, snapshotBytes: this.snapshotBytes, fsyncs: this.wal.syncCount };
+  }
+
+  /**
+   * Snapshots the current state while writes go on into a new segment, then deletes the segments
+   * and snapshots it covers. Runs one at a time; a call during a run shares it.
+   */
+  compact(): Promise<void> {
+    this.compaction ??= this.runCompaction().finally(() => {
+      this.compaction = null;
+    });
+    return this.compaction;
+  }
+
+  protected override persist(batch: WriteBatch): Promise<void> {
+    const puts = batch.puts.map(({ entity, row }) => ({ e: entity, row: toRowImage(row) }));
+    return this.wal.append(batch.answer ? { puts, answer: batch.answer } : { puts });
+  }
+
+  private async recover(): Promise<void> {
+    const { dir } = this.options;
+    const files = await listDataFiles(dir);
+    const newest = files.snapshots.at(-1);
+    if (newest !== undefined) await this.loadSnapshot(newest);
+    // Segments before the snapshot are covered by it: a compaction that crashed before deleting them.
+    const { segments, nextSeq } = await this.replaySegments(files.segments.filter((seq) => seq >= this.snapshotSeq));
+    const leftovers = [
+      ...files.temporary,
+      ...files.segments.filter((seq) => seq < this.snapshotSeq).map(segmentName),
+      ...files.snapshots.filter((seq) => seq < this.snapshotSeq).map(snapshotName),
+    ];
+    await removeFiles(dir, leftovers);
+    this.wal = await WriteAheadLog.open(dir, segments, nextSeq, () => this.maybeCompact());
+  }
+
+  private async loadSnapshot(seq: number): Promise<void> {
+    const path = join(this.options.dir, snapshotName(seq));
+    let puts: Array<{ entity: string; row: Row }> = [];
+    const applyPuts = (): void => {
+      if (puts.length > 0) this.apply({ puts });
+      puts = [];
+    };
+    const header = await readSnapshot(path, {
+      onRow: (entity, row) => {
+        puts.push({ entity, row });
+        if (puts.length >= LOAD_BATCH_ROWS) applyPuts();
+      },
+      onAnswer: (answer) => {
+        applyPuts();
+        this.apply({ puts: [], answer });
+      },
+    });
+    applyPuts();
+    if (header.seq !== seq) throw new Error(`Cannot open the data folder: ${path} says it covers entries before ${header.seq}, its name says ${seq}. Was it renamed by hand?`);
+    this.rev = Math.max(this.rev, header.rev);
+    this.snapshotSeq = seq;
+    this.snapshotBytes = header.bytes;
+  }
+
+  private async replaySegments(firstSeqs: number[]): Promise<{ segments: Segment[]; nextSeq: number }> {
+    const segments: Segment[] = [];
+    let seq = this.snapshotSeq;
+    for (const [index, firstSeq] of firstSeqs.entries()) {
+      const path = join(this.options.dir, segmentName(firstSeq));
+      if (firstSeq !== seq) {
+        throw new Error(`Cannot open the data folder: ${path} starts at entry ${firstSeq} but entry ${seq} comes next, so log segments are missing. Restore the folder from a backup.`);
+      }
+      const isLast = index === firstSeqs.length - 1;
+      const replayed = await readSegment(path, { firstSeq, isLast, warn: this.options.warn, onEntry: (entry) => this.replayEntry(entry) });
+      segments.push({ firstSeq, bytes: replayed.bytes });
+      seq = replayed.nextSeq;
+    }
+    return { segments, nextSeq: seq };
+  }
+
+  private replayEntry(entry: LogEntry): void {
+    if (entry.reset) {
+      this.clear();
+      this.rev = Math.max(this.rev, entry.rev ?? 0);
+      return;
+    }
+    const puts = (entry.puts ?? []).map(({ e, row }) => ({ entity: e, row }));
+    this.apply(entry.answer ? { puts, answer: entry.answer } : { puts });
+  }
+
+  /** Starts a compaction when the log has outgrown the live data (called after every log flush). */
+  private maybeCompact(): void {
+    if (this.compaction || this.isClosed) return;
+    const logBytes = this.wal.logBytes;
+    if (logBytes < COMPACTION_MIN_LOG_BYTES || logBytes < COMPACTION_LOG_RATIO * this.snapshotBytes || logBytes < this.compactionRetryBytes) return;
+    this.compact().catch((error: Error) => {
+      this.compactionRetryBytes = 2 * logBytes;
+      this.options.warn(`Compacting the log in ${this.options.dir} failed (every write is still in the log; retrying once it reaches ${this.compactionRetryBytes} bytes): ${error.message}`);
+    });
+  }
+
+  private async runCompaction(): Promise<void> {
+    if (this.isClosed) throw new Error("The store is closed; it cannot be compacted.");
+    if (this.wal.nextSeq === this.snapshotSeq) return;
+    // Capture and rotate in the same tick: the snapshot holds exactly the entries before seq, and
+    // every later entry lands in the new segment log-<seq>.
+    const state = this.captureState();
+    await this.wal.rotate();
+    const bytes = await writeSnapshot(this.options.dir, state);
+    this.snapshotSeq = state.seq;
+    this.snapshotBytes = bytes;
+    this.wal.forgetSegmentsBefore(state.seq);
+    const files = await listDataFiles(this.options.dir);
+    await removeFiles(this.options.dir, [
+      ...files.segments.filter((seq) => seq < state.seq).map(segmentName),
+      ...files.snapshots.filter((seq) => seq < state.seq).map(snapshotName),
+    ]);
+  }
+
+  /** Row versions are immutable, so copying references is a consistent picture of this instant. */
+  private captureState(): SnapshotState {
+    const entities: Array<[string, Row[]]> = [];
+    for (const [entity, table] of this.tables) {
+      if (table.rows.size > 0) entities.push([entity, Array.from(table.rows.values())]);
+    }
+    const now = Date.now();
+    const answers = [...this.answers.values()].filter((answer) => answer.expiresAt > now);
+    return { seq: this.wal.nextSeq, rev: this.rev, entities, answers };
+  }
+}
+
+async function listDataFiles(dir: string): Promise<DataFiles> {
+  const snapshots: number[] = [];
+  const segments: number[] = [];
+  const temporary: string[] = [];
+  for (const name of await readdir(dir)) {
+    const snapshot = parseSnapshotName(name);
+    const segment = parseSegmentName(name);
+    if (snapshot !== undefined) snapshots.push(snapshot);
+    else if (segment !== undefined) segments.push(segment);
+    else if (isTemporarySnapshot(name)) temporary.push(name);
+  }
+  const ascending = (a: number, b: number): number => a - b;
+  return { snapshots: snapshots.sort(ascending), segments: segments.sort(ascending), temporary };
+}
+
+async function removeFiles(dir: string, names: string[]): Promise<void> {
+  if (names.length === 0) return;
+  for (const name of names) await rm(join(dir, name), { force: true });
+  await syncDirectory(dir);
+}

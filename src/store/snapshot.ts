@@ -1,0 +1,113 @@
+// Snapshots: every row of every entity (deleted rows and undeclared entities included), the live
+// idempotency answers and the revision counter, as framed JSON lines in `snapshot-<seq>`, which
+// covers every log entry before seq. Written to a .tmp file, synced, then renamed, so a snapshot
+// that has its name is whole.
+
+import { open, rename, rm } from "node:fs/promises";
+import { join } from "node:path";
+import type { IdempotentAnswer, Row } from "./store.ts";
+import { frameLine, parseFramedLine, scanLines, syncDirectory, toRowImage, writeFully, type RowImage } from "./wal.ts";
+
+const SNAPSHOT_FORMAT = "tabula-snapshot/1";
+const SNAPSHOT_PREFIX = "snapshot-";
+const TMP_SUFFIX = ".tmp";
+const SEQ_DIGITS = 16;
+/** Lines are gathered up to this size before each write, so a snapshot never sits in memory whole. */
+const WRITE_CHUNK_CHARS = 1 << 20;
+
+/** The state a snapshot records, captured in one tick while writes go on into a new segment. */
+export interface SnapshotState {
+  readonly seq: number;
+  readonly rev: number;
+  readonly entities: ReadonlyArray<readonly [entity: string, rows: readonly Row[]]>;
+  readonly answers: readonly IdempotentAnswer[];
+}
+
+export interface SnapshotReader {
+  onRow(entity: string, row: RowImage): void;
+  onAnswer(answer: IdempotentAnswer): void;
+}
+
+export function snapshotName(seq: number): string {
+  return SNAPSHOT_PREFIX + String(seq).padStart(SEQ_DIGITS, "0");
+}
+
+/** The seq of a snapshot file name, or undefined for any other file (a .tmp file included). */
+export function parseSnapshotName(name: string): number | undefined {
+  const match = /^snapshot-(\d+)$/.exec(name);
+  return match ? Number(match[1]) : undefined;
+}
+
+export function isTemporarySnapshot(name: string): boolean {
+  return name.startsWith(SNAPSHOT_PREFIX) && name.endsWith(TMP_SUFFIX);
+}
+
+/** Writes, syncs and renames the snapshot; answers its size in bytes. Yields between chunks. */
+export async function writeSnapshot(dir: string, state: SnapshotState): Promise<number> {
+  const path = join(dir, snapshotName(state.seq));
+  const tmpPath = path + TMP_SUFFIX;
+  const handle = await open(tmpPath, "w");
+  let bytes = 0;
+  try {
+    let text = frameLine({ format: SNAPSHOT_FORMAT, seq: state.seq, rev: state.rev });
+    const flush = async (): Promise<void> => {
+      const buffer = Buffer.from(text);
+      text = "";
+      await writeFully(handle, buffer);
+      bytes += buffer.length;
+    };
+    let rows = 0;
+    for (const [entity, entityRows] of state.entities) {
+      for (const row of entityRows) {
+        text += frameLine({ e: entity, row: toRowImage(row) });
+        rows++;
+        if (text.length >= WRITE_CHUNK_CHARS) await flush();
+      }
+    }
+    for (const answer of state.answers) text += frameLine({ answer });
+    text += frameLine({ end: true, rows, answers: state.answers.length });
+    await flush();
+    await handle.sync();
+  } catch (error) {
+    await handle.close();
+    await rm(tmpPath, { force: true });
+    throw error;
+  }
+  await handle.close();
+  await rename(tmpPath, path);
+  await syncDirectory(dir);
+  return bytes;
+}
+
+/** Reads a snapshot back through `reader`; throws, naming the file and byte, if it is not whole. */
+export async function readSnapshot(path: string, reader: SnapshotReader): Promise<{ seq: number; rev: number; bytes: number }> {
+  let header: { seq: number; rev: number } | undefined;
+  let footer: { rows: number; answers: number } | undefined;
+  let rows = 0;
+  let answers = 0;
+  const damaged = (offset: number, why: string): Error =>
+    new Error(`Cannot open the data folder: the snapshot ${path} is damaged at byte ${offset} (${why}). Restore the folder from a backup.`);
+  const { size, tailOffset } = await scanLines(path, (line, offset) => {
+    const value = parseFramedLine(line);
+    if (!value) throw damaged(offset, "a line is incomplete or fails its checksum");
+    if (footer) throw damaged(offset, "lines follow the end marker");
+    if (!header) {
+      if (value.format !== SNAPSHOT_FORMAT) throw damaged(offset, `the first line does not name the format ${SNAPSHOT_FORMAT}`);
+      header = { seq: value.seq as number, rev: value.rev as number };
+    } else if (value.row) {
+      reader.onRow(value.e as string, value.row as RowImage);
+      rows++;
+    } else if (value.answer) {
+      reader.onAnswer(value.answer as IdempotentAnswer);
+      answers++;
+    } else if (value.end === true) {
+      footer = { rows: value.rows as number, answers: value.answers as number };
+    } else {
+      throw damaged(offset, "a line is neither a row, an answer nor the end marker");
+    }
+  });
+  if (tailOffset < size) throw damaged(tailOffset, "the last line is incomplete");
+  if (!header || !footer) throw damaged(size, "the end marker is missing");
+  if (footer.rows !== rows || footer.answers !== answers) throw damaged(size, `the end marker counts ${footer.rows} rows and ${footer.answers} answers, the file holds ${rows} and ${answers}`);
+  return { seq: header.seq, rev: header.rev, bytes: size };
+}

@@ -1,0 +1,391 @@
+// The write-ahead log: one checksummed JSON line per committed batch, appended to numbered segment
+// files and fdatasync'ed in groups (group commit). It also owns the line framing that snapshots
+// reuse. What to replay and when to start a new segment is decided by the file store.
+
+import { open, type FileHandle } from "node:fs/promises";
+import { join } from "node:path";
+import { crc32 } from "node:zlib";
+import type { IdempotentAnswer, Row } from "./store.ts";
+
+const READ_CHUNK_BYTES = 1 << 20;
+/** `,"crc":"xxxxxxxx"}`: every framed line ends with these 18 bytes. */
+const CRC_SUFFIX = ',"crc":"';
+const CRC_SUFFIX_BYTES = CRC_SUFFIX.length + 8 + 2;
+const NEWLINE = 0x0a;
+const SEGMENT_PREFIX = "log-";
+const SEQ_DIGITS = 16;
+
+/** A row as written to disk: never its memo, which the layers above rebuild. */
+export interface RowImage {
+  readonly id: string;
+  readonly rev: number;
+  readonly deleted: boolean;
+  readonly data: Readonly<Record<string, unknown>>;
+}
+
+export interface LogPut {
+  readonly e: string;
+  readonly row: RowImage;
+}
+
+/** One line of a segment: a batch (puts, answer) or a reset, numbered by seq without gaps. */
+export interface LogEntry {
+  readonly seq: number;
+  readonly puts?: readonly LogPut[];
+  readonly answer?: IdempotentAnswer;
+  readonly reset?: true;
+  readonly rev?: number;
+}
+
+export interface Segment {
+  readonly firstSeq: number;
+  bytes: number;
+}
+
+export function toRowImage(row: Row): RowImage {
+  return { id: row.id, rev: row.rev, deleted: row.deleted, data: row.data };
+}
+
+export function segmentName(firstSeq: number): string {
+  return SEGMENT_PREFIX + String(firstSeq).padStart(SEQ_DIGITS, "0");
+}
+
+/** The first seq of a segment file name, or undefined for any other file. */
+export function parseSegmentName(name: string): number | undefined {
+  const match = /^log-(\d+)$/.exec(name);
+  return match ? Number(match[1]) : undefined;
+}
+
+/**
+ * One line of JSON text ending in a CRC-32 of everything before the crc field, so that `jq` reads
+ * the files as they are and a torn or flipped line is told from a whole one. `value` must have at
+ * least one field of its own.
+ */
+export function frameLine(value: object): string {
+  const head = JSON.stringify(value).slice(0, -1);
+  return `${head}${CRC_SUFFIX}${crc32(head).toString(16).padStart(8, "0")}"}\n`;
+}
+
+/** The object a framed line holds (without its newline), or undefined when the line is damaged. */
+export function parseFramedLine(line: Buffer): Record<string, unknown> | undefined {
+  const headEnd = line.length - CRC_SUFFIX_BYTES;
+  if (headEnd < 2) return undefined;
+  if (line.toString("latin1", headEnd, headEnd + CRC_SUFFIX.length) !== CRC_SUFFIX) return undefined;
+  const hex = line.toString("latin1", line.length - 10, line.length - 2);
+  if (!/^[0-9a-f]{8}$/.test(hex) || line[line.length - 2] !== 0x22 || line[line.length - 1] !== 0x7d) return undefined;
+  if (crc32(line.subarray(0, headEnd)) !== parseInt(hex, 16)) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(line.toString("utf8"));
+  } catch {
+    // A line whose checksum matches but which does not parse is as damaged as one that fails it.
+    return undefined;
+  }
+  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+}
+
+export interface ScanResult {
+  /** Bytes in the file. */
+  readonly size: number;
+  /** Where the bytes after the last newline start (size when the file ends with one). */
+  readonly tailOffset: number;
+}
+
+/** Hands every newline-terminated line of a file to onLine, reading it in chunks (never whole). */
+export async function scanLines(path: string, onLine: (line: Buffer, offset: number) => void): Promise<ScanResult> {
+  const handle = await open(path, "r");
+  try {
+    let position = 0;
+    let lineStart = 0;
+    let pending: Buffer[] = [];
+    for (;;) {
+      const chunk = Buffer.allocUnsafe(READ_CHUNK_BYTES);
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, position);
+      if (bytesRead === 0) break;
+      position += bytesRead;
+      const data = chunk.subarray(0, bytesRead);
+      let from = 0;
+      for (let newline = data.indexOf(NEWLINE); newline !== -1; newline = data.indexOf(NEWLINE, from)) {
+        let line = data.subarray(from, newline);
+        if (pending.length > 0) {
+          line = Buffer.concat([...pending, line]);
+          pending = [];
+        }
+        onLine(line, lineStart);
+        lineStart += line.length + 1;
+        from = newline + 1;
+      }
+      if (from < data.length) pending.push(data.subarray(from));
+    }
+    return { size: position, tailOffset: lineStart };
+  } finally {
+    await handle.close();
+  }
+}
+
+export interface ReadSegmentOptions {
+  readonly firstSeq: number;
+  /** Only the newest segment may end in a torn write; damage anywhere else is fatal. */
+  readonly isLast: boolean;
+  readonly warn: (message: string) => void;
+  readonly onEntry: (entry: LogEntry) => void;
+}
+
+/**
+ * Replays one segment. A damaged tail (a torn last write: partial line, garbage, bad checksums with
+ * nothing whole after them) is cut off with a warning; damage followed by whole entries throws,
+ * since cutting there would silently drop acknowledged writes.
+ */
+export async function readSegment(path: string, options: ReadSegmentOptions): Promise<{ bytes: number; nextSeq: number }> {
+  let seq = options.firstSeq;
+  let validEnd = 0;
+  let damagedAt = -1;
+  const { size } = await scanLines(path, (line, offset) => {
+    const entry = parseFramedLine(line);
+    if (!entry || typeof entry.seq !== "number") {
+      if (damagedAt < 0) damagedAt = offset;
+      return;
+    }
+    if (damagedAt >= 0) throw damagedMiddle(path, damagedAt, offset);
+    if (entry.seq !== seq) {
+      throw new Error(`${path}: the entry at byte ${offset} has seq ${entry.seq} where seq ${seq} was expected; the log is not one this server wrote or it was edited. Restore the data folder from a backup.`);
+    }
+    options.onEntry(entry as unknown as LogEntry);
+    seq++;
+    validEnd = offset + line.length + 1;
+  });
+  if (validEnd < size) {
+    if (!options.isLast) throw damagedMiddle(path, validEnd, size);
+    await truncateFile(path, validEnd);
+    options.warn(`${path}: dropped ${size - validEnd} bytes of a torn or damaged tail at byte ${validEnd} (a write cut short by a crash, never acknowledged); kept ${seq - options.firstSeq} entries before it.`);
+  }
+  return { bytes: validEnd, nextSeq: seq };
+}
+
+function damagedMiddle(path: string, damagedAt: number, validAt: number): Error {
+  return new Error(
+    `Cannot open the data folder: ${path} is damaged at byte ${damagedAt} (an entry is incomplete or fails its checksum) ` +
+      `yet more log follows (from byte ${validAt} or in a later segment), so cutting the damage off would lose acknowledged writes. ` +
+      `Restore the folder from a backup, or accept losing everything from that point by truncating the file to ${damagedAt} bytes ` +
+      `(truncate -s ${damagedAt} ${path}) and deleting later log segments.`,
+  );
+}
+
+async function truncateFile(path: string, bytes: number): Promise<void> {
+  const handle = await open(path, "r+");
+  try {
+    await handle.truncate(bytes);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Writes the whole buffer: a write may take fewer bytes than it was given. */
+export async function writeFully(handle: FileHandle, buffer: Buffer): Promise<void> {
+  let offset = 0;
+  while (offset < buffer.length) {
+    const { bytesWritten } = await handle.write(buffer, offset, buffer.length - offset, null);
+    offset += bytesWritten;
+  }
+}
+
+/** Makes created, renamed and removed names in a folder durable. */
+export async function syncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+interface Deferred {
+  readonly promise: Promise<void>;
+  resolve(): void;
+  reject(error: Error): void;
+}
+
+function createDeferred(): Deferred {
+  let resolve!: () => void;
+  let reject!: (error: Error) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise: markHandled(promise), resolve, reject };
+}
+
+/**
+ * A failed log is fatal and every waiter hears of it; nobody may be waiting on a given promise
+ * (whenDurable was not asked), which must not crash the process a second way.
+ */
+function markHandled<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => undefined);
+  return promise;
+}
+
+interface Rotation {
+  readonly seq: number;
+  /** Lines queued before the rotation was asked for still go to the old segment. */
+  readonly queuedBefore: number;
+  readonly done: Deferred;
+}
+
+/**
+ * The open log. Lines appended while a write+fdatasync is in flight wait in `queue` and go out
+ * together in the next one, so throughput grows with concurrency rather than with the disk's
+ * fsync rate. One flush loop at a time keeps lines in seq order.
+ */
+export class WriteAheadLog {
+  private syncs = 0;
+  private queue: string[] = [];
+  private queued: Deferred | null = null;
+  private inFlight: Deferred | null = null;
+  private rotation: Rotation | null = null;
+  private flushing: Promise<void> | null = null;
+  private failure: Error | null = null;
+  private isClosed = false;
+
+  private constructor(
+    private readonly dir: string,
+    private handle: FileHandle,
+    private readonly segments: Segment[],
+    private seq: number,
+    private readonly onFlushed: () => void,
+  ) {}
+
+  /** Continues the last of `segments` (already replayed and trimmed), or starts one at nextSeq. */
+  static async open(dir: string, segments: Segment[], nextSeq: number, onFlushed: () => void): Promise<WriteAheadLog> {
+    const last = segments.at(-1);
+    const firstSeq = last?.firstSeq ?? nextSeq;
+    const handle = await open(join(dir, segmentName(firstSeq)), "a");
+    if (!last) {
+      segments.push({ firstSeq, bytes: 0 });
+      await syncDirectory(dir);
+    }
+    return new WriteAheadLog(dir, handle, segments, nextSeq, onFlushed);
+  }
+
+  /** The seq the next entry will take. */
+  get nextSeq(): number {
+    return this.seq;
+  }
+
+  /** Bytes in the segments not yet covered by a snapshot. */
+  get logBytes(): number {
+    return this.segments.reduce((sum, segment) => sum + segment.bytes, 0);
+  }
+
+  /** How many times the log was fdatasync'ed: fewer than appends under concurrency. */
+  get syncCount(): number {
+    return this.syncs;
+  }
+
+  /** Numbers the entry, queues it, and resolves once it is on disk. */
+  append(fields: Omit<LogEntry, "seq">): Promise<void> {
+    if (this.failure) return markHandled(Promise.reject(this.failure));
+    if (this.isClosed) return markHandled(Promise.reject(new Error("The store is closed; no more writes are accepted.")));
+    this.queue.push(frameLine({ seq: this.seq++, ...fields }));
+    this.queued ??= createDeferred();
+    this.scheduleFlush();
+    return this.queued.promise;
+  }
+
+  /** Resolves once every entry appended so far is on disk; null when it already is. */
+  whenDurable(): Promise<void> | null {
+    if (this.failure) return markHandled(Promise.reject(this.failure));
+    return (this.queued ?? this.inFlight)?.promise ?? null;
+  }
+
+  /**
+   * Sends entries from nextSeq on to a new segment `log-<nextSeq>`; resolves once the older ones
+   * are on disk and the new file's name is durable. Callers take a snapshot at the same seq.
+   */
+  rotate(): Promise<void> {
+    if (this.failure) return markHandled(Promise.reject(this.failure));
+    if (this.rotation) throw new Error("A segment rotation is already under way.");
+    if (this.segments.at(-1)!.firstSeq === this.seq) return Promise.resolve();
+    this.rotation = { seq: this.seq, queuedBefore: this.queue.length, done: createDeferred() };
+    this.scheduleFlush();
+    return this.rotation.done.promise;
+  }
+
+  /** Forgets segments a snapshot now covers (the file store deletes the files). */
+  forgetSegmentsBefore(seq: number): void {
+    const kept = this.segments.filter((segment) => segment.firstSeq >= seq);
+    this.segments.splice(0, this.segments.length, ...kept);
+  }
+
+  /** Flushes what is queued, then closes the file. Rejects when the log had failed. */
+  async close(): Promise<void> {
+    this.isClosed = true;
+    try {
+      while (this.flushing) await this.flushing;
+    } finally {
+      await this.handle.close();
+    }
+    if (this.failure) throw this.failure;
+  }
+
+  private scheduleFlush(): void {
+    // setImmediate rather than now: every write made during this turn of the event loop joins.
+    this.flushing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush());
+  }
+
+  private async flush(): Promise<void> {
+    while (!this.failure && (this.queue.length > 0 || this.rotation)) {
+      const lines = this.queue;
+      const group = this.queued;
+      const rotation = this.rotation;
+      this.queue = [];
+      this.queued = null;
+      this.rotation = null;
+      this.inFlight = group;
+      try {
+        if (rotation) {
+          await this.writeAndSync(lines.slice(0, rotation.queuedBefore));
+          await this.startSegment(rotation.seq);
+          rotation.done.resolve();
+          await this.writeAndSync(lines.slice(rotation.queuedBefore));
+        } else {
+          await this.writeAndSync(lines);
+        }
+        group?.resolve();
+        this.inFlight = null;
+        this.onFlushed();
+      } catch (error) {
+        this.inFlight = null;
+        this.fail(error, [group, rotation?.done]);
+      }
+    }
+    this.flushing = null;
+  }
+
+  private async writeAndSync(lines: string[]): Promise<void> {
+    if (lines.length === 0) return;
+    const buffer = Buffer.from(lines.join(""));
+    await writeFully(this.handle, buffer);
+    await this.handle.datasync();
+    this.syncs++;
+    this.segments.at(-1)!.bytes += buffer.length;
+  }
+
+  private async startSegment(firstSeq: number): Promise<void> {
+    const handle = await open(join(this.dir, segmentName(firstSeq)), "a");
+    await this.handle.close();
+    this.handle = handle;
+    this.segments.push({ firstSeq, bytes: 0 });
+    await syncDirectory(this.dir);
+  }
+
+  /** From now on every pending and later write rejects with this error. */
+  private fail(cause: unknown, waiters: Array<Deferred | null | undefined>): void {
+    const message = cause instanceof Error ? cause.message : String(cause);
+    this.failure = new Error(`Writing the log in ${this.dir} failed, so no further write can be made durable: ${message}`, { cause });
+    for (const waiter of [...waiters, this.queued, this.rotation?.done]) waiter?.reject(this.failure);
+    this.queued = null;
+    this.rotation = null;
+    this.queue = [];
+  }
+}
