@@ -1,0 +1,475 @@
+// The OpenAPI 3.1 document served at GET /api/openapi.json, built from the loaded schema.
+// It only describes the API: statuses, headers and codes are decided by CONTRACT §3–§6 and the
+// handlers, and a change there must be mirrored here (test/http/openapi.test.ts checks the shape).
+
+import type { ErrorCode } from "../errors.ts";
+import { isScalar, type EntityDef, type FieldDef } from "../schema/fields.ts";
+import type { Schema } from "../schema/load.ts";
+
+type Json = Record<string, unknown>;
+
+// Limits as CONTRACT §3–§5 and SPEC §8 state them; the handlers enforce them.
+const DEFAULT_LIMIT = 100;
+const MAX_LIMIT_SECRET = 5000;
+const MAX_LIMIT_PUBLISHABLE = 500;
+const MAX_BATCH_RECORDS = 5000;
+const MAX_UPSERT_MATCH_FIELDS = 3;
+
+// CONTRACT §5, plus the router's `not_found` for a path that names no endpoint.
+const ERROR_CODES = [
+  "invalid_json", "unknown_field", "read_only_field", "invalid_field", "invalid_filter",
+  "invalid_parameter", "invalid_cursor", "filter_required", "batch_too_large", "unauthorized",
+  "forbidden", "entity_not_found", "record_not_found", "not_found", "method_not_allowed",
+  "ambiguous_match", "idempotency_key_in_use", "precondition_failed", "payload_too_large",
+  "unsupported_media_type", "idempotency_key_reused", "internal",
+] as const satisfies readonly (ErrorCode | "not_found")[];
+// Fails to compile when errors.ts gains a code that this document does not list.
+const HAS_EVERY_ERROR_CODE: [Exclude<ErrorCode, (typeof ERROR_CODES)[number]>] extends [never] ? true : never = true;
+void HAS_EVERY_ERROR_CODE;
+
+// Error responses by status; each names the codes it carries, all sharing the Error schema.
+const ERROR_RESPONSES: Record<number, [name: string, description: string]> = {
+  400: ["BadRequest", "Refused: `invalid_json`, `unknown_field`, `read_only_field`, `invalid_field`, `invalid_filter`, `invalid_parameter`, `invalid_cursor`, `filter_required` or `batch_too_large`. `details` names the field, parameter or batch `index` at fault."],
+  401: ["Unauthorized", "`unauthorized`: the `X-Api-Key` header is missing or matches no key."],
+  403: ["Forbidden", "`forbidden`: a publishable key may not do this (CONTRACT §3); use a secret key."],
+  404: ["NotFound", "`entity_not_found` (no such entity; names are case-sensitive), `record_not_found` (no such live record) or `not_found` (no such path)."],
+  409: ["Conflict", "`ambiguous_match` (an upsert match fits several records) or `idempotency_key_in_use` (the same Idempotency-Key is still being processed; retry later)."],
+  412: ["PreconditionFailed", "`precondition_failed`: `If-Match` differs from the record's current ETag; read it again and retry."],
+  413: ["PayloadTooLarge", "`payload_too_large`: the body is over the server's limit (10 MiB by default)."],
+  415: ["UnsupportedMediaType", "`unsupported_media_type`: send the body as `Content-Type: application/json`."],
+  422: ["IdempotencyKeyReused", "`idempotency_key_reused`: this Idempotency-Key was used with a different method, path or body."],
+  500: ["Internal", "`internal`: the server failed; it has been logged. Never caused by what the client sent."],
+};
+
+// Errors a write with a JSON body may answer; 409 and 422 come from idempotency keys.
+const BODY_ERRORS = [400, 401, 404, 409, 413, 415, 422];
+const IDEMPOTENCY_KEY = parameterRef("IdempotencyKey");
+const IF_MATCH = parameterRef("IfMatch");
+const REPLAYED = "Idempotent-Replayed";
+const SERVICE_TAG = "tabula server";
+
+const FILTER_DESCRIPTION = [
+  "A filter is a JSON object keyed by field name; in a query string it is URL-encoded JSON.",
+  '- A plain value means equality: `{"status": "done"}`. On an array field it matches when any element equals the value.',
+  '- An operator object compares: `{"priority": {"$gte": 3}}`. Operators: `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$in` and `$nin` (with an array of values), `$contains` (case-insensitive substring, text fields only) and `$exists` (`true`: present and not null).',
+  "- `$ne` and `$nin` also match records that lack the field.",
+  '- Several fields in one object must all match; `{"$and": [<filter>, ...]}` and `{"$or": [<filter>, ...]}` combine non-empty arrays of filters.',
+  '- Dotted names reach inside object fields: `{"meta.owner": "ada"}`.',
+  '- Operands are typed by the field: `{"priority": {"$gt": "3"}}` is `invalid_filter`. Date and date-time fields compare chronologically and accept `2026-01-01` or a full timestamp.',
+  "- Platform fields `id`, `created_date`, `updated_date` and `created_by_id` (secret keys only) can be filtered too.",
+  "- An undeclared field is `unknown_field` (the message lists the real ones), an unknown operator `invalid_filter`, malformed JSON `invalid_json`.",
+].join("\n");
+
+export function buildOpenApi(schema: Schema, serverVersion: string): Record<string, unknown> {
+  const entities = [...schema.entities.values()];
+  const paths: Json = { ...servicePaths() };
+  for (const entity of entities) Object.assign(paths, entityPaths(entity));
+  makeOperationIdsUnique(paths);
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "tabula",
+      version: serverVersion,
+      description: "Each declared entity served as a REST collection of JSON records. Lists are bare arrays; paging and counts travel in headers. Every refusal is `{ error: { code, message, details } }`.",
+    },
+    security: [{ secretKey: [] }, { publishableKey: [] }],
+    tags: [
+      // The space keeps this tag apart from every entity's tag: entity names cannot hold one.
+      { name: SERVICE_TAG, description: "Health, entity declarations and this document." },
+      ...entities.map((entity) => ({ name: entity.name, description: `Records of the ${entity.name} entity.` })),
+    ],
+    paths,
+    components: components(entities),
+  };
+}
+
+// The declaration of an entity as JSON Schema, as GET /api/entities may list it.
+export function describeEntity(entity: EntityDef): Json {
+  const properties: Json = {};
+  for (const field of entity.fields.values()) {
+    properties[field.name] = field.default === undefined ? fieldSchema(field) : { ...fieldSchema(field), default: field.default };
+  }
+  const required = entity.fieldNames.filter((name) => entity.fields.get(name)!.required);
+  return { name: entity.name, type: "object", properties, required, additionalProperties: false };
+}
+
+function components(entities: EntityDef[]): Json {
+  const schemas: Json = {};
+  for (const entity of entities) {
+    schemas[entity.name] = recordSchema(entity);
+    schemas[`${entity.name}Input`] = bodySchema(entity, true);
+    schemas[`${entity.name}Changes`] = bodySchema(entity, false);
+  }
+  const responses: Json = {};
+  for (const [name, description] of Object.values(ERROR_RESPONSES)) {
+    responses[name] = { description, content: jsonContent(ref("Error")) };
+  }
+  return { schemas: { ...schemas, ...sharedSchemas() }, responses, parameters: sharedParameters(), headers: sharedHeaders(), securitySchemes: securitySchemes() };
+}
+
+function securitySchemes(): Json {
+  const header = { type: "apiKey", in: "header", name: "X-Api-Key" };
+  return {
+    secretKey: {
+      ...header,
+      description: `A secret key (by convention \`sk_...\`): may do everything, sees \`created_by_id\`, may restore, update-many, delete-many, use \`deleted=\` and \`limit\` up to ${MAX_LIMIT_SECRET}. Keep it on servers.`,
+    },
+    publishableKey: {
+      ...header,
+      description: `A publishable key (by convention \`pk_...\`): may read, count, create, update and delete single records, bulk create, bulk update and upsert. It may not restore, update-many, delete-many, use \`deleted=\`, sort or filter by \`created_by_id\` (403), or ask for \`limit\` over ${MAX_LIMIT_PUBLISHABLE} (400). It never sees \`created_by_id\`.`,
+    },
+  };
+}
+
+// Paths that exist whatever the schema declares. Only /health answers without a key (CONTRACT §1, §3).
+function servicePaths(): Json {
+  const get = (operationId: string, summary: string, description: string, schema: Json, responses: Json = errors(401)) => ({
+    get: { operationId, tags: [SERVICE_TAG], summary, responses: { 200: { description, content: jsonContent(schema) }, ...responses } },
+  });
+  const health = get("getHealth", "Health check", "The server is up.", { type: "object", properties: { status: { const: "ok" } }, required: ["status"] }, {});
+  return {
+    "/health": { get: { ...health.get, security: [] } },
+    "/api/entities": get("listEntities", "List the entities and their declarations", "Every entity, with its declared fields.", { type: "array", items: ref("EntityDeclaration") }),
+    "/api/openapi.json": get("getOpenApi", "This OpenAPI document", "The OpenAPI 3.1 document of this server and schema.", { type: "object" }),
+  };
+}
+
+function entityPaths(entity: EntityDef): Json {
+  const base = `/api/entities/${entity.name}`;
+  const idParameter = [parameterRef("Id")];
+  return {
+    [base]: { get: listOperation(entity), post: createOperation(entity), delete: deleteManyOperation(entity) },
+    [`${base}/count`]: { get: countOperation(entity) },
+    [`${base}/bulk`]: { post: bulkCreateOperation(entity), put: bulkUpdateOperation(entity) },
+    [`${base}/upsert`]: { post: upsertOperation(entity) },
+    [`${base}/update-many`]: { patch: updateManyOperation(entity) },
+    [`${base}/{id}`]: {
+      parameters: idParameter,
+      get: getOperation(entity),
+      put: updateOperation(entity, "update", `Update a ${entity.name} record (merge, as PATCH)`),
+      patch: updateOperation(entity, "patch", `Update a ${entity.name} record (merge)`),
+      delete: deleteOperation(entity),
+    },
+    [`${base}/{id}/restore`]: { parameters: idParameter, put: restoreOperation(entity) },
+  };
+}
+
+interface OperationSpec {
+  verb: string; entity: EntityDef; summary: string; description?: string;
+  parameters: Json[]; body?: Json; responses: Json; isSecretOnly?: boolean;
+}
+
+function operation({ verb, entity, summary, description, parameters, body, responses, isSecretOnly }: OperationSpec): Json {
+  return {
+    operationId: `${verb}${entity.name}`, tags: [entity.name], summary,
+    ...(description ? { description } : {}),
+    ...(isSecretOnly ? { security: [{ secretKey: [] }] } : {}),
+    parameters,
+    ...(body ? { requestBody: { required: true, content: jsonContent(body) } } : {}),
+    responses,
+  };
+}
+
+function listOperation(entity: EntityDef): Json {
+  return operation({
+    verb: "list", entity, summary: `List ${entity.name} records`, parameters: listParameters(entity),
+    description: "Filter, search, sort, select fields and page. The body is a bare array; paging and the total travel in headers. Default sort `-created_date`.",
+    responses: {
+      200: response(`A page of ${entity.name} records.`, { type: "array", items: ref(entity.name) }, ["X-Next-Cursor", "Link", "X-Total-Count"]),
+      ...errors(400, 401, 403, 404),
+    },
+  });
+}
+
+function countOperation(entity: EntityDef): Json {
+  return operation({
+    verb: "count", entity, summary: `Count ${entity.name} records matching a filter`, parameters: [filterParameter(entity, false)],
+    responses: { 200: response("The number of matching live records.", ref("CountResult")), ...errors(400, 401, 403, 404) },
+  });
+}
+
+function getOperation(entity: EntityDef): Json {
+  return operation({
+    verb: "get", entity, summary: `Read one ${entity.name} record`, parameters: [parameterRef("IfNoneMatch")],
+    responses: {
+      200: response("The record.", ref(entity.name), ["ETag"]),
+      304: { description: "Not Modified: `If-None-Match` matches the current ETag; no body.", headers: headerRefs(["ETag"]) },
+      ...errors(401, 404),
+    },
+  });
+}
+
+// Every write takes an Idempotency-Key (SPEC §4.13) and may answer with a replay.
+function createOperation(entity: EntityDef): Json {
+  return operation({
+    verb: "create", entity, summary: `Create a ${entity.name} record`, parameters: [IDEMPOTENCY_KEY], body: ref(`${entity.name}Input`),
+    responses: { 201: response("The created record.", ref(entity.name), ["Location", "ETag", REPLAYED]), ...errors(...BODY_ERRORS) },
+  });
+}
+
+function updateOperation(entity: EntityDef, verb: "update" | "patch", summary: string): Json {
+  return operation({
+    verb, entity, summary, parameters: [IF_MATCH, IDEMPOTENCY_KEY], body: ref(`${entity.name}Changes`),
+    description: "Omitted fields keep their value; `null` clears an optional field.",
+    responses: { 200: response("The updated record.", ref(entity.name), ["ETag", REPLAYED]), ...errors(...BODY_ERRORS, 412) },
+  });
+}
+
+function deleteOperation(entity: EntityDef): Json {
+  return operation({
+    verb: "delete", entity, summary: `Delete a ${entity.name} record (soft)`, parameters: [IF_MATCH, IDEMPOTENCY_KEY],
+    description: "The record is hidden from reads, updates and lists, not destroyed; a secret key can restore it.",
+    responses: { 200: response("The record is deleted.", ref("DeleteResult"), [REPLAYED]), ...errors(401, 404, 409, 412, 422) },
+  });
+}
+
+function restoreOperation(entity: EntityDef): Json {
+  const restored = { type: "object", properties: { restored: { type: "boolean", description: "`false` when the record was already live." } }, required: ["restored"] };
+  return operation({
+    verb: "restore", entity, summary: `Restore a deleted ${entity.name} record`, parameters: [IDEMPOTENCY_KEY], isSecretOnly: true,
+    responses: {
+      200: response("The live record, with `restored`.", { allOf: [ref(entity.name), restored] }, ["ETag", REPLAYED]),
+      ...errors(401, 403, 404, 409, 422),
+    },
+  });
+}
+
+function bulkCreateOperation(entity: EntityDef): Json {
+  return operation({
+    verb: "bulkCreate", entity, summary: `Create many ${entity.name} records`, parameters: [IDEMPOTENCY_KEY],
+    description: `All or nothing: one invalid record refuses the batch, and the error's \`details.index\` names it. At most ${MAX_BATCH_RECORDS} records.`,
+    body: { type: "array", items: ref(`${entity.name}Input`), maxItems: MAX_BATCH_RECORDS },
+    responses: { 201: response("The created records, in request order.", { type: "array", items: ref(entity.name) }, [REPLAYED]), ...errors(...BODY_ERRORS) },
+  });
+}
+
+function bulkUpdateOperation(entity: EntityDef): Json {
+  const changes = bodySchema(entity, false);
+  const item = { ...changes, properties: { id: idSchema(), ...(changes.properties as Json) }, required: ["id"] };
+  return operation({
+    verb: "bulkUpdate", entity, summary: `Update many ${entity.name} records by id`, parameters: [IDEMPOTENCY_KEY],
+    description: "Each item is `id` plus the fields to change (merge). All or nothing; `details.index` names a refused item.",
+    body: { type: "array", items: item, maxItems: MAX_BATCH_RECORDS },
+    responses: { 200: response("The updated records, in request order.", { type: "array", items: ref(entity.name) }, [REPLAYED]), ...errors(...BODY_ERRORS) },
+  });
+}
+
+function upsertOperation(entity: EntityDef): Json {
+  const matchField = { type: "string", ...(entity.fieldNames.length > 0 ? { enum: [...entity.fieldNames] } : {}) };
+  const body = {
+    type: "object", additionalProperties: false, required: ["match", "records"],
+    properties: {
+      match: { type: "array", items: matchField, minItems: 1, maxItems: MAX_UPSERT_MATCH_FIELDS, uniqueItems: true, description: "Fields whose values identify an existing record." },
+      records: { type: "array", items: ref(`${entity.name}Changes`), maxItems: MAX_BATCH_RECORDS, description: "A record that matches none is created, so it must hold the required fields." },
+    },
+  };
+  const created = { type: "object", properties: { created: { type: "boolean", description: "`true` if created, `false` if updated." } }, required: ["created"] };
+  return operation({
+    verb: "upsert", entity, summary: `Create or update ${entity.name} records by match fields`, parameters: [IDEMPOTENCY_KEY], body,
+    responses: { 200: response("The records, in request order.", { type: "array", items: { allOf: [ref(entity.name), created] } }, [REPLAYED]), ...errors(...BODY_ERRORS) },
+  });
+}
+
+function updateManyOperation(entity: EntityDef): Json {
+  const q = { ...ref("Filter"), description: "Which records to change; `{}` is refused with `filter_required`." };
+  return operation({
+    verb: "updateMany", entity, summary: `Apply one change to every ${entity.name} record matching a filter`, parameters: [IDEMPOTENCY_KEY], isSecretOnly: true,
+    description: "The change is validated like an update and applied to all matches or to none.",
+    body: { type: "object", additionalProperties: false, required: ["q", "set"], properties: { q, set: ref(`${entity.name}Changes`) } },
+    responses: { 200: response("How many records changed, and their ids.", ref("ManyResult"), [REPLAYED]), ...errors(...BODY_ERRORS, 403) },
+  });
+}
+
+function deleteManyOperation(entity: EntityDef): Json {
+  return operation({
+    verb: "deleteMany", entity, summary: `Delete every ${entity.name} record matching a filter (soft)`, isSecretOnly: true,
+    parameters: [filterParameter(entity, true), IDEMPOTENCY_KEY],
+    responses: { 200: response("How many records were deleted, and their ids.", ref("ManyResult"), [REPLAYED]), ...errors(400, 401, 403, 404, 409, 422) },
+  });
+}
+
+function listParameters(entity: EntityDef): Json[] {
+  const fieldList = [...entity.fieldNames, "created_date", "updated_date", "created_by_id"].join(", ");
+  const query = (name: string, description: string, schema: Json) => ({ name, in: "query", description, schema });
+  const searched = entity.textFields.length > 0 ? entity.textFields.join(", ") : "none: this entity declares no string field";
+  return [
+    filterParameter(entity, false),
+    query("search", `Case-insensitive substring looked for in every declared string field (${searched}); combined with \`q\` by AND.`, { type: "string" }),
+    query("sort_by", `One field, with a leading \`-\` for descending: id, ${fieldList} (\`created_by_id\`: secret keys only). Ties break on \`id\`. Only \`created_date\`, \`updated_date\` and \`id\` allow cursors; other sorts page with \`skip\`.`, { type: "string", default: "-created_date", examples: ["-created_date", [...entity.fields.values()].find(isScalar)?.name ?? "id"] }),
+    query("fields", `Comma-separated fields to return; \`id\` is always included. Fields: ${fieldList}. An unknown name is \`unknown_field\`.`, { type: "string" }),
+    query("limit", `Records per page: at most ${MAX_LIMIT_SECRET} with a secret key, ${MAX_LIMIT_PUBLISHABLE} with a publishable key.`, { type: "integer", minimum: 1, maximum: MAX_LIMIT_SECRET, default: DEFAULT_LIMIT }),
+    query("cursor", "The `X-Next-Cursor` of the previous page. It carries its sort, filter, search and fields: send only `cursor` and `limit`, or the same values; others are `invalid_cursor`.", { type: "string" }),
+    query("skip", "Records to skip (offset paging, for shallow pages). Cannot be combined with `cursor`.", { type: "integer", minimum: 0 }),
+    query("count", "When `true`, the `X-Total-Count` header carries the number of matching records.", { type: "boolean", default: false }),
+    query("deleted", "Secret keys only: `only` lists deleted records, `include` live and deleted ones. Without it, only live records.", { type: "string", enum: ["include", "only"] }),
+  ];
+}
+
+function filterParameter(entity: EntityDef, isRequired: boolean): Json {
+  const examples = filterExamples(entity);
+  const lead = isRequired
+    ? "Required: the filter choosing the records; `{}` counts as none and is refused with `filter_required`."
+    : "Filter: only records matching it are returned.";
+  return {
+    name: "q", in: "query", required: isRequired,
+    description: `${lead}\n\n${FILTER_DESCRIPTION}\n\nExamples for ${entity.name}:\n${examples.map((example) => `- \`${JSON.stringify(example)}\``).join("\n")}`,
+    schema: { type: "string", contentMediaType: "application/json", contentSchema: ref("Filter") },
+    examples: Object.fromEntries(examples.map((example, i) => [`example${i + 1}`, { value: JSON.stringify(example) }])),
+  };
+}
+
+// Filters built from the entity's own fields, so the examples can be pasted as they are.
+function filterExamples(entity: EntityDef): Json[] {
+  const fields = [...entity.fields.values()];
+  const examples: Json[] = [];
+  const withEnum = fields.find((field) => field.enum);
+  if (withEnum) examples.push({ [withEnum.name]: withEnum.enum![0] });
+  const numeric = fields.find((field) => field.type === "number" || field.type === "integer");
+  if (numeric) examples.push({ [numeric.name]: { $gte: 3 } });
+  const text = fields.find((field) => field.type === "string" && !field.format && !field.enum);
+  if (text) examples.push({ [text.name]: { $contains: "report" } });
+  if (examples.length >= 2) examples.push({ $or: [examples[0], examples[1]] });
+  examples.push({ created_date: { $gte: "2026-01-01" } });
+  return examples;
+}
+
+function recordSchema(entity: EntityDef): Json {
+  const properties: Json = { id: idSchema() };
+  for (const field of entity.fields.values()) properties[field.name] = fieldSchema(field);
+  const timestamp = (description: string) => ({ type: "string", format: "date-time", description, examples: ["2026-11-22T12:00:00.000Z"] });
+  properties.created_date = timestamp("When the record was created (UTC, milliseconds).");
+  properties.updated_date = timestamp("When the record was last written (UTC, milliseconds).");
+  properties.created_by_id = { type: "string", description: "The id of the API key that created the record. Only returned to secret keys." };
+  return {
+    type: "object", properties, required: ["id"],
+    description: `A ${entity.name} record as returned. A field never set is omitted, and \`fields\` may restrict the output to \`id\` plus the named fields.`,
+  };
+}
+
+// Write bodies: declared fields only. In a create body a required field without a default must
+// be present; elsewhere `null` clears an optional field, so those accept null (CONTRACT §2).
+function bodySchema(entity: EntityDef, isCreate: boolean): Json {
+  const properties: Json = {};
+  for (const field of entity.fields.values()) {
+    const schema = field.required ? fieldSchema(field) : nullable(fieldSchema(field));
+    properties[field.name] = isCreate && field.default !== undefined ? { ...schema, default: field.default } : schema;
+  }
+  const required = entity.fieldNames.filter((name) => {
+    const field = entity.fields.get(name)!;
+    return field.required && field.default === undefined;
+  });
+  const description = isCreate
+    ? `The fields of a new ${entity.name} record; platform fields are set by the server.`
+    : `Fields of a ${entity.name} record to change; omitted fields keep their value.`;
+  return { type: "object", description, properties, additionalProperties: false, ...(isCreate && required.length > 0 ? { required } : {}) };
+}
+
+function fieldSchema(field: FieldDef): Json {
+  const schema: Json = { type: field.type };
+  if (field.format) schema.format = field.format;
+  if (field.enum) schema.enum = [...field.enum];
+  if (field.items) schema.items = fieldSchema(field.items);
+  for (const bound of ["minimum", "maximum", "minLength", "maxLength"] as const) {
+    if (field[bound] !== undefined) schema[bound] = field[bound];
+  }
+  if (field.pattern) schema.pattern = field.pattern.source;
+  return schema;
+}
+
+function nullable(schema: Json): Json {
+  const widened: Json = { ...schema, type: [schema.type, "null"] };
+  if (Array.isArray(schema.enum)) widened.enum = [...schema.enum, null];
+  return widened;
+}
+
+function idSchema(): Json {
+  return { type: "string", pattern: "^[0-9a-f]{24}$", description: "24 lowercase hex characters, time-ordered.", examples: ["6740a1b2c3d4e5f601234567"] };
+}
+
+function sharedSchemas(): Json {
+  const object = (properties: Json, description: string) => ({ type: "object", properties, required: Object.keys(properties), description });
+  return {
+    Error: object({
+      error: object({
+        code: { type: "string", enum: [...ERROR_CODES], description: "Identifies the error permanently." },
+        message: { type: "string", description: "Names what is wrong and how to mend it; may change." },
+        details: { type: "object", description: "Facts about the error: `field`, `fields`, `parameter`, `index`, ..." },
+      }, "The refusal."),
+    }, "Every refusal (CONTRACT §5)."),
+    CountResult: object({ count: { type: "integer", minimum: 0 } }, "The number of matching live records."),
+    ManyResult: object({ count: { type: "integer", minimum: 0 }, ids: { type: "array", items: idSchema() } }, "How many records were touched, and their ids."),
+    DeleteResult: object({ id: idSchema(), deleted: { const: true } }, "A deleted record."),
+    Filter: { type: "object", description: FILTER_DESCRIPTION, examples: [{ status: "done" }, { $or: [{ priority: { $gte: 3 } }, { tags: "urgent" }] }] },
+    EntityDeclaration: {
+      type: "object", required: ["name", "type", "properties", "required"],
+      description: "An entity's declaration as JSON Schema (CONTRACT §2).",
+      properties: {
+        name: { type: "string" }, type: { const: "object" },
+        properties: { type: "object", additionalProperties: { type: "object" } },
+        required: { type: "array", items: { type: "string" } },
+      },
+    },
+  };
+}
+
+function sharedParameters(): Json {
+  const header = (name: string, description: string) => ({ name, in: "header", required: false, description, schema: { type: "string" } });
+  return {
+    Id: { name: "id", in: "path", required: true, description: "The record id.", schema: idSchema() },
+    IdempotencyKey: header("Idempotency-Key", "Any unique string (a UUID is suggested). Repeating the request with the same key within 24 hours replays the first answer, with `Idempotent-Replayed: true`, instead of redoing the work. Scoped to the API key."),
+    IfMatch: header("If-Match", "Write only if the record's current ETag equals this one (`*` matches any live record); otherwise 412 `precondition_failed`."),
+    IfNoneMatch: header("If-None-Match", "An ETag from an earlier read: when the record is unchanged the answer is 304 with no body."),
+  };
+}
+
+function sharedHeaders(): Json {
+  const header = (description: string, schema: Json = { type: "string" }) => ({ description, schema });
+  return {
+    "ETag": header("Strong, quoted and opaque; changes on every write of the record, including delete and restore."),
+    "Location": header("The path of the created record: `/api/entities/<Entity>/<id>`.", { type: "string", format: "uri-reference" }),
+    "X-Next-Cursor": header("Present when another page exists and the sort allows cursors: send it back as `cursor`."),
+    "Link": header('Present when another page exists: `<URL>; rel="next"`, carrying `cursor` when the sort allows it, else `skip`.'),
+    "X-Total-Count": header("The number of matching records, when `count=true`.", { type: "integer", minimum: 0 }),
+    "Idempotent-Replayed": header("`true` when this answer replays an earlier one with the same Idempotency-Key.", { type: "string", enum: ["true"] }),
+  };
+}
+
+function response(description: string, schema: Json, headers: string[] = []): Json {
+  return { description, ...(headers.length > 0 ? { headers: headerRefs(headers) } : {}), content: jsonContent(schema) };
+}
+
+function headerRefs(names: string[]): Json {
+  return Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
+}
+
+// Every /api/ operation may also answer 500; it is added here so no operation forgets it.
+function errors(...statuses: number[]): Json {
+  return Object.fromEntries([...statuses, 500].map((status) => [status, { $ref: `#/components/responses/${ERROR_RESPONSES[status]![0]}` }]));
+}
+
+function jsonContent(schema: Json): Json {
+  return { "application/json": { schema } };
+}
+
+function ref(schemaName: string): Json {
+  return { $ref: `#/components/schemas/${schemaName}` };
+}
+
+function parameterRef(name: string): Json {
+  return { $ref: `#/components/parameters/${name}` };
+}
+
+// Entity names are free, so `deleteMany` + "Task" can equal `delete` + "ManyTask"; a later
+// operation that would repeat an id gets a numeric suffix, in document order.
+function makeOperationIdsUnique(paths: Json): void {
+  const seen = new Set<string>();
+  for (const item of Object.values(paths) as Json[]) {
+    for (const operation of Object.values(item) as Json[]) {
+      if (typeof operation.operationId !== "string") continue; // a path-level `parameters` array
+      let operationId = operation.operationId;
+      for (let n = 2; seen.has(operationId); n++) operationId = `${operation.operationId}_${n}`;
+      operation.operationId = operationId;
+      seen.add(operationId);
+    }
+  }
+}
