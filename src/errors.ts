@@ -22,6 +22,7 @@ export type ErrorCode =
   | "payload_too_large"
   | "unsupported_media_type"
   | "idempotency_key_reused"
+  | "not_found"
   | "internal";
 
 export type ErrorDetails = Record<string, unknown>;
@@ -100,3 +101,39 @@ export const entityNotFound = (entity: string, entities: string[]) =>
 
 export const internalError = () =>
   new ApiError(500, "internal", "The server failed while handling this request; it has been logged.");
+
+export const filterRequired = (operation: string) =>
+  new ApiError(
+    400,
+    "filter_required",
+    `${operation} needs a filter that is not empty, such as {"status":"done"}: it would otherwise touch every record, which cannot be asked for by omission.`,
+  );
+
+export const batchTooLarge = (size: number, max: number) =>
+  new ApiError(400, "batch_too_large", `The batch holds ${size} records; the most one request may hold is ${max}. Split it into smaller batches.`, { size, max });
+
+export const ambiguousMatch = (match: Record<string, unknown>, ids: string[]) =>
+  new ApiError(
+    409,
+    "ambiguous_match",
+    `The match ${JSON.stringify(match)} fits ${ids.length} records, so it is not clear which to update; match on fields that identify one record.`,
+    { match, ids },
+  );
+
+export const preconditionFailed = (etag: string) =>
+  new ApiError(412, "precondition_failed", `The record has changed since you read it (its ETag is now ${etag}); read it again and retry with the new ETag.`, { etag });
+
+export const notFound = (path: string) =>
+  new ApiError(404, "not_found", `Nothing is served at ${path}. Records live at /api/entities/<Entity>; see GET /api/openapi.json.`, { path });
+
+export const methodNotAllowed = (method: string, allowed: string[]) =>
+  new ApiError(405, "method_not_allowed", `${method} is not allowed here; use ${allowed.join(", ")}.`, { method, allowed }, { Allow: allowed.join(", ") });
+
+export const unauthorized = (hasKey: boolean) =>
+  new ApiError(
+    401,
+    "unauthorized",
+    hasKey
+      ? "The X-Api-Key header holds no known key. Use a secret or publishable key printed at start-up (or kept in <data>/keys.json)."
+      : "Send an API key in the X-Api-Key header; the server printed its keys at start-up.",
+  );

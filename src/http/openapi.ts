@@ -5,15 +5,11 @@
 import type { ErrorCode } from "../errors.ts";
 import { isScalar, type EntityDef, type FieldDef } from "../schema/fields.ts";
 import type { Schema } from "../schema/load.ts";
+import { MAX_BATCH_RECORDS, MAX_MATCH_FIELDS as MAX_UPSERT_MATCH_FIELDS } from "../records/batch.ts";
+import { DEFAULT_LIMIT, MAX_LIMIT_PUBLISHABLE, MAX_LIMIT_SECRET } from "./list-params.ts";
 
 type Json = Record<string, unknown>;
 
-// Limits as CONTRACT §3–§5 and SPEC §8 state them; the handlers enforce them.
-const DEFAULT_LIMIT = 100;
-const MAX_LIMIT_SECRET = 5000;
-const MAX_LIMIT_PUBLISHABLE = 500;
-const MAX_BATCH_RECORDS = 5000;
-const MAX_UPSERT_MATCH_FIELDS = 3;
 
 // CONTRACT §5, plus the router's `not_found` for a path that names no endpoint.
 const ERROR_CODES = [
@@ -22,7 +18,7 @@ const ERROR_CODES = [
   "forbidden", "entity_not_found", "record_not_found", "not_found", "method_not_allowed",
   "ambiguous_match", "idempotency_key_in_use", "precondition_failed", "payload_too_large",
   "unsupported_media_type", "idempotency_key_reused", "internal",
-] as const satisfies readonly (ErrorCode | "not_found")[];
+] as const satisfies readonly ErrorCode[];
 // Fails to compile when errors.ts gains a code that this document does not list.
 const HAS_EVERY_ERROR_CODE: [Exclude<ErrorCode, (typeof ERROR_CODES)[number]>] extends [never] ? true : never = true;
 void HAS_EVERY_ERROR_CODE;

@@ -35,6 +35,17 @@ export class MemoryStore implements Store {
     return { key: this.table(entity).sortIndex(sort).keyOf(row), id: row.id };
   }
 
+  storedFieldNames(): Map<string, Set<string>> {
+    const names = new Map<string, Set<string>>();
+    for (const [entity, table] of this.tables) {
+      if (table.rows.size === 0) continue;
+      const fields = new Set<string>();
+      for (const row of table.rows.values()) for (const name in row.data) fields.add(name);
+      names.set(entity, fields);
+    }
+    return names;
+  }
+
   nextRev(): number {
     return ++this.rev;
   }

@@ -65,6 +65,9 @@ export interface Store {
   /** The sort position of a row, for building cursors. */
   positionOf(entity: string, row: Row, sort: SortSpec): SortPosition;
 
+  /** Every stored field name of every entity that holds rows (for reporting fields no longer declared). */
+  storedFieldNames(): Map<string, Set<string>>;
+
   /** The next revision number; every row version takes one. */
   nextRev(): number;
   /** The largest id stored in any entity, so that new ids stay time-ordered after a restart. */

@@ -1,0 +1,144 @@
+// The command line (CONTRACT §1): argv and env → ServerOptions, the start-up banner, signals.
+// A bad flag, schema, seed or key file exits 1 before listening, with a message naming the fault.
+
+import { createServer, VERSION, type ServerOptions, type TabulaServer } from "./server.ts";
+import { DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
+
+const HELP = `tabula ${VERSION}: each entity of a JSON schema served as a REST collection of records.
+
+Usage: tabula [options]
+
+  --schema PATH            folder of <Entity>.json declarations, or one JSON file   [TABULA_SCHEMA, default ./entities]
+  --data DIR               the file store: write-ahead log, snapshots, keys.json     [TABULA_DATA, default ./data]
+  --memory                 keep nothing on disk (tests, CI fixtures)
+  --port N                 0 picks a free port                                      [TABULA_PORT or PORT, default 8080]
+  --host H                                                                          [TABULA_HOST, default 127.0.0.1]
+  --secret-key K           a secret API key (else one is generated)                  [TABULA_SECRET_KEY]
+  --publishable-key K      a publishable API key (else one is generated)             [TABULA_PUBLISHABLE_KEY]
+  --seed FILE              { "<Entity>": [records...] }, loaded when the store is empty
+  --max-body SIZE          largest request body, in bytes or with kb/mb              [default 10mb]
+  --help, --version
+
+Every request under /api/ carries X-Api-Key. Docs: GET /api/openapi.json, and the README.`;
+
+class UsageError extends Error {}
+
+const VALUE_FLAGS = ["schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body"] as const;
+type ValueFlag = (typeof VALUE_FLAGS)[number];
+
+interface Parsed {
+  values: Partial<Record<ValueFlag, string>>;
+  memory: boolean;
+  help: boolean;
+  version: boolean;
+}
+
+function parseArgs(argv: string[]): Parsed {
+  const parsed: Parsed = { values: {}, memory: false, help: false, version: false };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith("--")) throw new UsageError(`Unexpected argument "${arg}"; options start with --.`);
+    const [name, inline] = arg.slice(2).split(/=(.*)/s, 2) as [string, string | undefined];
+    if (name === "memory" || name === "help" || name === "version") {
+      if (inline !== undefined) throw new UsageError(`--${name} takes no value.`);
+      parsed[name] = true;
+    } else if ((VALUE_FLAGS as readonly string[]).includes(name)) {
+      const value = inline ?? argv[++i];
+      if (value === undefined || (inline === undefined && value.startsWith("--"))) throw new UsageError(`--${name} needs a value.`);
+      parsed.values[name as ValueFlag] = value;
+    } else {
+      throw new UsageError(`Unknown option --${name}.`);
+    }
+  }
+  return parsed;
+}
+
+function parsePort(text: string): number {
+  const port = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (!(port >= 0 && port <= 65535)) throw new UsageError(`--port must be a number from 0 to 65535 (got "${text}").`);
+  return port;
+}
+
+function parseSize(text: string): number {
+  const match = /^(\d+)\s*(b|kb|kib|mb|mib)?$/i.exec(text.trim());
+  if (!match || Number(match[1]) === 0) throw new UsageError(`--max-body must be a size such as 1048576, 512kb or 10mb (got "${text}").`);
+  const unit = (match[2] ?? "b").toLowerCase();
+  return Number(match[1]) * (unit.startsWith("k") ? 1024 : unit.startsWith("m") ? 1024 * 1024 : 1);
+}
+
+function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv): ServerOptions {
+  const { values } = parsed;
+  const port = values.port ?? env.TABULA_PORT ?? env.PORT;
+  return {
+    schema: values.schema ?? env.TABULA_SCHEMA ?? "./entities",
+    memory: parsed.memory,
+    data: values.data ?? env.TABULA_DATA ?? "./data",
+    port: port === undefined ? 8080 : parsePort(port),
+    host: values.host ?? env.TABULA_HOST ?? "127.0.0.1",
+    secretKey: values["secret-key"] ?? env.TABULA_SECRET_KEY,
+    publishableKey: values["publishable-key"] ?? env.TABULA_PUBLISHABLE_KEY,
+    seed: values.seed,
+    maxBodyBytes: values["max-body"] === undefined ? DEFAULT_MAX_BODY_BYTES : parseSize(values["max-body"]),
+  };
+}
+
+function printBanner(server: TabulaServer, options: ServerOptions): void {
+  const lines = [`tabula ${VERSION}`];
+  const entities = [...server.schema.entities.values()].map((e) => `${e.name} (${e.fieldNames.length} fields)`);
+  lines.push(`schema     ${options.schema}: ${entities.join(", ")}`);
+  lines.push(server.dataDir ? `data       ${server.dataDir} (write-ahead log, fsync before every answer)` : "data       in memory only: nothing is kept on disk");
+  if (server.seeded > 0) lines.push(`seed       ${server.seeded} records loaded from ${options.seed}`);
+  for (const field of server.undeclaredFields) lines.push(`note       ${field} is stored but no longer declared: kept on disk, neither returned nor writable`);
+  for (const apiKey of server.keys.keys) {
+    const isNew = server.keys.generated.includes(apiKey);
+    const shown = isNew || !server.dataDir ? apiKey.key : `${apiKey.key.slice(0, 7)}…`;
+    const where = isNew && server.keys.file ? ` (generated, saved in ${server.keys.file})` : isNew ? " (generated)" : server.keys.file ? ` (full key in ${server.keys.file})` : "";
+    lines.push(`${apiKey.kind === "secret" ? "secret key " : "public key "} ${shown}  id ${apiKey.id}${where}`);
+  }
+  lines.push(`listening on ${server.url}`);
+  process.stdout.write(lines.join("\n") + "\n");
+}
+
+async function main(): Promise<void> {
+  let options: ServerOptions;
+  try {
+    const parsed = parseArgs(process.argv.slice(2));
+    if (parsed.help) return void process.stdout.write(HELP + "\n");
+    if (parsed.version) return void process.stdout.write(VERSION + "\n");
+    options = toOptions(parsed, process.env);
+  } catch (error) {
+    process.stderr.write(`tabula: ${(error as Error).message}\nRun tabula --help for the options.\n`);
+    process.exit(1);
+  }
+  let server: TabulaServer;
+  try {
+    server = await createServer({
+      ...options,
+      onFatal(error) {
+        process.stderr.write(`tabula: the store failed and can make no further write durable: ${error.message}\n`);
+        process.exit(1);
+      },
+    });
+  } catch (error) {
+    process.stderr.write(`tabula: ${(error as Error).message}\n`);
+    process.exit(1);
+  }
+  printBanner(server, options);
+  let isStopping = false;
+  const stop = (signal: string) => {
+    if (isStopping) return;
+    isStopping = true;
+    process.stdout.write(`${signal}: finishing requests in flight, flushing the log\n`);
+    server.close().then(
+      () => process.exit(0),
+      (error: Error) => {
+        process.stderr.write(`tabula: ${error.message}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGINT", () => stop("SIGINT"));
+  process.on("SIGTERM", () => stop("SIGTERM"));
+}
+
+void main();

@@ -1,0 +1,64 @@
+// Idempotency-Key (SPEC §4.13, CONTRACT §6): the first successful answer to a write is stored with
+// the write itself (one batch, one log entry) and replayed for 24 hours. Keys are scoped to the API
+// key. Errors are not stored, so a refused request may be retried with the same key.
+
+import { createHash } from "node:crypto";
+import { ApiError } from "../errors.ts";
+import type { Caller } from "../records/caller.ts";
+import type { IdempotentAnswer, Store } from "../store/store.ts";
+import type { Reply } from "./response.ts";
+
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+
+export interface IdempotentRequest {
+  readonly scope: string;
+  readonly fingerprint: string;
+}
+
+export function idempotentRequest(caller: Caller, idempotencyKey: string, method: string, url: string, body: Buffer): IdempotentRequest {
+  if (idempotencyKey.length === 0 || idempotencyKey.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
+    throw new ApiError(400, "invalid_parameter", `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters; a UUID is a good choice.`, { parameter: "Idempotency-Key" });
+  }
+  const bodyHash = createHash("sha256").update(body).digest("base64url");
+  return { scope: `${caller.keyId}\n${idempotencyKey}`, fingerprint: `${method} ${url} ${bodyHash}` };
+}
+
+export class IdempotencyGuard {
+  private readonly inFlight = new Set<string>();
+
+  constructor(private readonly store: Store) {}
+
+  /**
+   * The stored answer to replay, or null when this request is the first with its key (it is then
+   * in flight until finish()). Refuses a key that is busy or was used for another request.
+   */
+  start(request: IdempotentRequest, now: number): Reply | null {
+    if (this.inFlight.has(request.scope)) {
+      throw new ApiError(409, "idempotency_key_in_use", "A request with this Idempotency-Key is still being processed; retry once it has been answered.");
+    }
+    const answer = this.store.findAnswer(request.scope, now);
+    if (answer) {
+      if (answer.fingerprint !== request.fingerprint) {
+        throw new ApiError(
+          422,
+          "idempotency_key_reused",
+          "This Idempotency-Key was used for a different request (method, path or body); use a new key for a new request.",
+        );
+      }
+      return { status: answer.status, headers: { ...answer.headers, "Idempotent-Replayed": "true" }, body: answer.body };
+    }
+    this.inFlight.add(request.scope);
+    return null;
+  }
+
+  finish(request: IdempotentRequest): void {
+    this.inFlight.delete(request.scope);
+  }
+
+  /** What to store for this reply: successes only. */
+  answerFor(request: IdempotentRequest, reply: Reply, now: number): IdempotentAnswer | undefined {
+    if (reply.status < 200 || reply.status > 299 || reply.body === null) return undefined;
+    return { ...request, status: reply.status, headers: reply.headers, body: reply.body, expiresAt: now + IDEMPOTENCY_TTL_MS };
+  }
+}

@@ -1,0 +1,150 @@
+// The list parameters of SPEC §4.1 → a typed ListRequest, plus what the next page's cursor and
+// Link need. A cursor carries its walk (CONTRACT §6): parameters it binds may be omitted on later
+// pages, and sending different ones is invalid_cursor.
+
+import { forbidden, invalidCursor, invalidParameter } from "../errors.ts";
+import { decodeCursor, encodeCursor, type Walk } from "../query/cursor.ts";
+import { parseFieldSelection } from "../query/fields.ts";
+import { parseFilterText, type FieldAccess } from "../query/filter.ts";
+import type { FilterNode } from "../query/filter-tree.ts";
+import { allowsCursor, DEFAULT_SORT, formatSort, parseSort } from "../query/sort.ts";
+import type { Caller } from "../records/caller.ts";
+import type { ListAnswer, ListRequest } from "../records/records.ts";
+import type { EntityDef } from "../schema/fields.ts";
+import type { DeletedFilter } from "../store/store.ts";
+
+export const DEFAULT_LIMIT = 100;
+export const MAX_LIMIT_SECRET = 5000;
+export const MAX_LIMIT_PUBLISHABLE = 500;
+
+const LIST_PARAMETERS = ["q", "search", "sort_by", "fields", "limit", "cursor", "skip", "count", "deleted"];
+const COUNT_PARAMETERS = ["q", "search"];
+
+export interface ListPlan {
+  readonly request: ListRequest;
+  readonly fields: string[] | null;
+  readonly walk: Walk;
+  readonly limitText: string | null;
+}
+
+export function accessOf(caller: Caller): FieldAccess {
+  return { mayUseCreatedBy: caller.kind === "secret" };
+}
+
+export function parseListParams(entity: EntityDef, query: URLSearchParams, caller: Caller): ListPlan {
+  checkParameterNames(query, LIST_PARAMETERS);
+  const access = accessOf(caller);
+  const cursorText = query.get("cursor");
+  const sent: Walk = {
+    entity: entity.name,
+    sort: query.get("sort_by") ?? "",
+    q: query.get("q"),
+    search: query.get("search"),
+    fields: query.get("fields"),
+    deleted: query.get("deleted"),
+  };
+  const cursor = cursorText === null ? null : decodeCursor(cursorText);
+  if (cursor) {
+    if (query.has("skip")) throw invalidParameter("skip", "skip cannot be combined with cursor; page with one or the other.");
+    checkSameWalk(cursor.walk, sent);
+  }
+  const walk = cursor?.walk ?? sent;
+  const sort = parseSort(entity, walk.sort || DEFAULT_SORT, access);
+  if (cursor && !allowsCursor(sort)) throw invalidCursor(`Sorting by ${sort.field} allows no cursor; page with skip, or sort by created_date, updated_date or id.`);
+  const request: ListRequest = {
+    filter: combine(parseFilterText(entity, walk.q, access), searchNode(entity, walk.search)),
+    sort,
+    after: cursor?.after ?? null,
+    skip: parseInteger(query, "skip", 0, Number.MAX_SAFE_INTEGER) ?? 0,
+    limit: parseLimit(query, caller),
+    deleted: parseDeleted(walk.deleted, caller),
+    count: parseBoolean(query, "count"),
+  };
+  const fields = walk.fields === null ? null : parseFieldSelection(entity, walk.fields, access);
+  return { request, fields, walk: { ...walk, sort: formatSort(sort) }, limitText: query.get("limit") };
+}
+
+/** The filter of a count request: `q` and `search`, ANDed. */
+export function parseCountParams(entity: EntityDef, query: URLSearchParams, caller: Caller): FilterNode | null {
+  checkParameterNames(query, COUNT_PARAMETERS);
+  return combine(parseFilterText(entity, query.get("q"), accessOf(caller)), searchNode(entity, query.get("search")));
+}
+
+/** The query string of the next page, or null when this page is the last. */
+export function nextPageQuery(plan: ListPlan, answer: ListAnswer, query: URLSearchParams): string | null {
+  if (!answer.hasMore) return null;
+  const next = new URLSearchParams();
+  if (allowsCursor(plan.request.sort) && answer.last) {
+    next.set("cursor", encodeCursor({ walk: plan.walk, after: answer.last }));
+    if (plan.limitText !== null) next.set("limit", plan.limitText);
+  } else {
+    for (const [name, value] of query) if (name !== "skip") next.append(name, value);
+    next.set("skip", String(plan.request.skip + plan.request.limit));
+  }
+  return next.toString();
+}
+
+function checkSameWalk(walk: Walk, sent: Walk): void {
+  const names = { sort: "sort_by", q: "q", search: "search", fields: "fields", deleted: "deleted" } as const;
+  for (const [property, parameter] of Object.entries(names) as Array<[keyof typeof names, string]>) {
+    const value = sent[property];
+    if (value !== null && value !== "" && value !== walk[property] && !(property === "sort" && isSameSort(value, walk.sort))) {
+      throw invalidCursor(`The cursor belongs to a walk with another ${parameter}; send the cursor alone (with limit), or start a new walk without it.`);
+    }
+  }
+  if (walk.entity !== sent.entity) throw invalidCursor(`The cursor belongs to ${walk.entity}, not ${sent.entity}.`);
+}
+
+function isSameSort(sent: string, walkSort: string): boolean {
+  return sent === walkSort || (walkSort === DEFAULT_SORT && sent === "") ;
+}
+
+function searchNode(entity: EntityDef, text: string | null): FilterNode | null {
+  if (text === null || text === "") return null;
+  return { type: "search", fields: entity.textFields, text };
+}
+
+function combine(a: FilterNode | null, b: FilterNode | null): FilterNode | null {
+  if (!a || !b) return a ?? b;
+  return { type: "and", nodes: [a, b] };
+}
+
+function checkParameterNames(query: URLSearchParams, known: readonly string[]): void {
+  const seen = new Set<string>();
+  for (const name of query.keys()) {
+    if (!known.includes(name)) throw invalidParameter(name, `Unknown parameter "${name}". This endpoint takes: ${known.join(", ")}.`);
+    if (seen.has(name)) throw invalidParameter(name, `Parameter "${name}" is given twice; give it once.`);
+    seen.add(name);
+  }
+}
+
+function parseInteger(query: URLSearchParams, name: string, min: number, max: number): number | null {
+  const text = query.get(name);
+  if (text === null) return null;
+  const value = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (!(value >= min && value <= max)) throw invalidParameter(name, `Parameter ${name} must be a whole number from ${min} to ${max} (got "${text}").`);
+  return value;
+}
+
+function parseLimit(query: URLSearchParams, caller: Caller): number {
+  const max = caller.kind === "secret" ? MAX_LIMIT_SECRET : MAX_LIMIT_PUBLISHABLE;
+  const text = query.get("limit");
+  if (text !== null && /^\d+$/.test(text) && Number(text) > max && caller.kind !== "secret") {
+    throw invalidParameter("limit", `A publishable key may ask for at most ${max} records per page (got ${text}); page with the cursor instead.`);
+  }
+  return parseInteger(query, "limit", 1, max) ?? DEFAULT_LIMIT;
+}
+
+function parseBoolean(query: URLSearchParams, name: string): boolean {
+  const text = query.get(name);
+  if (text === null || text === "false") return false;
+  if (text === "true") return true;
+  throw invalidParameter(name, `Parameter ${name} must be true or false (got "${text}").`);
+}
+
+function parseDeleted(text: string | null, caller: Caller): DeletedFilter {
+  if (text === null) return "exclude";
+  if (caller.kind !== "secret") throw forbidden("A publishable key cannot list deleted records; use a secret key for deleted=only or deleted=include.");
+  if (text === "only" || text === "include") return text;
+  throw invalidParameter("deleted", `Parameter deleted must be "only" or "include" (got "${text}").`);
+}

@@ -1,0 +1,108 @@
+// API keys (CONTRACT §3): read from <data>/keys.json and from flags or env, generated when a kind
+// has none, and resolved from X-Api-Key into a Caller. Generated keys are saved to keys.json (file
+// mode) so that they are printed once; in memory mode they are made anew each start.
+
+import { createHash, randomBytes } from "node:crypto";
+import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { unauthorized } from "../errors.ts";
+import type { Caller, KeyKind } from "../records/caller.ts";
+import { isPlainObject } from "../schema/load.ts";
+
+export interface ApiKey {
+  readonly id: string;
+  readonly kind: KeyKind;
+  readonly key: string;
+}
+
+export interface KeyOptions {
+  /** The data folder holding keys.json; null in memory mode. */
+  readonly dataDir: string | null;
+  readonly secretKey?: string | undefined;
+  readonly publishableKey?: string | undefined;
+  /** Keys given by an embedding program. */
+  readonly keys?: readonly ApiKey[] | undefined;
+}
+
+export class KeyError extends Error {
+  override name = "KeyError";
+}
+
+export class KeyRing {
+  private readonly byValue = new Map<string, ApiKey>();
+
+  constructor(
+    readonly keys: readonly ApiKey[],
+    /** Keys made by this start, printed in full once. */
+    readonly generated: readonly ApiKey[],
+    readonly file: string | null,
+  ) {
+    for (const apiKey of keys) this.byValue.set(apiKey.key, apiKey);
+  }
+
+  first(kind: KeyKind): ApiKey {
+    return this.keys.find((apiKey) => apiKey.kind === kind)!;
+  }
+
+  authenticate(header: string | string[] | undefined): Caller {
+    const value = Array.isArray(header) ? header[0] : header;
+    const apiKey = value ? this.byValue.get(value.trim()) : undefined;
+    if (!apiKey) throw unauthorized(Boolean(value));
+    return { keyId: apiKey.id, kind: apiKey.kind };
+  }
+}
+
+export function loadKeys(options: KeyOptions): KeyRing {
+  const file = options.dataDir ? join(options.dataDir, "keys.json") : null;
+  const stored = file && existsSync(file) ? readKeysFile(file) : [];
+  const given: ApiKey[] = [...(options.keys ?? [])];
+  if (options.secretKey) given.push(keyFromFlag("secret", options.secretKey));
+  if (options.publishableKey) given.push(keyFromFlag("publishable", options.publishableKey));
+  const keys = [...stored, ...given];
+  const generated: ApiKey[] = [];
+  for (const kind of ["secret", "publishable"] as const) {
+    if (!keys.some((apiKey) => apiKey.kind === kind)) generated.push(generateKey(kind));
+  }
+  if (file && generated.length > 0) writeKeysFile(file, [...stored, ...generated]);
+  return new KeyRing([...keys, ...generated], generated, file);
+}
+
+/** A flag key's id is derived from the key, so records keep the same created_by_id across starts. */
+function keyFromFlag(kind: KeyKind, key: string): ApiKey {
+  return { id: `key_${createHash("sha256").update(key).digest("hex").slice(0, 12)}`, kind, key };
+}
+
+function generateKey(kind: KeyKind): ApiKey {
+  const prefix = kind === "secret" ? "sk_" : "pk_";
+  return { id: `key_${randomBytes(6).toString("hex")}`, kind, key: prefix + randomBytes(24).toString("base64url") };
+}
+
+function readKeysFile(file: string): ApiKey[] {
+  let entries: unknown;
+  try {
+    entries = JSON.parse(readFileSync(file, "utf8"));
+  } catch (error) {
+    throw new KeyError(`${file} is not valid JSON (${(error as Error).message}); fix it or delete it to have new keys generated.`);
+  }
+  if (!Array.isArray(entries)) throw new KeyError(`${file} must be an array of {"id", "kind", "key"}.`);
+  const ids = new Set<string>();
+  return entries.map((entry, index) => {
+    const isValid =
+      isPlainObject(entry) &&
+      typeof entry.id === "string" && entry.id !== "" &&
+      (entry.kind === "secret" || entry.kind === "publishable") &&
+      typeof entry.key === "string" && entry.key.length >= 8;
+    if (!isValid) {
+      throw new KeyError(`${file}, entry ${index}: expected {"id": "<text>", "kind": "secret" | "publishable", "key": "<at least 8 characters>"}.`);
+    }
+    if (ids.has(entry.id as string)) throw new KeyError(`${file}, entry ${index}: the id "${entry.id}" is used twice.`);
+    ids.add(entry.id as string);
+    return { id: entry.id as string, kind: entry.kind as KeyKind, key: entry.key as string };
+  });
+}
+
+function writeKeysFile(file: string, keys: readonly ApiKey[]): void {
+  const temporary = `${file}.tmp`;
+  writeFileSync(temporary, JSON.stringify(keys, null, 2) + "\n", { mode: 0o600 });
+  renameSync(temporary, file);
+}

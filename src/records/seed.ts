@@ -1,0 +1,70 @@
+// Seeds (CONTRACT §1 --seed, and `seed` in the embedding API): { "<Entity>": [records...] },
+// validated like creates when loaded (an invalid seed stops start-up naming entity, index and
+// field) and stored, as one batch, only when the store holds no record at all.
+
+import { readFileSync } from "node:fs";
+import { ApiError } from "../errors.ts";
+import type { ApiKey } from "../keys/api-keys.ts";
+import { isPlainObject, type Schema } from "../schema/load.ts";
+import { validateCreate } from "../schema/validate.ts";
+import type { Records } from "./records.ts";
+
+/** A seed file's path, or its content. */
+export type SeedSource = string | Record<string, unknown[]>;
+
+export class SeedError extends Error {
+  override name = "SeedError";
+}
+
+export interface Seed {
+  readonly records: number;
+  /** Stores the seed when the store is empty; answers how many records it stored. */
+  apply(records: Records, by: ApiKey): Promise<number>;
+}
+
+export function loadSeed(schema: Schema, source: SeedSource): Seed {
+  const where = typeof source === "string" ? source : "seed";
+  const content = typeof source === "string" ? readSeedFile(source) : source;
+  if (!isPlainObject(content)) throw new SeedError(`${where}: a seed must be a JSON object { "<Entity>": [records...] }.`);
+  const values: Array<{ entity: string; values: Record<string, unknown> }> = [];
+  for (const [name, items] of Object.entries(content)) {
+    const entity = schema.entities.get(name);
+    if (!entity) throw new SeedError(`${where}: entity "${name}" is not declared. Entities: ${[...schema.entities.keys()].join(", ")}.`);
+    if (!Array.isArray(items)) throw new SeedError(`${where}: "${name}" must be an array of records.`);
+    items.forEach((item, index) => {
+      try {
+        values.push({ entity: name, values: validateCreate(entity, item) });
+      } catch (error) {
+        if (!(error instanceof ApiError)) throw error;
+        throw new SeedError(`${where}: ${name}[${index}]: ${error.message}`);
+      }
+    });
+  }
+  return {
+    records: values.length,
+    async apply(records, by) {
+      const store = records.store;
+      const isEmpty = [...schema.entities.keys()].every((entity) => store.count(entity, null, "include") === 0);
+      if (!isEmpty || values.length === 0) return 0;
+      const caller = { keyId: by.id, kind: by.kind };
+      const now = Date.now();
+      const puts = values.map(({ entity, values }) => ({ entity, row: records.newRow(values, caller, now) }));
+      await store.write({ puts });
+      return puts.length;
+    },
+  };
+}
+
+function readSeedFile(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    throw new SeedError(`Seed file ${file} cannot be read; check the path given to --seed.`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new SeedError(`Seed file ${file} is not valid JSON: ${(error as Error).message}.`);
+  }
+}

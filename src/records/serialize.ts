@@ -1,0 +1,45 @@
+// A record as clients see it (CONTRACT §4): id, the declared fields in declaration order, then the
+// platform timestamps, and created_by_id for secret keys only. Fields no longer declared stay in
+// the stored row but are never shown. The JSON of a row version is built once per key kind.
+
+import type { EntityDef } from "../schema/fields.ts";
+import type { Row } from "../store/store.ts";
+import type { Caller } from "./caller.ts";
+
+export function recordJson(entity: EntityDef, row: Row, caller: Caller): string {
+  const memo = (row.memo ??= {});
+  const slot = caller.kind === "secret" ? "secretJson" : "publicJson";
+  return (memo[slot] ??= JSON.stringify(recordObject(entity, row, caller, null)));
+}
+
+/** The record as an object, restricted to `fields` (plus id) when given. */
+export function recordObject(entity: EntityDef, row: Row, caller: Caller, fields: readonly string[] | null): Record<string, unknown> {
+  const data = row.data;
+  const out: Record<string, unknown> = { id: row.id };
+  const names = fields ?? entity.fieldNames;
+  for (const name of names) {
+    if (fields && !entity.fields.has(name)) continue; // platform fields go last, below
+    const value = data[name];
+    if (value !== undefined && value !== null) out[name] = value;
+  }
+  for (const name of ["created_date", "updated_date", "created_by_id"]) {
+    if (fields && !fields.includes(name)) continue;
+    if (name === "created_by_id" && caller.kind !== "secret") continue;
+    out[name] = data[name];
+  }
+  return out;
+}
+
+/** The JSON array of a page of records. */
+export function recordsJson(entity: EntityDef, rows: readonly Row[], caller: Caller, fields: readonly string[] | null): string {
+  if (fields) return JSON.stringify(rows.map((row) => recordObject(entity, row, caller, fields)));
+  let out = "[";
+  for (let i = 0; i < rows.length; i++) out += (i === 0 ? "" : ",") + recordJson(entity, rows[i]!, caller);
+  return out + "]";
+}
+
+/** A record with extra members (`restored`, `created`) after its own fields. */
+export function recordJsonWith(entity: EntityDef, row: Row, caller: Caller, extra: Record<string, unknown>): string {
+  const json = recordJson(entity, row, caller);
+  return json.slice(0, -1) + "," + JSON.stringify(extra).slice(1);
+}

@@ -1,0 +1,256 @@
+// createServer(options): loads the schema, opens the store, loads the keys and the seed, and
+// serves. It wires the parts and owns the one place where errors become replies; the CLI and the
+// embedding API (api.ts) both start tabula through it.
+
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { ApiError, internalError, notFound } from "./errors.ts";
+import { IdempotencyGuard, idempotentRequest, type IdempotentRequest } from "./http/idempotency.ts";
+import { buildOpenApi, describeEntity } from "./http/openapi.ts";
+import { parseJsonBody, readBody, DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
+import { errorReply, jsonReply, sendReply, type Reply } from "./http/response.ts";
+import { buildRouter, type Handler, type RequestContext } from "./http/routes.ts";
+import { loadKeys, type ApiKey, type KeyRing } from "./keys/api-keys.ts";
+import { Records } from "./records/records.ts";
+import { loadSeed, type SeedSource } from "./records/seed.ts";
+import { loadSchemaObject, loadSchemaPath, type Declarations, type Schema } from "./schema/load.ts";
+import { isPlatformField } from "./schema/fields.ts";
+import { FileStore } from "./store/file-store.ts";
+import { MemoryStore, type ValueIndexedFields } from "./store/memory-store.ts";
+import type { Store } from "./store/store.ts";
+
+export const VERSION = "0.1.0";
+
+export interface ServerOptions {
+  /** A schema folder or file, declarations as objects, or a loaded Schema. */
+  readonly schema: string | Declarations | Schema;
+  /** Keep nothing on disk. */
+  readonly memory?: boolean;
+  /** The data folder (ignored with memory). Default ./data. */
+  readonly data?: string;
+  readonly port?: number;
+  readonly host?: string;
+  readonly secretKey?: string;
+  readonly publishableKey?: string;
+  readonly keys?: readonly ApiKey[];
+  readonly seed?: SeedSource;
+  readonly maxBodyBytes?: number;
+  /** Warnings (a torn log tail cut off, fields no longer declared). Default: stderr. */
+  readonly warn?: (message: string) => void;
+  /** The store failed (a log write or fsync): nothing more can be made durable. */
+  readonly onFatal?: (error: Error) => void;
+}
+
+export interface TabulaServer {
+  readonly url: string;
+  readonly port: number;
+  readonly schema: Schema;
+  readonly keys: KeyRing;
+  readonly secretKey: string;
+  readonly publishableKey: string;
+  /** Where data lives: a folder, or null in memory mode. */
+  readonly dataDir: string | null;
+  /** Stored fields that the schema no longer declares, as "Entity.field" (kept, never shown). */
+  readonly undeclaredFields: readonly string[];
+  readonly seeded: number;
+  /** Empties every entity, forgets idempotency keys, and loads the seed again. */
+  reset(): Promise<void>;
+  /** Stops accepting, finishes requests in flight, flushes the store. */
+  close(): Promise<void>;
+}
+
+export async function createServer(options: ServerOptions): Promise<TabulaServer> {
+  const schema = resolveSchema(options.schema);
+  const warn = options.warn ?? ((message: string) => process.stderr.write(`warning: ${message}\n`));
+  const dataDir = options.memory ? null : (options.data ?? "./data");
+  const keys = loadKeys({ dataDir, secretKey: options.secretKey, publishableKey: options.publishableKey, keys: options.keys });
+  const store = dataDir
+    ? await FileStore.open({ dir: dataDir, valueIndexed: valueIndexedFields(schema), warn })
+    : new MemoryStore(valueIndexedFields(schema));
+  try {
+    const records = new Records(schema, store);
+    const seed = options.seed === undefined ? null : loadSeed(schema, options.seed);
+    const seedBy = keys.first("secret");
+    const applySeed = async () => (seed ? seed.apply(records, seedBy) : 0);
+    const seeded = await applySeed();
+    const app = new App(records, keys, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, options.onFatal);
+    const http = createHttpServer((req, res) => void app.handle(req, res));
+    await new Promise<void>((resolve, reject) => {
+      http.once("error", reject);
+      http.listen(options.port ?? 8080, options.host ?? "127.0.0.1", () => resolve());
+    });
+    const { port, address, family } = http.address() as AddressInfo;
+    const host = family === "IPv6" ? `[${address}]` : address;
+    return {
+      url: `http://${host}:${port}`,
+      port,
+      schema,
+      keys,
+      secretKey: keys.first("secret").key,
+      publishableKey: keys.first("publishable").key,
+      dataDir,
+      undeclaredFields: findUndeclaredFields(schema, store),
+      seeded,
+      async reset() {
+        await store.reset();
+        await applySeed();
+      },
+      async close() {
+        await stopListening(http);
+        await store.close();
+      },
+    };
+  } catch (error) {
+    await store.close().catch(() => {});
+    throw error;
+  }
+}
+
+function resolveSchema(schema: ServerOptions["schema"]): Schema {
+  if (typeof schema === "string") return loadSchemaPath(schema);
+  if (schema.entities instanceof Map) return schema as Schema;
+  return loadSchemaObject(schema as Declarations);
+}
+
+/** Enum and boolean fields get a value index: equality filters on them never scan. */
+function valueIndexedFields(schema: Schema): ValueIndexedFields {
+  const fields = new Map<string, string[]>();
+  for (const entity of schema.entities.values()) {
+    const indexed = [...entity.fields.values()].filter((field) => field.type === "boolean" || (field.enum && field.type !== "array" && field.format !== "date" && field.format !== "date-time"));
+    fields.set(entity.name, indexed.map((field) => field.name));
+  }
+  return fields;
+}
+
+function findUndeclaredFields(schema: Schema, store: Store): string[] {
+  const found: string[] = [];
+  for (const [entity, names] of store.storedFieldNames()) {
+    const declared = schema.entities.get(entity);
+    if (!declared) {
+      found.push(`${entity} (the whole entity)`);
+      continue;
+    }
+    for (const name of names) if (!declared.fields.has(name) && !isPlatformField(name)) found.push(`${entity}.${name}`);
+  }
+  return found;
+}
+
+/** Closes the listener, lets requests in flight finish, then drops idle keep-alive connections. */
+function stopListening(http: ReturnType<typeof createHttpServer>): Promise<void> {
+  return new Promise((resolve) => {
+    const idleSweep = setInterval(() => http.closeIdleConnections(), 20);
+    const deadline = setTimeout(() => http.closeAllConnections(), 10_000);
+    http.close(() => {
+      clearInterval(idleSweep);
+      clearTimeout(deadline);
+      resolve();
+    });
+    http.closeIdleConnections();
+  });
+}
+
+const READ_METHODS = new Set(["GET", "HEAD"]);
+
+/** The request path: auth → route → body → idempotency → handler → store → durable → reply. */
+class App {
+  private readonly router = buildRouter();
+  private readonly idempotency: IdempotencyGuard;
+  private readonly documents: RequestContext["documents"];
+  private failure: Error | null = null;
+
+  constructor(
+    private readonly records: Records,
+    private readonly keys: KeyRing,
+    private readonly maxBodyBytes: number,
+    private readonly onFatal: ((error: Error) => void) | undefined,
+  ) {
+    this.idempotency = new IdempotencyGuard(records.store);
+    const schema = records.schema;
+    let openApi: string | undefined;
+    this.documents = {
+      entities: JSON.stringify([...schema.entities.values()].map(describeEntity)),
+      get openApi() {
+        return (openApi ??= JSON.stringify(buildOpenApi(schema, VERSION)));
+      },
+    };
+  }
+
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let reply: Reply;
+    try {
+      reply = await this.answer(req);
+    } catch (error) {
+      reply = this.replyToError(error);
+    }
+    if (res.headersSent || res.destroyed) return;
+    sendReply(res, reply);
+  }
+
+  private async answer(req: IncomingMessage): Promise<Reply> {
+    const rawUrl = req.url ?? "/";
+    const queryAt = rawUrl.indexOf("?");
+    const path = queryAt === -1 ? rawUrl : rawUrl.slice(0, queryAt);
+    const method = req.method ?? "GET";
+    if (path === "/health" && READ_METHODS.has(method)) return jsonReply(200, `{"status":"ok"}`);
+    if (!path.startsWith("/api/")) throw notFound(path);
+    const caller = this.keys.authenticate(req.headers["x-api-key"]);
+    const match = this.router.match(method, path);
+    if (!match) throw notFound(path);
+    if ("allowed" in match) throw new ApiError(405, "method_not_allowed", `${method} is not allowed on ${path}; use ${match.allowed.join(", ")}.`, { method, allowed: match.allowed }, { Allow: match.allowed.join(", ") });
+    const isWrite = !READ_METHODS.has(method);
+    const bytes = isWrite ? await readBody(req, this.maxBodyBytes) : Buffer.alloc(0);
+    const ctx: RequestContext = {
+      records: this.records,
+      caller,
+      params: match.params,
+      query: new URLSearchParams(queryAt === -1 ? "" : rawUrl.slice(queryAt + 1)),
+      headers: req.headers,
+      body: parseJsonBody(req, bytes),
+      url: `${req.headers["x-forwarded-proto"] === "https" ? "https" : "http"}://${req.headers.host ?? "localhost"}${path}`,
+      documents: this.documents,
+    };
+    const idempotencyKey = req.headers["idempotency-key"];
+    if (!isWrite || typeof idempotencyKey !== "string") return this.run(match.handler, ctx, undefined);
+    const request = idempotentRequest(caller, idempotencyKey, method, rawUrl, bytes);
+    const replay = this.idempotency.start(request, Date.now());
+    if (replay) {
+      await this.records.store.whenDurable();
+      return replay;
+    }
+    try {
+      return await this.run(match.handler, ctx, request);
+    } finally {
+      this.idempotency.finish(request);
+    }
+  }
+
+  /** Runs a handler and stores its rows (with the idempotent answer) in the same tick. */
+  private async run(handler: Handler, ctx: RequestContext, request: IdempotentRequest | undefined): Promise<Reply> {
+    if (this.failure) throw internalError();
+    const { reply, change } = handler(ctx);
+    const answer = request ? this.idempotency.answerFor(request, reply, Date.now()) : undefined;
+    const store = this.records.store;
+    if ((change && change.rows.length > 0) || answer) {
+      const entity = change?.entity.name ?? "";
+      const puts = (change?.rows ?? []).map((row) => ({ entity, row }));
+      await store.write(answer ? { puts, answer } : { puts }).catch((error: Error) => this.fail(error));
+    } else {
+      await store.whenDurable()?.catch((error: Error) => this.fail(error));
+    }
+    return reply;
+  }
+
+  private fail(error: Error): never {
+    if (!this.failure) {
+      this.failure = error;
+      this.onFatal?.(error);
+    }
+    throw error;
+  }
+
+  private replyToError(error: unknown): Reply {
+    if (error instanceof ApiError) return errorReply(error);
+    if (error !== this.failure) console.error(error);
+    return errorReply(internalError());
+  }
+}
