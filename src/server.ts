@@ -63,11 +63,12 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
   const schema = resolveSchema(options.schema);
   const warn = options.warn ?? ((message: string) => process.stderr.write(`warning: ${message}\n`));
   const dataDir = options.memory ? null : (options.data ?? "./data");
-  const keys = loadKeys({ dataDir, secretKey: options.secretKey, publishableKey: options.publishableKey, keys: options.keys });
+  // The store first: it creates the data folder and takes its lock before keys.json is written.
   const store = dataDir
     ? await FileStore.open({ dir: dataDir, valueIndexed: valueIndexedFields(schema), warn })
     : new MemoryStore(valueIndexedFields(schema));
   try {
+    const keys = loadKeys({ dataDir, secretKey: options.secretKey, publishableKey: options.publishableKey, keys: options.keys });
     const records = new Records(schema, store);
     const seed = options.seed === undefined ? null : loadSeed(schema, options.seed);
     const seedBy = keys.first("secret");
