@@ -4,7 +4,7 @@
 
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { ApiError, internalError, notFound } from "./errors.ts";
+import { ApiError, internalError, methodNotAllowed, notFound } from "./errors.ts";
 import { IdempotencyGuard, idempotentRequest, type IdempotentRequest } from "./http/idempotency.ts";
 import { buildOpenApi, describeEntity } from "./http/openapi.ts";
 import { parseJsonBody, readBody, DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
@@ -192,7 +192,10 @@ class App {
     const queryAt = rawUrl.indexOf("?");
     const path = queryAt === -1 ? rawUrl : rawUrl.slice(0, queryAt);
     const method = req.method ?? "GET";
-    if (path === "/health" && READ_METHODS.has(method)) return jsonReply(200, `{"status":"ok"}`);
+    if (path === "/health") {
+      if (!READ_METHODS.has(method)) throw methodNotAllowed(method, ["GET", "HEAD"]);
+      return jsonReply(200, `{"status":"ok"}`);
+    }
     if (!path.startsWith("/api/")) throw notFound(path);
     const caller = this.keys.authenticate(req.headers["x-api-key"]);
     const match = this.router.match(method, path);

@@ -76,7 +76,7 @@ const DATE_TIME_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d
 export function parseDateValue(value: unknown): number {
   if (typeof value !== "string") return NaN;
   const date = DATE_RE.exec(value);
-  if (date) return isRealDay(date) ? Date.UTC(+date[1]!, +date[2]! - 1, +date[3]!) : NaN;
+  if (date) return isRealDay(date) ? utcDay(+date[1]!, +date[2]!, +date[3]!) : NaN;
   const time = DATE_TIME_RE.exec(value);
   if (!time || !isRealDay(time) || +time[4]! > 23 || +time[5]! > 59 || +(time[6] ?? 0) > 59) return NaN;
   return Date.parse(value);
@@ -86,7 +86,12 @@ export function parseDateValue(value: unknown): number {
 function isRealDay(m: RegExpExecArray): boolean {
   const [year, month, day] = [+m[1]!, +m[2]!, +m[3]!];
   if (month < 1 || month > 12 || day < 1) return false;
-  return day <= new Date(Date.UTC(year, month, 0)).getUTCDate();
+  return day <= new Date(utcDay(year, month + 1, 0)).getUTCDate();
+}
+
+/** Date.UTC reads years 0–99 as 1900–1999; setUTCFullYear takes the year as written. */
+function utcDay(year: number, month: number, day: number): number {
+  return new Date(0).setUTCFullYear(year, month - 1, day);
 }
 
 export function isDateOnly(value: string): boolean {

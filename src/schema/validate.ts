@@ -59,10 +59,18 @@ function checkString(field: FieldDef, value: string): string | null {
       if (!URL.canParse(value)) return "must be an absolute URI such as https://example.com/page";
       break;
   }
-  if (field.minLength !== undefined && value.length < field.minLength) return `must be at least ${field.minLength} characters long`;
-  if (field.maxLength !== undefined && value.length > field.maxLength) return `must be at most ${field.maxLength} characters long`;
+  // JSON Schema counts characters (code points), not UTF-16 units: "😀" has length 1.
+  const length = field.minLength === undefined && field.maxLength === undefined ? 0 : codePointLength(value);
+  if (field.minLength !== undefined && length < field.minLength) return `must be at least ${field.minLength} characters long`;
+  if (field.maxLength !== undefined && length > field.maxLength) return `must be at most ${field.maxLength} characters long`;
   if (field.pattern && !field.pattern.test(value)) return `must match the pattern ${field.pattern.source}`;
   return null;
+}
+
+function codePointLength(value: string): number {
+  let length = 0;
+  for (const _ of value) length++;
+  return length;
 }
 
 /** Timestamps are stored in one form (UTC, milliseconds) so that they compare as text too. */

@@ -1,0 +1,456 @@
+// The command line (CONTRACT §1, issue 2), spawned as users run it: `node dist/tabula.mjs`. Flags,
+// env, the banner, bad input exiting 1 before listening, keys.json, signals, seeds, the data lock.
+
+import assert from "node:assert/strict";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { copyFileSync, existsSync, readFileSync } from "node:fs";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer as createNetServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { TASK } from "../support/server.ts";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const BUILT_CLI = join(ROOT, "dist", "tabula.mjs");
+const START_TIMEOUT_MS = 10_000;
+const NOTE = { name: "Note", properties: { body: { type: "string" }, pinned: { type: "boolean" } }, required: ["body"] };
+const VERSION = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).version as string;
+
+let root: string;
+let schemaDir: string;
+/** A private copy of the bundle: a rebuild elsewhere (build.mjs empties dist/) cannot pull it away mid-run. */
+let CLI: string;
+before(async () => {
+  if (!existsSync(BUILT_CLI)) execFileSync(process.execPath, ["build.mjs"], { cwd: ROOT, stdio: "inherit" });
+  root = await mkdtemp(join(tmpdir(), "tabula-cli-"));
+  CLI = join(root, "tabula.mjs");
+  copyFileSync(BUILT_CLI, CLI);
+  schemaDir = join(root, "entities");
+  await mkdir(schemaDir);
+  await writeFile(join(schemaDir, "Task.json"), JSON.stringify(TASK));
+  await writeFile(join(schemaDir, "Note.json"), JSON.stringify(NOTE));
+});
+after(async () => {
+  for (const child of running) child.kill("SIGKILL");
+  await rm(root, { recursive: true, force: true });
+});
+
+/** A folder of its own under the test root. */
+let folders = 0;
+async function folder(files: Record<string, unknown> = {}): Promise<string> {
+  const dir = join(root, `case-${++folders}`);
+  await mkdir(dir);
+  for (const [name, content] of Object.entries(files)) {
+    await writeFile(join(dir, name), typeof content === "string" ? content : JSON.stringify(content));
+  }
+  return dir;
+}
+
+interface Exit {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI to its end (for commands that must not start listening). */
+function run(args: string[], env: Record<string, string> = {}): Promise<Exit> {
+  const child = spawn(process.execPath, [CLI, ...args], { env: cleanEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+  running.add(child);
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.setEncoding("utf8").on("data", (text) => (stdout += text));
+  child.stderr!.setEncoding("utf8").on("data", (text) => (stderr += text));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`tabula ${args.join(" ")} did not exit:\n${stdout}${stderr}`));
+    }, START_TIMEOUT_MS);
+    // "close", not "exit": it comes once stdout and stderr are read to their end.
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      running.delete(child);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** The env of a child: no TABULA_* or PORT from the test's own environment. */
+function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  const base = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("TABULA_") && name !== "PORT"));
+  return { ...base, ...env };
+}
+
+const running = new Set<ChildProcess>();
+
+interface Running {
+  url: string;
+  child: ChildProcess;
+  /** Everything printed so far (stdout and stderr). */
+  output(): string;
+  exited: Promise<number | null>;
+}
+
+/** Starts the CLI and waits for its `listening on` line. */
+function start(args: string[], env: Record<string, string> = {}): Promise<Running> {
+  const child = spawn(process.execPath, [CLI, ...args], { env: cleanEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+  running.add(child);
+  let output = "";
+  const exited = new Promise<number | null>((resolve) =>
+    child.on("close", (code) => {
+      running.delete(child);
+      resolve(code);
+    }),
+  );
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`tabula did not listen within ${START_TIMEOUT_MS} ms:\n${output}`)), START_TIMEOUT_MS);
+    const onData = (text: string) => {
+      output += text;
+      const match = /listening on (http:\/\/\S+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve({ url: match[1]!.replace(/\/$/, ""), child, output: () => output, exited });
+      }
+    };
+    child.stdout!.setEncoding("utf8").on("data", onData);
+    child.stderr!.setEncoding("utf8").on("data", onData);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`tabula exited with ${code} before listening:\n${output}`));
+    });
+  });
+}
+
+/** Sends `signal` and answers the exit code. */
+async function stop(server: Running, signal: NodeJS.Signals = "SIGTERM"): Promise<number | null> {
+  server.child.kill(signal);
+  return server.exited;
+}
+
+async function call(server: Running, apiKey: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const headers: Record<string, string> = { "X-Api-Key": apiKey };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const response = await fetch(server.url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined };
+}
+
+/** The full keys printed in the banner, by kind. */
+function printedKeys(output: string): { secret: string[]; publishable: string[] } {
+  return {
+    secret: [...output.matchAll(/\b(sk_[A-Za-z0-9_-]{8,})\b/g)].map((m) => m[1]!),
+    publishable: [...output.matchAll(/\b(pk_[A-Za-z0-9_-]{8,})\b/g)].map((m) => m[1]!),
+  };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createNetServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+describe("flags", { concurrency: true }, () => {
+  test("--help prints the usage and every flag, and exits 0", async () => {
+    const { code, stdout } = await run(["--help"]);
+    assert.equal(code, 0);
+    assert.match(stdout, /Usage/);
+    for (const flag of ["--schema", "--data", "--memory", "--port", "--host", "--secret-key", "--publishable-key", "--seed", "--max-body", "--version"]) {
+      assert.ok(stdout.includes(flag), `--help mentions ${flag}`);
+    }
+    assert.doesNotMatch(stdout, /listening on/);
+  });
+
+  test("--version prints the package version and exits 0", async () => {
+    const { code, stdout } = await run(["--version"]);
+    assert.equal(code, 0);
+    assert.equal(stdout.trim(), VERSION);
+  });
+
+  // [args, what stderr must name]
+  const badFlags: Array<[string[], RegExp]> = [
+    [["--bogus"], /--bogus/],
+    [["stray"], /stray/],
+    [["--port"], /--port/],
+    [["--port", "http"], /--port.*http/],
+    [["--max-body", "lots"], /--max-body.*lots/],
+    [["--memory=yes"], /--memory/],
+  ];
+  for (const [args, named] of badFlags) {
+    test(`${args.join(" ")} exits 1 before listening with a message naming the fault`, async () => {
+      const { code, stdout, stderr } = await run(["--schema", schemaDir, "--memory", ...args]);
+      assert.equal(code, 1);
+      assert.match(stderr, named);
+      assert.doesNotMatch(stdout + stderr, /listening on/);
+    });
+  }
+
+  test("a missing schema folder exits 1 naming it", async () => {
+    const missing = join(root, "no-such-folder");
+    const { code, stdout, stderr } = await run(["--schema", missing, "--memory", "--port", "0"]);
+    assert.equal(code, 1);
+    assert.ok(stderr.includes(missing), stderr);
+    assert.doesNotMatch(stdout, /listening on/);
+  });
+
+  test("TABULA_SCHEMA names the schema when --schema is not given", async () => {
+    const missing = join(root, "env-schema-missing");
+    const { code, stderr } = await run(["--memory", "--port", "0"], { TABULA_SCHEMA: missing });
+    assert.equal(code, 1);
+    assert.ok(stderr.includes(missing), stderr);
+  });
+
+  // [file name, declaration, entity, field]
+  const badDeclarations: Array<[string, unknown, string, string]> = [
+    ["Task.json", { properties: { title: { type: "string" }, size: { type: "float" } } }, "Task", "size"],
+    ["Note.json", { name: "Note", properties: { body: { type: "string" }, id: { type: "string" } } }, "Note", "id"],
+    ["Item.json", { properties: { when: { type: "string", format: "time" } } }, "Item", "when"],
+  ];
+  for (const [file, declaration, entity, field] of badDeclarations) {
+    test(`an invalid declaration of ${entity}.${field} exits 1 naming the file, entity and field`, async () => {
+      const dir = await folder({ [file]: declaration, "Ok.json": { properties: { a: { type: "string" } } } });
+      const { code, stdout, stderr } = await run(["--schema", dir, "--memory", "--port", "0"]);
+      assert.equal(code, 1);
+      assert.ok(stderr.includes(join(dir, file)), `names the file: ${stderr}`);
+      assert.ok(stderr.includes(entity), `names the entity: ${stderr}`);
+      assert.ok(stderr.includes(`"${field}"`), `names the field: ${stderr}`);
+      assert.doesNotMatch(stdout, /listening on/);
+    });
+  }
+
+  test("a schema file that is not JSON exits 1 naming it", async () => {
+    const dir = await folder({ "Task.json": "{ not json" });
+    const { code, stderr } = await run(["--schema", dir, "--memory", "--port", "0"]);
+    assert.equal(code, 1);
+    assert.ok(stderr.includes(join(dir, "Task.json")), stderr);
+  });
+});
+
+describe("running", { concurrency: true }, () => {
+  test("--memory --port 0 prints the URL, the entities with field counts and both keys, which work", async () => {
+    const server = await start(["--schema", schemaDir, "--memory", "--port", "0"]);
+    try {
+      const output = server.output();
+      assert.match(output, /listening on http:\/\/127\.0\.0\.1:\d+/);
+      assert.match(server.url, /^http:\/\/127\.0\.0\.1:[1-9]\d*$/);
+      assert.match(output, /Task \(10 fields\)/);
+      assert.match(output, /Note \(2 fields\)/);
+      assert.match(output, /memory/);
+      const keys = printedKeys(output);
+      assert.equal(keys.secret.length, 1, output);
+      assert.equal(keys.publishable.length, 1, output);
+      const created = await call(server, keys.secret[0]!, "POST", "/api/entities/Note", { body: "hello" });
+      assert.equal(created.status, 201);
+      assert.match(created.body.created_by_id, /\S/);
+      const read = await call(server, keys.publishable[0]!, "GET", `/api/entities/Note/${created.body.id}`);
+      assert.equal(read.status, 200);
+      assert.equal(read.body.body, "hello");
+      assert.equal("created_by_id" in read.body, false);
+      assert.equal((await call(server, "sk_wrong_key_value", "GET", "/api/entities/Note")).status, 401);
+      const health = await fetch(server.url + "/health");
+      assert.equal(health.status, 200);
+      assert.deepEqual(await health.json(), { status: "ok" });
+    } finally {
+      assert.equal(await stop(server, "SIGINT"), 0, "SIGINT exits 0");
+    }
+  });
+
+  test("TABULA_SECRET_KEY, TABULA_PUBLISHABLE_KEY and TABULA_PORT are used when no flag is given", async () => {
+    const port = await freePort();
+    const env = { TABULA_SECRET_KEY: "sk_from_env_0001", TABULA_PUBLISHABLE_KEY: "pk_from_env_0001", TABULA_PORT: String(port) };
+    const server = await start(["--schema", schemaDir, "--memory"], env);
+    try {
+      assert.equal(server.url, `http://127.0.0.1:${port}`);
+      const created = await call(server, "sk_from_env_0001", "POST", "/api/entities/Task", { title: "env" });
+      assert.equal(created.status, 201);
+      assert.equal((await call(server, "pk_from_env_0001", "GET", `/api/entities/Task/${created.body.id}`)).status, 200);
+      assert.equal(printedKeys(server.output()).secret.includes("sk_from_env_0001"), true, "memory mode prints the keys");
+    } finally {
+      await stop(server);
+    }
+  });
+
+  test("PORT is used when TABULA_PORT is not set, and TABULA_PORT beats it", async () => {
+    const port = await freePort();
+    let other = await freePort();
+    while (other === port) other = await freePort();
+    const withPort = await start(["--schema", schemaDir, "--memory"], { PORT: String(port) });
+    await stop(withPort);
+    assert.equal(withPort.url, `http://127.0.0.1:${port}`);
+    const withBoth = await start(["--schema", schemaDir, "--memory"], { PORT: String(port), TABULA_PORT: String(other) });
+    await stop(withBoth);
+    assert.equal(withBoth.url, `http://127.0.0.1:${other}`);
+  });
+
+  test("flags beat env vars", async () => {
+    const server = await start(["--schema", schemaDir, "--memory", "--port", "0", "--secret-key", "sk_from_flag_001"], { TABULA_SECRET_KEY: "sk_from_env_0002", TABULA_PORT: "1" });
+    try {
+      assert.equal((await call(server, "sk_from_flag_001", "GET", "/api/entities/Task")).status, 200);
+      assert.equal((await call(server, "sk_from_env_0002", "GET", "/api/entities/Task")).status, 401);
+    } finally {
+      await stop(server);
+    }
+  });
+
+  test("with --data, generated keys are saved in keys.json, reused on restart and not printed in full again", async () => {
+    const data = join(await folder(), "data");
+    const first = await start(["--schema", schemaDir, "--data", data, "--port", "0"]);
+    const printed = printedKeys(first.output());
+    assert.equal(await stop(first), 0);
+    assert.equal(printed.secret.length, 1, first.output());
+    assert.equal(printed.publishable.length, 1, first.output());
+    assert.ok(first.output().includes(join(data, "keys.json")), "the banner says where the keys are kept");
+    const saved = JSON.parse(readFileSync(join(data, "keys.json"), "utf8")) as Array<{ id: string; kind: string; key: string }>;
+    assert.deepEqual(saved.map((k) => k.kind).sort(), ["publishable", "secret"]);
+    assert.equal(saved.find((k) => k.kind === "secret")!.key, printed.secret[0]);
+    assert.equal(saved.find((k) => k.kind === "publishable")!.key, printed.publishable[0]);
+
+    const second = await start(["--schema", schemaDir, "--data", data, "--port", "0"]);
+    try {
+      const output = second.output();
+      assert.equal(output.includes(printed.secret[0]!), false, "the secret key is not printed in full again");
+      assert.equal(output.includes(printed.publishable[0]!), false, "nor the publishable key");
+      const created = await call(second, printed.secret[0]!, "POST", "/api/entities/Task", { title: "same key" });
+      assert.equal(created.status, 201);
+      assert.equal(created.body.created_by_id, saved.find((k) => k.kind === "secret")!.id);
+      assert.equal((await call(second, printed.publishable[0]!, "GET", "/api/entities/Task")).status, 200);
+    } finally {
+      assert.equal(await stop(second), 0);
+    }
+    assert.deepEqual(JSON.parse(readFileSync(join(data, "keys.json"), "utf8")), saved, "keys.json is left as it was");
+  });
+
+  test("keys.json with several keys of each kind: every key works as its kind, and none is generated", async () => {
+    const keys = [
+      { id: "key_admin", kind: "secret", key: "sk_admin_00000001" },
+      { id: "key_ci", kind: "secret", key: "sk_ci_000000000002" },
+      { id: "key_web", kind: "publishable", key: "pk_web_0000000001" },
+      { id: "key_app", kind: "publishable", key: "pk_app_0000000002" },
+    ];
+    const dir = await folder();
+    const data = join(dir, "data");
+    await mkdir(data);
+    await writeFile(join(data, "keys.json"), JSON.stringify(keys));
+    const server = await start(["--schema", schemaDir, "--data", data, "--port", "0"]);
+    try {
+      for (const apiKey of keys) {
+        const created = await call(server, apiKey.key, "POST", "/api/entities/Task", { title: `by ${apiKey.id}` });
+        assert.equal(created.status, 201, apiKey.id);
+        if (apiKey.kind === "secret") assert.equal(created.body.created_by_id, apiKey.id);
+        else assert.equal("created_by_id" in created.body, false);
+        const read = await call(server, "sk_admin_00000001", "GET", `/api/entities/Task/${created.body.id}`);
+        assert.equal(read.body.created_by_id, apiKey.id, "created_by_id is the creating key's id");
+        assert.equal((await call(server, apiKey.key, "DELETE", `/api/entities/Task/${created.body.id}`)).status, 200);
+        const restore = await call(server, apiKey.key, "PUT", `/api/entities/Task/${created.body.id}/restore`);
+        assert.equal(restore.status, apiKey.kind === "secret" ? 200 : 403, `${apiKey.id} restores as a ${apiKey.kind} key`);
+      }
+      assert.equal(printedKeys(server.output()).secret.length, 0, "no key is generated or printed in full");
+    } finally {
+      await stop(server);
+    }
+    assert.deepEqual(JSON.parse(readFileSync(join(data, "keys.json"), "utf8")), keys);
+  });
+
+  test("an invalid keys.json exits 1 naming the file", async () => {
+    const data = await folder({ "keys.json": [{ id: "k", kind: "admin", key: "sk_whatever_123" }] });
+    const { code, stderr } = await run(["--schema", schemaDir, "--data", data, "--port", "0"]);
+    assert.equal(code, 1);
+    assert.ok(stderr.includes(join(data, "keys.json")), stderr);
+  });
+
+  for (const signal of ["SIGTERM"] as const) {
+    test(`${signal} exits 0, and a record created before is there after a restart on the same --data`, async () => {
+      const data = join(await folder(), "data");
+      const args = ["--schema", schemaDir, "--data", data, "--port", "0", "--secret-key", "sk_durable_0001"];
+      const first = await start(args);
+      const created = await call(first, "sk_durable_0001", "POST", "/api/entities/Task", { title: "survives", tags: ["x"] });
+      assert.equal(created.status, 201);
+      const deleted = await call(first, "sk_durable_0001", "POST", "/api/entities/Task", { title: "stays deleted" });
+      assert.equal((await call(first, "sk_durable_0001", "DELETE", `/api/entities/Task/${deleted.body.id}`)).status, 200);
+      assert.equal(await stop(first, signal), 0);
+
+      const second = await start(args);
+      try {
+        const read = await call(second, "sk_durable_0001", "GET", `/api/entities/Task/${created.body.id}`);
+        assert.equal(read.status, 200);
+        assert.deepEqual(read.body, created.body);
+        assert.equal((await call(second, "sk_durable_0001", "GET", `/api/entities/Task/${deleted.body.id}`)).status, 404);
+        const list = await call(second, "sk_durable_0001", "GET", "/api/entities/Task");
+        assert.deepEqual(list.body.map((r: { id: string }) => r.id), [created.body.id]);
+        const later = await call(second, "sk_durable_0001", "POST", "/api/entities/Task", { title: "after restart" });
+        assert.ok(later.body.id > created.body.id, "ids keep growing across restarts");
+      } finally {
+        assert.equal(await stop(second), 0);
+      }
+    });
+  }
+
+  test("--seed loads its records into an empty store", async () => {
+    const dir = await folder({ "seed.json": { Task: [{ title: "first", priority: 1 }, { title: "second", status: "done" }], Note: [{ body: "hi" }] } });
+    const server = await start(["--schema", schemaDir, "--memory", "--port", "0", "--secret-key", "sk_seeded_00001", "--seed", join(dir, "seed.json")]);
+    try {
+      assert.match(server.output(), /3 records/);
+      const tasks = await call(server, "sk_seeded_00001", "GET", "/api/entities/Task");
+      assert.deepEqual(tasks.body.map((r: { title: string }) => r.title).sort(), ["first", "second"]);
+      const first = tasks.body.find((r: { title: string }) => r.title === "first");
+      assert.equal(first.status, "todo", "defaults are filled in seeded records");
+      assert.match(first.id, /^[0-9a-f]{24}$/);
+      const notes = await call(server, "sk_seeded_00001", "GET", "/api/entities/Note");
+      assert.equal(notes.body.length, 1);
+    } finally {
+      await stop(server);
+    }
+  });
+
+  test("--seed is not loaded again when the store already holds records", async () => {
+    const dir = await folder({ "seed.json": { Task: [{ title: "seeded once" }] } });
+    const args = ["--schema", schemaDir, "--data", join(dir, "data"), "--port", "0", "--secret-key", "sk_seeded_00002", "--seed", join(dir, "seed.json")];
+    await stop(await start(args));
+    const second = await start(args);
+    try {
+      const tasks = await call(second, "sk_seeded_00002", "GET", "/api/entities/Task");
+      assert.deepEqual(tasks.body.map((r: { title: string }) => r.title), ["seeded once"]);
+    } finally {
+      await stop(second);
+    }
+  });
+
+  // [seed, what stderr must name]
+  const badSeeds: Array<[unknown, RegExp[]]> = [
+    [{ Task: [{ title: "ok" }, { title: 5 }] }, [/Task\[1\]/, /"title"/]],
+    [{ Task: [{ title: "ok" }, { title: "ok" }, { title: "x", colour: "red" }] }, [/Task\[2\]/, /colour/]],
+    [{ Note: [{ pinned: true }] }, [/Note\[0\]/, /"body"/]],
+    [{ Project: [{ title: "x" }] }, [/Project/]],
+  ];
+  for (const [seed, named] of badSeeds) {
+    test(`an invalid seed ${JSON.stringify(seed)} exits 1 naming entity, index and field`, async () => {
+      const dir = await folder({ "seed.json": seed });
+      const { code, stdout, stderr } = await run(["--schema", schemaDir, "--memory", "--port", "0", "--seed", join(dir, "seed.json")]);
+      assert.equal(code, 1);
+      for (const pattern of named) assert.match(stderr, pattern);
+      assert.ok(stderr.includes(join(dir, "seed.json")), `names the seed file: ${stderr}`);
+      assert.doesNotMatch(stdout, /listening on/);
+    });
+  }
+
+  test("a second server on the same --data exits 1 with a clear message, and the first keeps serving", async () => {
+    const data = join(await folder(), "data");
+    const first = await start(["--schema", schemaDir, "--data", data, "--port", "0", "--secret-key", "sk_locked_00001"]);
+    try {
+      const second = await run(["--schema", schemaDir, "--data", data, "--port", "0", "--secret-key", "sk_locked_00001"]);
+      assert.equal(second.code, 1);
+      assert.ok(second.stderr.includes(data), second.stderr);
+      assert.match(second.stderr, /in use|another/i);
+      assert.match(second.stderr, new RegExp(`pid ${first.child.pid}`));
+      assert.doesNotMatch(second.stdout, /listening on/);
+      assert.equal((await call(first, "sk_locked_00001", "GET", "/api/entities/Task")).status, 200);
+    } finally {
+      assert.equal(await stop(first), 0);
+    }
+  });
+});
