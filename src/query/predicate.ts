@@ -49,7 +49,9 @@ function searchTextOf(row: Row, fields: readonly string[]): string {
 function valueAt(row: Row, path: readonly string[]): unknown {
   let value: unknown = row.data[path[0]!];
   for (let i = 1; i < path.length && value !== undefined; i++) {
-    value = typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>)[path[i]!] : undefined;
+    // Own members only: "meta.constructor" or "meta.__proto__" must not reach Object.prototype.
+    const isObject = typeof value === "object" && value !== null && !Array.isArray(value);
+    value = isObject && Object.hasOwn(value as object, path[i]!) ? (value as Record<string, unknown>)[path[i]!] : undefined;
   }
   return value ?? undefined;
 }

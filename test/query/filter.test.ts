@@ -1,0 +1,242 @@
+// parseFilter (SPEC §4.2, CONTRACT §6): `q` becomes a typed tree checked against the schema, and
+// every refusal is decided here, before anything runs.
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { ApiError } from "../../src/errors.ts";
+import { parseFilter, parseFilterText, type FieldAccess } from "../../src/query/filter.ts";
+import type { FilterNode } from "../../src/query/filter-tree.ts";
+import { loadSchemaObject } from "../../src/schema/load.ts";
+import { TASK } from "../support/server.ts";
+
+const entity = loadSchemaObject({ Task: TASK }).entities.get("Task")!;
+const SECRET: FieldAccess = { mayUseCreatedBy: true };
+const PUBLIC: FieldAccess = { mayUseCreatedBy: false };
+
+/** A compare node, with the schema facts filled in from the field name. */
+function cmp(field: string, op: string, value: unknown): FilterNode {
+  const path = field.split(".");
+  const kinds: Record<string, [string, boolean]> = {
+    title: ["string", false],
+    status: ["string", false],
+    priority: ["number", false],
+    estimate: ["number", false],
+    done: ["boolean", false],
+    due_date: ["date", false],
+    start_at: ["date", false],
+    email: ["string", false],
+    tags: ["string", true],
+    meta: ["json", false],
+    id: ["string", false],
+    created_date: ["date", false],
+    updated_date: ["date", false],
+    created_by_id: ["string", false],
+  };
+  const [kind, isArray] = path.length > 1 ? ["json", false] : kinds[field]!;
+  return { type: "compare", field, path, kind: kind as never, isArray, op: op as never, value };
+}
+
+const TREES: Array<[unknown, FilterNode | null]> = [
+  [{}, null],
+  [{ title: "a" }, cmp("title", "$eq", "a")],
+  [{ title: null }, cmp("title", "$eq", null)],
+  [{ priority: { $gt: 3 } }, cmp("priority", "$gt", 3)],
+  [{ priority: { $gte: 1, $lt: 5 } }, { type: "and", nodes: [cmp("priority", "$gte", 1), cmp("priority", "$lt", 5)] }],
+  [{ estimate: { $lte: 1.5 } }, cmp("estimate", "$lte", 1.5)],
+  [{ done: false }, cmp("done", "$eq", false)],
+  [{ status: { $in: ["todo", "done"] } }, cmp("status", "$in", ["todo", "done"])],
+  [{ status: { $nin: [] } }, cmp("status", "$nin", [])],
+  [{ status: { $ne: "doing" } }, cmp("status", "$ne", "doing")],
+  [{ due_date: "2026-01-01" }, cmp("due_date", "$eq", "2026-01-01")],
+  [{ due_date: { $lt: "2026-01-01T12:00:00Z" } }, cmp("due_date", "$lt", "2026-01-01T12:00:00Z")],
+  [{ start_at: { $gte: "2026-01-01" } }, cmp("start_at", "$gte", "2026-01-01")],
+  [{ start_at: { $lt: "2026-01-01T12:30:00.123+02:00" } }, cmp("start_at", "$lt", "2026-01-01T12:30:00.123+02:00")],
+  [{ tags: "x" }, cmp("tags", "$eq", "x")],
+  [{ tags: ["x", "y"] }, cmp("tags", "$eq", ["x", "y"])],
+  [{ tags: { $contains: "x" } }, cmp("tags", "$contains", "x")],
+  [{ title: { $contains: "Wr" } }, cmp("title", "$contains", "Wr")],
+  [{ email: { $exists: true } }, cmp("email", "$exists", true)],
+  [{ meta: { $exists: false } }, cmp("meta", "$exists", false)],
+  [{ "meta.owner": "ann" }, cmp("meta.owner", "$eq", "ann")],
+  [{ "meta.a.b": { $gt: 2 } }, cmp("meta.a.b", "$gt", 2)],
+  [{ "meta.flag": true }, cmp("meta.flag", "$eq", true)],
+  [{ "meta.owner": { $contains: "an" } }, cmp("meta.owner", "$contains", "an")],
+  [{ meta: { $eq: { a: 1 } } }, cmp("meta", "$eq", { a: 1 })],
+  [{ id: "0123" }, cmp("id", "$eq", "0123")],
+  [{ created_date: { $gt: "2026-01-01" } }, cmp("created_date", "$gt", "2026-01-01")],
+  [{ updated_date: { $lte: "2026-01-01T00:00:00.000Z" } }, cmp("updated_date", "$lte", "2026-01-01T00:00:00.000Z")],
+  [{ created_by_id: "k1" }, cmp("created_by_id", "$eq", "k1")],
+  [{ title: "a", done: true }, { type: "and", nodes: [cmp("title", "$eq", "a"), cmp("done", "$eq", true)] }],
+  [{ $or: [{ title: "a" }, { done: true }] }, { type: "or", nodes: [cmp("title", "$eq", "a"), cmp("done", "$eq", true)] }],
+  [{ $and: [{ title: "a" }] }, { type: "and", nodes: [cmp("title", "$eq", "a")] }],
+  [
+    { status: "todo", $or: [{ priority: { $gt: 2 } }, { $and: [{ done: true }, { tags: { $in: ["a"] } }] }] },
+    {
+      type: "and",
+      nodes: [
+        cmp("status", "$eq", "todo"),
+        { type: "or", nodes: [cmp("priority", "$gt", 2), { type: "and", nodes: [cmp("done", "$eq", true), cmp("tags", "$in", ["a"])] }] },
+      ],
+    },
+  ],
+];
+
+test("parseFilter builds the typed tree of every operator, field kind and combinator", () => {
+  for (const [input, expected] of TREES) {
+    assert.deepEqual(parseFilter(entity, input, SECRET), expected, JSON.stringify(input));
+  }
+});
+
+interface Refusal {
+  status: number;
+  code: string;
+  details?: Record<string, unknown>;
+}
+
+const invalidFilter = (field: string | undefined, operator: string | undefined): Refusal => ({
+  status: 400,
+  code: "invalid_filter",
+  details: { ...(field === undefined ? {} : { field }), ...(operator === undefined ? {} : { operator }) },
+});
+
+const REFUSALS: Array<[unknown, Refusal, FieldAccess?]> = [
+  // not an object
+  [[], { status: 400, code: "invalid_json" }],
+  ["title", { status: 400, code: "invalid_json" }],
+  [null, { status: 400, code: "invalid_json" }],
+  [3, { status: 400, code: "invalid_json" }],
+  // unknown fields list the real ones
+  [{ nope: 1 }, { status: 400, code: "unknown_field", details: { field: "nope" } }],
+  [{ "nope.x": 1 }, { status: 400, code: "unknown_field", details: { field: "nope" } }],
+  [{ $or: [{ nope: 1 }] }, { status: 400, code: "unknown_field", details: { field: "nope" } }],
+  [{ Title: "a" }, { status: 400, code: "unknown_field", details: { field: "Title" } }],
+  // publishable keys may not filter on created_by_id
+  [{ created_by_id: "k" }, { status: 403, code: "forbidden" }, PUBLIC],
+  [{ $or: [{ title: "a" }, { created_by_id: "k" }] }, { status: 403, code: "forbidden" }, PUBLIC],
+  // unknown operators
+  [{ title: { $regex: "a" } }, invalidFilter("title", "$regex")],
+  [{ title: { $eq: "a", $like: "b" } }, invalidFilter("title", "$like")],
+  [{ $not: { title: "a" } }, invalidFilter(undefined, "$not")],
+  [{ $nor: [{ title: "a" }] }, invalidFilter(undefined, "$nor")],
+  // wrong operand types
+  [{ priority: { $gt: "3" } }, invalidFilter("priority", "$gt")],
+  [{ priority: "3" }, invalidFilter("priority", "$eq")],
+  [{ priority: { $in: [1, "2"] } }, invalidFilter("priority", "$in")],
+  [{ priority: { $in: 1 } }, invalidFilter("priority", "$in")],
+  [{ priority: { $nin: "1" } }, invalidFilter("priority", "$nin")],
+  [{ estimate: { $lt: true } }, invalidFilter("estimate", "$lt")],
+  [{ done: "true" }, invalidFilter("done", "$eq")],
+  [{ done: { $ne: 1 } }, invalidFilter("done", "$ne")],
+  [{ title: 3 }, invalidFilter("title", "$eq")],
+  [{ title: { $gt: 3 } }, invalidFilter("title", "$gt")],
+  [{ title: ["a"] }, invalidFilter("title", "$eq")],
+  [{ title: { $eq: { a: 1 } } }, invalidFilter("title", "$eq")],
+  [{ due_date: "yesterday" }, invalidFilter("due_date", "$eq")],
+  [{ due_date: { $gt: "2026-02-30" } }, invalidFilter("due_date", "$gt")],
+  [{ start_at: { $lt: 1767225600000 } }, invalidFilter("start_at", "$lt")],
+  [{ created_date: { $gt: "soon" } }, invalidFilter("created_date", "$gt")],
+  [{ tags: { $in: [1] } }, invalidFilter("tags", "$in")],
+  [{ email: { $exists: 1 } }, invalidFilter("email", "$exists")],
+  [{ email: { $exists: "true" } }, invalidFilter("email", "$exists")],
+  [{ "meta.x": { $gt: true } }, invalidFilter("meta.x", "$gt")],
+  [{ "meta.x": { $in: [{ a: 1 }] } }, invalidFilter("meta.x", "$in")],
+  // $contains on text fields only, with a string
+  [{ priority: { $contains: "1" } }, invalidFilter("priority", "$contains")],
+  [{ done: { $contains: "t" } }, invalidFilter("done", "$contains")],
+  [{ due_date: { $contains: "2026" } }, invalidFilter("due_date", "$contains")],
+  [{ title: { $contains: 1 } }, invalidFilter("title", "$contains")],
+  // enums are checked
+  [{ status: "finished" }, invalidFilter("status", "$eq")],
+  [{ status: { $ne: "finished" } }, invalidFilter("status", "$ne")],
+  [{ status: { $in: ["todo", "finished"] } }, invalidFilter("status", "$in")],
+  [{ status: { $nin: ["Todo"] } }, invalidFilter("status", "$nin")],
+  // combinators take non-empty arrays of objects
+  [{ $or: [] }, invalidFilter(undefined, "$or")],
+  [{ $and: [] }, invalidFilter(undefined, "$and")],
+  [{ $or: { title: "a" } }, invalidFilter(undefined, "$or")],
+  [{ $and: ["a"] }, invalidFilter(undefined, "$and")],
+  // dotted names reach into object fields only
+  [{ "title.x": "a" }, invalidFilter("title.x", undefined)],
+  [{ "tags.x": "a" }, invalidFilter("tags.x", undefined)],
+  [{ "meta.": "a" }, invalidFilter("meta.", undefined)],
+  [{ "meta..x": "a" }, invalidFilter("meta..x", undefined)],
+  // mixing operators and plain keys
+  [{ meta: { $eq: 1, owner: "a" } }, invalidFilter("meta", undefined)],
+];
+
+test("parseFilter refuses unknown fields, operators, wrongly typed operands and bad enum values", () => {
+  for (const [input, expected, access] of REFUSALS) {
+    assert.throws(
+      () => parseFilter(entity, input, access ?? SECRET),
+      (error: unknown) => {
+        assert.ok(error instanceof ApiError, `${JSON.stringify(input)} threw ${String(error)}`);
+        assert.equal(error.status, expected.status, JSON.stringify(input));
+        assert.equal(error.code, expected.code, JSON.stringify(input));
+        for (const [name, value] of Object.entries(expected.details ?? {})) {
+          assert.deepEqual(error.details[name], value, `${JSON.stringify(input)}: details.${name}`);
+        }
+        assert.ok(error.message.length > 0);
+        return true;
+      },
+      JSON.stringify(input),
+    );
+  }
+});
+
+test("an unknown field is refused with the entity's real fields, created_by_id only for secret keys", () => {
+  const fieldsOf = (access: FieldAccess) => {
+    try {
+      parseFilter(entity, { nope: 1 }, access);
+    } catch (error) {
+      return (error as ApiError).details.fields;
+    }
+    assert.fail("no error");
+  };
+  const declared = Object.keys(TASK.properties);
+  assert.deepEqual(fieldsOf(SECRET), [...declared, "id", "created_date", "updated_date", "created_by_id"]);
+  assert.deepEqual(fieldsOf(PUBLIC), [...declared, "id", "created_date", "updated_date"]);
+});
+
+test("an invalid filter message names the field and the operator", () => {
+  assert.throws(() => parseFilter(entity, { priority: { $gt: "3" } }, SECRET), (error: ApiError) => {
+    assert.match(error.message, /priority/);
+    assert.match(error.message, /\$gt/);
+    return true;
+  });
+  assert.throws(() => parseFilter(entity, { status: "finished" }, SECRET), (error: ApiError) => {
+    assert.match(error.message, /status/);
+    assert.match(error.message, /todo/);
+    return true;
+  });
+});
+
+test("parseFilterText reads q: absent or blank is no filter, bad JSON is invalid_json", () => {
+  const table: Array<[string | null, FilterNode | null | string]> = [
+    [null, null],
+    ["", null],
+    ["  ", null],
+    ["{}", null],
+    [`{"title":"a"}`, cmp("title", "$eq", "a")],
+    [`{"title":`, "invalid_json"],
+    [`{title:"a"}`, "invalid_json"],
+    [`[]`, "invalid_json"],
+    [`"a"`, "invalid_json"],
+    [`{"priority":{"$gt":"3"}}`, "invalid_filter"],
+  ];
+  for (const [text, expected] of table) {
+    if (typeof expected === "string") {
+      assert.throws(() => parseFilterText(entity, text, SECRET), (error: ApiError) => error.code === expected, String(text));
+    } else {
+      assert.deepEqual(parseFilterText(entity, text, SECRET), expected, String(text));
+    }
+  }
+});
+
+test("filters nested deeper than the limit are refused, not stack-overflowed", () => {
+  let filter: Record<string, unknown> = { title: "a" };
+  for (let i = 0; i < 100; i++) filter = { $and: [filter] };
+  assert.throws(() => parseFilter(entity, filter, SECRET), (error: ApiError) => error.code === "invalid_filter");
+  let shallow: Record<string, unknown> = { title: "a" };
+  for (let i = 0; i < 10; i++) shallow = { $or: [shallow] };
+  assert.ok(parseFilter(entity, shallow, SECRET));
+});
