@@ -51,6 +51,7 @@ export function parseListParams(entity: EntityDef, query: URLSearchParams, calle
   const walk = cursor?.walk ?? sent;
   const sort = parseSort(entity, walk.sort || DEFAULT_SORT, access);
   if (cursor && !allowsCursor(sort)) throw invalidCursor(`Sorting by ${sort.field} allows no cursor; page with skip, or sort by created_date, updated_date or id.`);
+  if (cursor && !fitsSort(cursor.after.key, sort.kind)) throw invalidCursor("The cursor's position does not fit its sort; pass back X-Next-Cursor unchanged.");
   const request: ListRequest = {
     filter: combine(parseFilterText(entity, walk.q, access), searchNode(entity, walk.search)),
     sort,
@@ -97,6 +98,11 @@ function checkSameWalk(walk: Walk, sent: Walk): void {
 
 function isSameSort(sent: string, walkSort: string): boolean {
   return sent === walkSort || (walkSort === DEFAULT_SORT && sent === "") ;
+}
+
+/** Cursor sorts are on dates (milliseconds) or ids (text); a forged position of another type is refused. */
+function fitsSort(key: unknown, kind: string): boolean {
+  return key === null || (kind === "date" ? typeof key === "number" : typeof key === "string");
 }
 
 function searchNode(entity: EntityDef, text: string | null): FilterNode | null {

@@ -8,7 +8,8 @@ import { PLATFORM_FIELD_DEFS, kindOf, parseDateValue, type EntityDef, type Field
 import type { CompareNode, CompareOp, FilterNode, ValueKind } from "./filter-tree.ts";
 
 const OPERATORS: readonly CompareOp[] = ["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$contains", "$exists"];
-const MAX_FILTER_DEPTH = 32;
+// Deep enough for any filter a person or a query builder writes; bounded so recursion cannot overflow.
+const MAX_FILTER_DEPTH = 64;
 
 export interface FieldAccess {
   /** False for publishable keys: created_by_id may be neither read nor filtered on (CONTRACT §3). */
