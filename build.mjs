@@ -2,15 +2,18 @@
 // dist/tabula-api.mjs, with its types in dist/tabula-api.d.ts.
 import { build } from "esbuild";
 import { execFileSync } from "node:child_process";
-import { rmSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 
 rmSync("dist", { recursive: true, force: true });
 const common = { bundle: true, platform: "node", format: "esm", target: "node20", logLevel: "warning" };
 await build({ ...common, entryPoints: ["src/cli.ts"], outfile: "dist/tabula.mjs", banner: { js: "#!/usr/bin/env node" } });
 await build({ ...common, entryPoints: ["src/api.ts"], outfile: "dist/tabula-api.mjs" });
-// One declaration file for the API, emitted by tsc from src/api.ts and what it exports.
+// Declarations for the API, one .d.ts per source file under dist/types (tsc's --outFile would wrap
+// them in ambient `declare module "api"` blocks, which `import ... from "tabula"` cannot use), and
+// dist/tabula-api.d.ts re-exporting them. TypeScript resolves the ".ts" specifiers they keep.
 execFileSync(process.execPath, [
-  "node_modules/typescript/bin/tsc", "src/api.ts", "--declaration", "--emitDeclarationOnly", "--outFile", "dist/tabula-api.d.ts",
+  "node_modules/typescript/bin/tsc", "src/api.ts", "--declaration", "--emitDeclarationOnly", "--outDir", "dist/types", "--rootDir", "src",
   "--module", "ESNext", "--moduleResolution", "Bundler", "--target", "ES2022", "--allowImportingTsExtensions", "--strict",
   "--skipLibCheck", "--types", "node",
 ], { stdio: "inherit" });
+writeFileSync("dist/tabula-api.d.ts", 'export * from "./types/api.ts";\n');

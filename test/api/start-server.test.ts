@@ -1,0 +1,189 @@
+// The embedding API (issue 8): startServer() as a test fixture. Schema as a path or as objects,
+// the keys it hands back, reset() between tests, close() freeing the port, and seeds validated
+// like creates (an invalid one rejects naming entity, index and field).
+
+import assert from "node:assert/strict";
+import { createServer as createNetServer } from "node:net";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { startServer } from "../../src/api.ts";
+
+const EXAMPLES = fileURLToPath(new URL("../../examples/entities", import.meta.url));
+
+const TASK = {
+  name: "Task",
+  type: "object",
+  properties: {
+    title: { type: "string" },
+    status: { type: "string", enum: ["todo", "doing", "done"], default: "todo" },
+    priority: { type: "integer" },
+  },
+  required: ["title"],
+};
+const NOTE = { properties: { body: { type: "string" } }, required: ["body"] };
+
+const SEED = {
+  Task: [{ title: "Seeded one", priority: 1 }, { title: "Seeded two", status: "done" }],
+  Note: [{ body: "hello" }],
+};
+
+async function get(url: string, apiKey: string | null): Promise<{ status: number; body: any }> {
+  const response = await fetch(url, { headers: apiKey === null ? {} : { "X-Api-Key": apiKey } });
+  return { status: response.status, body: await response.json() };
+}
+
+async function post(url: string, apiKey: string, body: unknown): Promise<{ status: number; body: any }> {
+  const response = await fetch(url, { method: "POST", headers: { "X-Api-Key": apiKey, "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  return { status: response.status, body: await response.json() };
+}
+
+function isPortFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createNetServer();
+    probe.once("error", () => resolve(false));
+    probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)));
+  });
+}
+
+test("startServer with a schema folder resolves to url, both keys, reset and close", async () => {
+  const server = await startServer({ schema: EXAMPLES });
+  try {
+    assert.match(server.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+    assert.notEqual(server.port, 0, "port 0 picks a free port, and the real one is reported");
+    assert.equal(typeof server.reset, "function");
+    assert.equal(typeof server.close, "function");
+    assert.match(server.secretKey, /^sk_/);
+    assert.match(server.publishableKey, /^pk_/);
+    assert.equal(server.dataDir, null, "memory mode by default: nothing on disk");
+    const entities = await get(`${server.url}/api/entities`, server.secretKey);
+    assert.deepEqual(entities.body.map((entity: { name: string }) => entity.name).sort(), ["Note", "Task"]);
+    assert.equal((await get(`${server.url}/api/entities/Task`, server.publishableKey)).status, 200);
+    assert.equal((await get(`${server.url}/api/entities/Task`, null)).status, 401);
+  } finally {
+    await server.close();
+  }
+});
+
+test("startServer with declarations as objects serves them, and keys passed in are used", async () => {
+  const server = await startServer({ schema: { Task: TASK, Note: NOTE }, secretKey: "sk_given", publishableKey: "pk_given" });
+  try {
+    assert.equal(server.secretKey, "sk_given");
+    assert.equal(server.publishableKey, "pk_given");
+    const created = await post(`${server.url}/api/entities/Note`, "pk_given", { body: "from objects" });
+    assert.equal(created.status, 201);
+    assert.equal(created.body.body, "from objects");
+    assert.equal("created_by_id" in created.body, false, "a publishable key never sees created_by_id");
+  } finally {
+    await server.close();
+  }
+});
+
+test("startServer takes several keys of each kind through keys", async () => {
+  const keys = [
+    { id: "ci", kind: "secret" as const, key: "sk_ci" },
+    { id: "web", kind: "publishable" as const, key: "pk_web" },
+    { id: "app", kind: "publishable" as const, key: "pk_app" },
+  ];
+  const server = await startServer({ schema: { Task: TASK }, keys });
+  try {
+    assert.equal(server.secretKey, "sk_ci");
+    assert.equal(server.publishableKey, "pk_web");
+    const created = await post(`${server.url}/api/entities/Task`, "pk_app", { title: "by app" });
+    const read = await get(`${server.url}/api/entities/Task/${created.body.id}`, "sk_ci");
+    assert.equal(read.body.created_by_id, "app");
+  } finally {
+    await server.close();
+  }
+});
+
+test("a seed is loaded on start, and reset() empties every entity and loads the seed again", async () => {
+  const server = await startServer({ schema: { Task: TASK, Note: NOTE }, seed: SEED });
+  try {
+    assert.equal(server.seeded, 3);
+    const tasks = await get(`${server.url}/api/entities/Task?sort_by=title`, server.secretKey);
+    assert.deepEqual(tasks.body.map((task: { title: string }) => task.title), ["Seeded one", "Seeded two"]);
+    assert.equal(tasks.body[0].status, "todo", "defaults apply to seeded records, as to creates");
+    const seededIds = tasks.body.map((task: { id: string }) => task.id);
+
+    await post(`${server.url}/api/entities/Task`, server.secretKey, { title: "Added by a test" });
+    await post(`${server.url}/api/entities/Note`, server.secretKey, { body: "added too" });
+    assert.equal((await get(`${server.url}/api/entities/Task/count`, server.secretKey)).body.count, 3);
+
+    const startedAt = performance.now();
+    await server.reset();
+    console.log(`reset() with a 3-record seed took ${(performance.now() - startedAt).toFixed(2)} ms`);
+    const after = await get(`${server.url}/api/entities/Task?sort_by=title`, server.secretKey);
+    assert.deepEqual(after.body.map((task: { title: string }) => task.title), ["Seeded one", "Seeded two"]);
+    assert.equal(after.body.some((task: { id: string }) => seededIds.includes(task.id)), false, "the seed is stored anew, not the old records kept");
+    assert.equal((await get(`${server.url}/api/entities/Note/count`, server.secretKey)).body.count, 1);
+    const deleted = await get(`${server.url}/api/entities/Task?deleted=only`, server.secretKey);
+    assert.deepEqual(deleted.body, [], "reset empties; it does not soft-delete");
+  } finally {
+    await server.close();
+  }
+});
+
+test("reset() without a seed leaves every entity empty", async () => {
+  const server = await startServer({ schema: EXAMPLES });
+  try {
+    await post(`${server.url}/api/entities/Task`, server.secretKey, { title: "gone after reset" });
+    await server.reset();
+    assert.deepEqual((await get(`${server.url}/api/entities/Task`, server.secretKey)).body, []);
+  } finally {
+    await server.close();
+  }
+});
+
+test("close() stops answering and frees the port", async () => {
+  const server = await startServer({ schema: { Task: TASK } });
+  const { port, url } = server;
+  assert.equal(await isPortFree(port), false, "listening while open");
+  await server.close();
+  assert.equal(await isPortFree(port), true, "the port is free after close()");
+  await assert.rejects(fetch(`${url}/health`), "nothing answers after close()");
+});
+
+test("close() returns promptly while a keep-alive client holds an idle connection", async () => {
+  const server = await startServer({ schema: { Task: TASK } });
+  // fetch keeps its connection open for reuse; close() must not wait for it to time out.
+  await get(`${server.url}/api/entities/Task`, server.secretKey);
+  const startedAt = performance.now();
+  await server.close();
+  assert.ok(performance.now() - startedAt < 2000, "close() returns promptly");
+});
+
+// [seed, what the refusal must name]
+const INVALID_SEEDS: Array<[Record<string, unknown[]>, RegExp[]]> = [
+  [{ Task: [{ title: "fine" }, { title: "fine too" }, { title: 42 }] }, [/Task/, /\[2\]|index 2/, /title/]],
+  [{ Task: [{ title: "fine" }, { priority: 3 }] }, [/Task/, /\[1\]|index 1/, /title/]],
+  [{ Task: [{ title: "x", status: "blocked" }] }, [/Task/, /\[0\]|index 0/, /status/]],
+  [{ Task: [{ title: "x", colour: "red" }] }, [/Task/, /\[0\]|index 0/, /colour/]],
+  [{ Note: [{ body: "ok" }, { body: "ok", id: "abc" }] }, [/Note/, /\[1\]|index 1/, /id/]],
+  [{ Project: [{ title: "x" }] }, [/Project/]],
+];
+
+test("an invalid seed rejects start-up, naming entity, index and field", async () => {
+  for (const [seed, names] of INVALID_SEEDS) {
+    await assert.rejects(startServer({ schema: { Task: TASK, Note: NOTE }, seed }), (error: Error) => {
+      for (const name of names) assert.match(error.message, name, `${JSON.stringify(seed)}: ${error.message}`);
+      return true;
+    });
+  }
+});
+
+test("a rejected start leaves no port bound and no server running", async () => {
+  // If a failed start left its listener open, the test runner would hang here at exit.
+  await assert.rejects(startServer({ schema: { Task: TASK }, seed: { Task: [{}] } }));
+  await assert.rejects(startServer({ schema: { Task: { properties: { id: { type: "string" } } } } }), /id/);
+});
+
+test("start-up to first answered request, in an empty memory store", async () => {
+  const startedAt = performance.now();
+  const server = await startServer({ schema: EXAMPLES });
+  const listening = performance.now();
+  const first = await get(`${server.url}/api/entities/Task`, server.secretKey);
+  const answered = performance.now();
+  await server.close();
+  assert.equal(first.status, 200);
+  console.log(`startServer(): listening after ${(listening - startedAt).toFixed(1)} ms, first request answered after ${(answered - startedAt).toFixed(1)} ms`);
+});
