@@ -112,13 +112,11 @@ test("the shipped .d.ts types startServer for a TypeScript consumer", { skip: !h
   writeFileSync(join(project, "consumer.ts"), source);
   const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc");
   // Both resolutions a consumer of an ESM package with "exports" may use, checked side by side.
+  // skipLibCheck keeps it fast; a .d.ts that is not a module, or typed as any, still fails here.
   const checks = [["NodeNext", "NodeNext"], ["ESNext", "Bundler"]].map(async ([module, resolution]) => {
-    const flags = ["--noEmit", "--strict", "--module", module!, "--moduleResolution", resolution!, "--target", "ES2022", "--types", "node", "--typeRoots", join(ROOT, "node_modules", "@types"), "consumer.ts"];
+    const flags = ["--noEmit", "--strict", "--module", module!, "--moduleResolution", resolution!, "--target", "ES2022", "--skipLibCheck", "--types", "node", "--typeRoots", join(ROOT, "node_modules", "@types"), "consumer.ts"];
     const failure = await run(process.execPath, [tsc, ...flags], { cwd: project }).then(() => null, (error: { stdout: string; stderr: string }) => error);
     assert.equal(failure, null, failure ? `${resolution}: ${failure.stdout}${failure.stderr}` : "");
   });
   await Promise.all(checks);
-});
-    assert.equal(result.status, 0, `${resolution}: ${result.stdout}${result.stderr}`);
-  }
 });
