@@ -10,6 +10,8 @@ import { buildOpenApi, describeEntity } from "./http/openapi.ts";
 import { parseJsonBody, readBody, DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
 import { errorReply, jsonReply, sendReply, type Reply } from "./http/response.ts";
 import { buildRouter, type Handler, type RequestContext } from "./http/routes.ts";
+import type { Params } from "./http/router.ts";
+import type { Caller } from "./records/caller.ts";
 import { loadKeys, type ApiKey, type KeyRing } from "./keys/api-keys.ts";
 import { Records } from "./records/records.ts";
 import { loadSeed, type SeedSource } from "./records/seed.ts";
@@ -152,6 +154,12 @@ function stopListening(http: ReturnType<typeof createHttpServer>): Promise<void>
 
 const READ_METHODS = new Set(["GET", "HEAD"]);
 
+function pathOf(req: IncomingMessage): string {
+  const rawUrl = req.url ?? "/";
+  const queryAt = rawUrl.indexOf("?");
+  return queryAt === -1 ? rawUrl : rawUrl.slice(0, queryAt);
+}
+
 /** The request path: auth → route → body → idempotency → handler → store → durable → reply. */
 class App {
   private readonly router = buildRouter();
@@ -176,21 +184,31 @@ class App {
     };
   }
 
-  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    let reply: Reply;
+  /** Reads are answered in the same tick when nothing waits for the disk: no promise, no hop. */
+  handle(req: IncomingMessage, res: ServerResponse): void {
+    let reply: Reply | Promise<Reply>;
     try {
-      reply = await this.answer(req);
+      reply = this.answer(req);
     } catch (error) {
       reply = this.replyToError(error);
     }
+    if (reply instanceof Promise) {
+      reply.then(
+        (answered) => this.send(res, answered),
+        (error: unknown) => this.send(res, this.replyToError(error)),
+      );
+    } else {
+      this.send(res, reply);
+    }
+  }
+
+  private send(res: ServerResponse, reply: Reply): void {
     if (res.headersSent || res.destroyed) return;
     sendReply(res, reply);
   }
 
-  private async answer(req: IncomingMessage): Promise<Reply> {
-    const rawUrl = req.url ?? "/";
-    const queryAt = rawUrl.indexOf("?");
-    const path = queryAt === -1 ? rawUrl : rawUrl.slice(0, queryAt);
+  private answer(req: IncomingMessage): Reply | Promise<Reply> {
+    const path = pathOf(req);
     const method = req.method ?? "GET";
     if (path === "/health") {
       if (!READ_METHODS.has(method)) throw methodNotAllowed(method, ["GET", "HEAD"]);
@@ -200,29 +218,49 @@ class App {
     const caller = this.keys.authenticate(req.headers["x-api-key"]);
     const match = this.router.match(method, path);
     if (!match) throw notFound(path);
-    if ("allowed" in match) throw new ApiError(405, "method_not_allowed", `${method} is not allowed on ${path}; use ${match.allowed.join(", ")}.`, { method, allowed: match.allowed }, { Allow: match.allowed.join(", ") });
-    const isWrite = !READ_METHODS.has(method);
-    const bytes = isWrite ? await readBody(req, this.maxBodyBytes) : Buffer.alloc(0);
-    const ctx: RequestContext = {
+    if ("allowed" in match) throw methodNotAllowed(method, match.allowed);
+    if (READ_METHODS.has(method)) return this.read(match.handler, this.contextOf(req, caller, match.params, Buffer.alloc(0)));
+    return this.write(req, caller, match.handler, match.params);
+  }
+
+  private contextOf(req: IncomingMessage, caller: Caller, params: Params, bytes: Buffer): RequestContext {
+    const rawUrl = req.url ?? "/";
+    const queryAt = rawUrl.indexOf("?");
+    const path = pathOf(req);
+    return {
       records: this.records,
       caller,
-      params: match.params,
+      params,
       query: new URLSearchParams(queryAt === -1 ? "" : rawUrl.slice(queryAt + 1)),
       headers: req.headers,
       body: parseJsonBody(req, bytes),
       url: `${req.headers["x-forwarded-proto"] === "https" ? "https" : "http"}://${req.headers.host ?? "localhost"}${path}`,
       documents: this.documents,
     };
+  }
+
+  /** A read waits only when an earlier write is not yet durable, so it never shows such a write. */
+  private read(handler: Handler, ctx: RequestContext): Reply | Promise<Reply> {
+    if (this.failure) throw internalError();
+    const { reply } = handler(ctx);
+    const pending = this.records.store.whenDurable();
+    if (!pending) return reply;
+    return pending.then(() => reply, (error: Error) => this.fail(error));
+  }
+
+  private async write(req: IncomingMessage, caller: Caller, handler: Handler, params: Params): Promise<Reply> {
+    const bytes = await readBody(req, this.maxBodyBytes);
+    const ctx = this.contextOf(req, caller, params, bytes);
     const idempotencyKey = req.headers["idempotency-key"];
-    if (!isWrite || typeof idempotencyKey !== "string") return this.run(match.handler, ctx, undefined);
-    const request = idempotentRequest(caller, idempotencyKey, method, rawUrl, bytes);
+    if (typeof idempotencyKey !== "string") return this.run(handler, ctx, undefined);
+    const request = idempotentRequest(caller, idempotencyKey, req.method!, req.url ?? "/", bytes);
     const replay = this.idempotency.start(request, Date.now());
     if (replay) {
       await this.records.store.whenDurable();
       return replay;
     }
     try {
-      return await this.run(match.handler, ctx, request);
+      return await this.run(handler, ctx, request);
     } finally {
       this.idempotency.finish(request);
     }
