@@ -1,0 +1,353 @@
+// The side-by-side benchmark of issue 7 (`npm run bench`, which builds first). It seeds a
+// deterministic Task table through POST /bulk (that is W8), runs tabula as a child on a fresh data
+// folder (file store, fsync before every answer), measures each workload for a fixed time at a fixed
+// concurrency with bench/load.mjs, and prints a Markdown table. W1 is also given as a ratio to a
+// bare node:http server measured in the same run, so that the machine's noise cancels out.
+//
+//   node bench/run.mjs [--records 100000] [--duration 5] [--connections 32] [--only W1,W3] [--keep]
+//                      [--sustain S] [--node-flags "FLAGS for the tabula child"]
+//                      [--cpu-prof DIR]   (then: node bench/profile-summary.mjs DIR/*.cpuprofile)
+// --only takes workload names and SUSTAINED (updates until a compaction, or for --sustain seconds).
+
+import { copyFileSync, mkdtempSync, rmSync, statfsSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path, { join } from "node:path";
+import { buildRequest, runLoad } from "./load.mjs";
+import { dataFiles, measureDiskSync, readCpuMs, readRss, startChild, stopChild } from "./machine.mjs";
+
+const SECRET_KEY = "sk_bench_secret";
+const BULK_RECORDS = 1000;
+const POOL_SIZE = 4096;
+const STATUSES = ["todo", "doing", "done"];
+const TAGS = ["red", "green", "blue", "ops", "web", "api", "docs", "urgent"];
+const TMPFS_MAGIC = 0x01021994;
+const DISK_PROBE_MS = 1000;
+const SLICE_MS = 2000;
+const SUSTAIN_MAX_MS = 90_000;
+const SCHEMA = {
+  Task: {
+    name: "Task",
+    type: "object",
+    properties: {
+      title: { type: "string" },
+      status: { type: "string", enum: STATUSES, default: "todo" },
+      priority: { type: "integer" },
+      estimate: { type: "number" },
+      done: { type: "boolean" },
+      due_date: { type: "string", format: "date" },
+      tags: { type: "array", items: { type: "string" } },
+    },
+    required: ["title"],
+  },
+};
+
+// Title words: 300 made-up words, three per title, so that each word is in ~1% of the records.
+// W6 searches for such a word: a realistic search-box query, neither a full scan nor a first hit.
+const WORDS = Array.from({ length: 300 }, (_, i) => "bcdfgklmnprstvz"[i % 15] + "aeiou"[Math.floor(i / 15) % 5] + "lmnrst"[Math.floor(i / 75) % 6] + "aeiou"[i % 4] + "x");
+
+const options = parseOptions(process.argv.slice(2));
+/** Under --cpu-prof: each workload's window in the profile, for bench/profile-summary.mjs. */
+const profileWindows = [];
+const only = (name) => options.only === null || options.only.includes(name);
+
+/** mulberry32: the same records for the same --records, run after run. */
+function createRandom(seed) {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function makeTask(index, random) {
+  const pick = (list) => list[Math.floor(random() * list.length)];
+  const day = new Date(Date.UTC(2026, 0, 1) + Math.floor(random() * 365) * 86_400_000);
+  return {
+    title: `${pick(WORDS)} ${pick(WORDS)} ${pick(WORDS)} task ${index}`,
+    status: pick(STATUSES),
+    priority: 1 + Math.floor(random() * 100),
+    estimate: Math.round(random() * 1000) / 10,
+    done: random() < 0.3,
+    due_date: day.toISOString().slice(0, 10),
+    tags: Array.from({ length: Math.floor(random() * 4) }, () => pick(TAGS)),
+  };
+}
+
+async function main() {
+  const dir = mkdtempSync(join(os.tmpdir(), "tabula-bench-"));
+  const dataDir = join(dir, "data");
+  // A private copy of the bundle: another build of dist/ during the run cannot change what is measured.
+  copyFileSync(new URL("../dist/tabula.mjs", import.meta.url), join(dir, "tabula.mjs"));
+  writeFileSync(join(dir, "schema.json"), JSON.stringify(SCHEMA));
+  const rows = [];
+  const notes = [];
+  let server = null;
+  let bare = null;
+  try {
+    if (statfsSync(dir).type === TMPFS_MAGIC) notes.push(`warning: ${dir} is on tmpfs, where fsync costs nothing; set TMPDIR to a disk folder.`);
+    const profFlags = [...options.nodeFlags, ...(options.cpuProf ? ["--cpu-prof", "--cpu-prof-dir", options.cpuProf] : [])];
+    // Under --cpu-prof, the first child's profile covers seeding (W8) and the second the workloads.
+    server = await startTabula(dir, dataDir, profFlags);
+    notes.push(`first start on an empty folder: ${server.startMs.toFixed(0)} ms to "listening on"`);
+
+    const seeded = await seed(server, options.records);
+    rows.push(row("W8 bulk create, 1,000 per request", 1, seeded.load, `${fmt(seeded.recordsPerSecond)} records/s`));
+    const afterSeed = { rss: readRss(server.proc.pid), files: dataFiles(dataDir) };
+    if (options.cpuProf) {
+      // Profile the workloads, not the seeding: restart on the seeded folder under --cpu-prof.
+      await stopChild(server.proc);
+      server = await startTabula(dir, dataDir, profFlags);
+      notes.push(`profiled: seeding in the first profile in ${options.cpuProf}, the workloads in the second (pid ${server.proc.pid}); windows below`);
+    }
+    const pick = poolPicker(seeded.ids);
+    const get = (path) => buildRequest("GET", path, { headers: { "X-Api-Key": SECRET_KEY } });
+    const measure = (requests, connections = options.connections) => measureWithCpu(server, { port: server.port, requests, connections });
+
+    if (only("W1")) {
+      const sample = await fetch(`${server.url}/api/entities/Task/${seeded.ids[0]}`, { headers: { "X-Api-Key": SECRET_KEY } });
+      const bytes = Buffer.byteLength(await sample.text());
+      bare = await startChild("bare", [new URL("./bare-server.mjs", import.meta.url).pathname, String(bytes)]);
+      // Bare, W1, bare again: the ratio is to the mean of the two, so drift during the run shows.
+      const measureBare = () => measureWithCpu(bare, { port: bare.port, requests: [get("/")], connections: options.connections });
+      const before = await measureBare();
+      const w1 = await measure(Array.from({ length: POOL_SIZE }, () => get(`/api/entities/Task/${pick()}`)));
+      const after = await measureBare();
+      await stopChild(bare.proc);
+      bare = null;
+      const baseline = meanLoad(before, after);
+      rows.push(row(`bare node:http, same ${bytes}-byte body (mean of 2)`, options.connections, baseline, `before W1 ${fmt(before.rate)}, after ${fmt(after.rate)} req/s`));
+      rows.push(row("W1 read one by id", options.connections, w1,
+        `${pct(w1.rate / baseline.rate)} of bare req/s (target ≥ 80%); p50 ${ratio(w1.p50 / baseline.p50)}, p99 ${ratio(w1.p99 / baseline.p99)} of bare`));
+    }
+    if (only("W2")) {
+      const q = encodeURIComponent(JSON.stringify({ status: "todo" }));
+      rows.push(row("W2 list status=todo, sort -priority, limit 100", options.connections, await measure([get(`/api/entities/Task?q=${q}&sort_by=-priority&limit=100`)]), "target ≥ 4,000 req/s"));
+    }
+    if (only("W3")) {
+      const deepCursor = await walkToDepth(server, Math.floor(options.records * 0.9));
+      const first = await measure([get("/api/entities/Task?limit=100")]);
+      const deep = await measure([get(`/api/entities/Task?limit=100&cursor=${encodeURIComponent(deepCursor)}`)]);
+      rows.push(row("W3a first cursor page, limit 100", options.connections, first));
+      rows.push(row("W3b cursor page at 90% depth, limit 100", options.connections, deep,
+        `deep/first time: ${(first.rate / deep.rate).toFixed(2)} by req/s, ${(deep.p50 / first.p50).toFixed(2)} by p50 (target ≤ 1.2)`));
+    }
+    if (only("W5")) {
+      const q = encodeURIComponent(JSON.stringify({ status: "todo" }));
+      rows.push(row("W5 count status=todo", options.connections, await measure([get(`/api/entities/Task/count?q=${q}`)]), "target ≥ 10,000 req/s"));
+    }
+    if (only("W6")) {
+      const requests = WORDS.slice(0, 16).map((word) => get(`/api/entities/Task?search=${word}&limit=20`));
+      rows.push(row("W6 search (a word in ~1% of titles), limit 20", options.connections, await measure(requests), "target ≥ 1,500 req/s"));
+    }
+    if (only("W7")) {
+      const random = createRandom(7);
+      const requests = Array.from({ length: POOL_SIZE }, () =>
+        buildRequest("PATCH", `/api/entities/Task/${pick()}`, { headers: { "X-Api-Key": SECRET_KEY }, body: { priority: 1 + Math.floor(random() * 100), done: random() < 0.5 } }));
+      rows.push(row("W7 update by id (PATCH), durable", options.connections, await measure(requests), "target ≥ 5,000 req/s"));
+    }
+    if (only("W4")) {
+      // The disk's own floor, in the same folder just before: W4 at c=1 cannot beat one fdatasync.
+      const disk = measureDiskSync(dir, DISK_PROBE_MS);
+      notes.push(`disk: a bare write+fdatasync loop on the data folder's disk did ${fmt(disk.rate)}/s (${disk.ms.toFixed(3)} ms each) just before W4`);
+      const random = createRandom(4);
+      const requests = Array.from({ length: POOL_SIZE }, (_, i) =>
+        buildRequest("POST", "/api/entities/Task", { headers: { "X-Api-Key": SECRET_KEY }, body: makeTask(options.records + i, random) }));
+      const single = await measure(requests, 1);
+      rows.push(row("W4 create, durable", 1, single, `target ≥ 1,500 req/s; ${pct(single.rate / disk.rate)} of the disk's bare fdatasync rate`));
+      rows.push(row("W4 create, durable", options.connections, await measure(requests), "target ≥ 7,000 req/s"));
+    }
+    const sustained = only("SUSTAINED") ? await sustainWrites(server, dataDir, pick) : [];
+    const afterLoad = { rss: readRss(server.proc.pid), files: dataFiles(dataDir) };
+    await stopChild(server.proc);
+    server = null;
+    const afterStop = dataFiles(dataDir);
+    server = await startTabula(dir, dataDir, options.nodeFlags);
+    const restarted = { startMs: server.startMs, rss: readRss(server.proc.pid), files: dataFiles(dataDir) };
+    await stopChild(server.proc);
+    server = null;
+
+    printReport({ rows, notes, afterSeed, afterLoad, afterStop, restarted, seeded, sustained });
+  } finally {
+    if (bare) await stopChild(bare.proc);
+    if (server) await stopChild(server.proc);
+    if (options.keep) console.log(`\nkept ${dir}`);
+    else rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Sustained updates (W7's load) in slices of SLICE_MS until a compaction has come and gone (a new
+ * snapshot, and one more slice), or SUSTAIN_MAX_MS: resident memory and log size per slice show
+ * whether compaction keeps both bounded.
+ */
+async function sustainWrites(server, dataDir, pick) {
+  const random = createRandom(99);
+  const requests = Array.from({ length: POOL_SIZE }, () =>
+    buildRequest("PATCH", `/api/entities/Task/${pick()}`, { headers: { "X-Api-Key": SECRET_KEY }, body: { priority: 1 + Math.floor(random() * 100), estimate: Math.round(random() * 1000) / 10 } }));
+  const snapshotsOf = (files) => files.sized.filter((f) => f.name.startsWith("snapshot-")).map((f) => f.name).join(",");
+  let lastSnapshots = snapshotsOf(dataFiles(dataDir));
+  const slices = [];
+  const startedAt = performance.now();
+  let slicesAfterCompaction = -1;
+  const minMs = options.sustain * 1000;
+  while (performance.now() - startedAt < Math.max(minMs, SUSTAIN_MAX_MS) && (slicesAfterCompaction < 1 || performance.now() - startedAt < minMs)) {
+    const load = await runLoad({ port: server.port, requests, connections: options.connections, durationMs: SLICE_MS, warmupMs: 0 });
+    const files = dataFiles(dataDir);
+    const isCompacted = snapshotsOf(files) !== lastSnapshots;
+    lastSnapshots = snapshotsOf(files);
+    if (isCompacted || slicesAfterCompaction >= 0) slicesAfterCompaction++;
+    slices.push({ seconds: (performance.now() - startedAt) / 1000, load, rss: readRss(server.proc.pid), files, isCompacted });
+  }
+  return slices;
+}
+
+async function seed(server, records) {
+  const random = createRandom(1);
+  const ids = [];
+  const latencies = [];
+  for (let start = 0; start < records; start += BULK_RECORDS) {
+    const batch = Array.from({ length: Math.min(BULK_RECORDS, records - start) }, (_, i) => makeTask(start + i, random));
+    const body = JSON.stringify(batch);
+    const sentAt = performance.now();
+    const answer = await fetch(`${server.url}/api/entities/Task/bulk`, { method: "POST", headers: { "X-Api-Key": SECRET_KEY, "Content-Type": "application/json" }, body });
+    const text = await answer.text();
+    latencies.push(performance.now() - sentAt);
+    if (answer.status !== 201) throw new Error(`seeding: POST /bulk answered ${answer.status}: ${text.slice(0, 300)}`);
+    for (const record of JSON.parse(text)) ids.push(record.id);
+  }
+  // Request time only (building and parsing JSON on this side is not the server's work).
+  const seconds = latencies.reduce((a, b) => a + b, 0) / 1000;
+  const sorted = Float64Array.from(latencies).sort();
+  const load = { count: latencies.length, seconds, rate: latencies.length / seconds, p50: sorted[Math.floor(sorted.length / 2)], p99: sorted[Math.floor(sorted.length * 0.99)], statuses: { 201: latencies.length } };
+  return { ids, load, recordsPerSecond: records / seconds };
+}
+
+/** Walks the default sort with big pages to `depth` records, and answers the cursor found there. */
+async function walkToDepth(server, depth) {
+  let cursor = null;
+  for (let walked = 0; walked < depth; ) {
+    const limit = Math.min(5000, depth - walked);
+    const query = cursor ? `cursor=${encodeURIComponent(cursor)}&limit=${limit}` : `limit=${limit}`;
+    const answer = await fetch(`${server.url}/api/entities/Task?${query}`, { headers: { "X-Api-Key": SECRET_KEY } });
+    await answer.arrayBuffer();
+    cursor = answer.headers.get("x-next-cursor");
+    if (answer.status !== 200 || !cursor) throw new Error(`walking to depth ${depth}: stopped at ${walked} (status ${answer.status})`);
+    walked += limit;
+  }
+  return cursor;
+}
+
+/**
+ * runLoad, plus the CPU the server child and this process (the load generator) used meanwhile, as a
+ * share of one core: a server below ~95% was not the bottleneck (the generator or a neighbour was).
+ */
+async function measureWithCpu(child, load) {
+  const cpuBefore = readCpuMs(child.proc.pid);
+  const ownBefore = process.cpuUsage();
+  const startedAt = performance.now();
+  const result = await runLoad({ ...load, durationMs: options.duration * 1000, warmupMs: options.warmup * 1000 });
+  const wallMs = performance.now() - startedAt;
+  const own = process.cpuUsage(ownBefore);
+  // Where the measured part lies in the child's --cpu-prof profile (which starts about when it was spawned).
+  const window = [Math.round(startedAt - child.spawnedAt + options.warmup * 1000), Math.round(startedAt - child.spawnedAt + wallMs)];
+  return { ...result, serverCpu: (readCpuMs(child.proc.pid) - cpuBefore) / wallMs, generatorCpu: (own.user + own.system) / 1000 / wallMs, window };
+}
+
+function meanLoad(a, b) {
+  const statuses = { ...a.statuses };
+  for (const [status, n] of Object.entries(b.statuses)) statuses[status] = (statuses[status] ?? 0) + n;
+  const mean = (name) => (a[name] + b[name]) / 2;
+  return { count: a.count + b.count, rate: mean("rate"), p50: mean("p50"), p99: mean("p99"), serverCpu: mean("serverCpu"), generatorCpu: mean("generatorCpu"), statuses };
+}
+
+function poolPicker(ids) {
+  const random = createRandom(42);
+  return () => ids[Math.floor(random() * ids.length)];
+}
+
+async function startTabula(dir, dataDir, nodeFlags = []) {
+  return startChild("tabula", [...nodeFlags, join(dir, "tabula.mjs"), "--schema", join(dir, "schema.json"), "--data", dataDir, "--port", "0", "--secret-key", SECRET_KEY]);
+}
+
+function row(workload, connections, load, note = "") {
+  if (options.cpuProf && load.window) profileWindows.push(`${workload}, c=${connections}: --skip-ms ${load.window[0]} --to-ms ${load.window[1]}`);
+  const failed = Object.entries(load.statuses).filter(([status]) => !status.startsWith("2"));
+  const failures = failed.length ? ` **non-2xx: ${failed.map(([s, n]) => `${n}×${s}`).join(", ")}**` : "";
+  const cpu = load.serverCpu === undefined ? "" : `${pct(load.serverCpu)} / ${pct(load.generatorCpu)}`;
+  return `| ${workload} | ${connections} | ${fmt(load.rate)} | ${load.p50.toFixed(2)} | ${load.p99.toFixed(2)} | ${cpu} | ${note}${failures} |`;
+}
+
+function printReport({ rows, notes, afterSeed, afterLoad, afterStop, restarted, seeded, sustained }) {
+  const mib = (bytes) => `${(bytes / 1048576).toFixed(1)} MiB`;
+  const files = (f) => `log ${mib(f.logBytes)}, snapshot ${mib(f.snapshotBytes)} (${f.sized.map((x) => `${x.name.replace(/-0+/, "-")} ${mib(x.bytes)}`).join(", ")})`;
+  const cpu = os.cpus();
+  console.log(`\n## tabula bench: ${fmt(options.records)} records, ${options.duration} s per workload after ${options.warmup} s warm-up`);
+  console.log(`\n${cpu.length} × ${cpu[0]?.model ?? "cpu"}, ${mib(os.totalmem())} RAM, Node ${process.version}, ${os.type()} ${os.release()}; load generator on the same machine\n`);
+  console.log("| workload | connections | req/s | p50 ms | p99 ms | CPU server / generator | notes |");
+  console.log("|---|---:|---:|---:|---:|---:|---|");
+  for (const line of rows) console.log(line);
+  console.log("");
+  console.log("- CPU: share of one core used by the server (tabula or bare) and by the load generator during the measurement; 2 cores in all.");
+  for (const note of notes) console.log(`- ${note}`);
+  for (const window of profileWindows) console.log(`- profile window of ${window}`);
+  console.log(`- W8: ${fmt(seeded.recordsPerSecond)} records/s over ${seeded.load.count} requests of ${BULK_RECORDS} (target ≥ 50,000)`);
+  console.log(`- start-up on the seeded folder (snapshot + log replay, process start included): ${restarted.startMs.toFixed(0)} ms`);
+  console.log(`- resident memory of tabula: ${mib(afterSeed.rss)} after seeding, ${mib(afterLoad.rss)} after the workloads, ${mib(restarted.rss)} after a restart (target ≤ 200 MiB at 100,000)`);
+  console.log(`- data folder after seeding: ${files(afterSeed.files)}`);
+  console.log(`- after the workloads: ${files(afterLoad.files)}`);
+  console.log(`- after a clean stop: ${files(afterStop)}`);
+  console.log(`- after a restart: ${files(restarted.files)}`);
+  if (sustained.length === 0) return;
+  console.log(`\nSustained updates (W7's load, c=${options.connections}) until a compaction has run, in ${SLICE_MS / 1000} s slices:\n`);
+  console.log("| t (s) | req/s | p99 ms | RSS | log | snapshot | snapshot changed |");
+  console.log("|---:|---:|---:|---:|---:|---:|---|");
+  for (const slice of sustained) {
+    console.log(`| ${slice.seconds.toFixed(0)} | ${fmt(slice.load.rate)} | ${slice.load.p99.toFixed(2)} | ${mib(slice.rss)} | ${mib(slice.files.logBytes)} | ${mib(slice.files.snapshotBytes)} | ${slice.isCompacted ? "yes" : ""} |`);
+  }
+}
+
+function parseOptions(argv) {
+  const parsed = { records: 100_000, duration: 5, warmup: 1, connections: 32, only: null, keep: false, cpuProf: null, sustain: 0, nodeFlags: [] };
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i];
+    const value = () => {
+      const text = argv[++i];
+      if (text === undefined) throw new Error(`${flag} needs a value`);
+      return text;
+    };
+    if (flag === "--records") parsed.records = positive(flag, value());
+    else if (flag === "--duration") parsed.duration = positive(flag, value());
+    else if (flag === "--warmup") parsed.warmup = Number(value());
+    else if (flag === "--connections") parsed.connections = positive(flag, value());
+    else if (flag === "--only") parsed.only = value().toUpperCase().split(",");
+    else if (flag === "--keep") parsed.keep = true;
+    else if (flag === "--sustain") parsed.sustain = positive(flag, value());
+    else if (flag === "--node-flags") parsed.nodeFlags = value().split(/\s+/).filter(Boolean);
+    else if (flag === "--cpu-prof") parsed.cpuProf = path.resolve(value());
+    else throw new Error(`unknown option ${flag}; options: --records N --duration S --warmup S --connections C --only W1,W2 --keep --cpu-prof DIR --sustain S --node-flags "--max-old-space-size=256"`);
+  }
+  return parsed;
+}
+
+function positive(flag, text) {
+  const value = Number(text);
+  if (!(value > 0)) throw new Error(`${flag} must be a positive number (got "${text}")`);
+  return value;
+}
+
+function fmt(value) {
+  return Math.round(value).toLocaleString("en-US");
+}
+function pct(value) {
+  return `${(value * 100).toFixed(0)}%`;
+}
+function ratio(value) {
+  return `${value.toFixed(2)}×`;
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exitCode = 1;
+});
