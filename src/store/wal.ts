@@ -2,6 +2,7 @@
 // files and fdatasync'ed in groups (group commit). It also owns the line framing that snapshots
 // reuse. What to replay and when to start a new segment is decided by the file store.
 
+import { constants } from "node:fs";
 import { open, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
@@ -14,6 +15,11 @@ const CRC_SUFFIX_BYTES = CRC_SUFFIX.length + 8 + 2;
 const NEWLINE = 0x0a;
 const SEGMENT_PREFIX = "log-";
 const SEQ_DIGITS = 16;
+/**
+ * Segments are opened with O_DSYNC: a write returns once its data is on disk, as write+fdatasync
+ * would, but in one trip to the thread pool instead of two (half the latency of a lone write).
+ */
+const SEGMENT_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_APPEND | constants.O_DSYNC;
 
 /** A row as written to disk: never its memo, which the layers above rebuild. */
 export interface RowImage {
@@ -259,7 +265,7 @@ export class WriteAheadLog {
   static async open(dir: string, segments: Segment[], nextSeq: number, onFlushed: () => void): Promise<WriteAheadLog> {
     const last = segments.at(-1);
     const firstSeq = last?.firstSeq ?? nextSeq;
-    const handle = await open(join(dir, segmentName(firstSeq)), "a");
+    const handle = await open(join(dir, segmentName(firstSeq)), SEGMENT_FLAGS, 0o644);
     if (!last) {
       segments.push({ firstSeq, bytes: 0 });
       await syncDirectory(dir);
@@ -329,8 +335,9 @@ export class WriteAheadLog {
   }
 
   private scheduleFlush(): void {
-    // setImmediate rather than now: every write made during this turn of the event loop joins.
-    this.flushing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush());
+    // After the current task's microtasks rather than at once: writes made by the same task join;
+    // writes arriving while a flush is on disk join the next one (group commit).
+    this.flushing ??= Promise.resolve().then(() => this.flush());
   }
 
   private async flush(): Promise<void> {
@@ -365,14 +372,13 @@ export class WriteAheadLog {
   private async writeAndSync(lines: string[]): Promise<void> {
     if (lines.length === 0) return;
     const buffer = Buffer.from(lines.join(""));
-    await writeFully(this.handle, buffer);
-    await this.handle.datasync();
+    await writeFully(this.handle, buffer); // durable on return: the segment is O_DSYNC
     this.syncs++;
     this.segments.at(-1)!.bytes += buffer.length;
   }
 
   private async startSegment(firstSeq: number): Promise<void> {
-    const handle = await open(join(this.dir, segmentName(firstSeq)), "a");
+    const handle = await open(join(this.dir, segmentName(firstSeq)), SEGMENT_FLAGS, 0o644);
     await this.handle.close();
     this.handle = handle;
     this.segments.push({ firstSeq, bytes: 0 });
