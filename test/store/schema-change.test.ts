@@ -18,7 +18,7 @@ async function start(dir: string, properties: Record<string, unknown>) {
       headers: { "X-Api-Key": SECRET, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-    return { status: response.status, body: await response.json() };
+    return { status: response.status, body: (await response.json()) as any };
   };
   return { server, call };
 }
