@@ -21,9 +21,11 @@ export function errorReply(error: ApiError): Reply {
   return jsonReply(error.status, JSON.stringify(error), error.headers);
 }
 
-export function sendReply(res: ServerResponse, reply: Reply, extraHeaders?: Record<string, string>): void {
-  const headers: Record<string, string | number> = { ...reply.headers, ...extraHeaders };
-  if (reply.body !== null) headers["Content-Length"] = Buffer.byteLength(reply.body);
-  res.writeHead(reply.status, headers);
+export function sendReply(res: ServerResponse, reply: Reply): void {
+  // A flat [name, value, ...] list: node:http takes it without copying into a header object.
+  const headers: Array<string | number> = [];
+  for (const name in reply.headers) headers.push(name, reply.headers[name]!);
+  if (reply.body !== null) headers.push("Content-Length", Buffer.byteLength(reply.body));
+  res.writeHead(reply.status, headers as unknown as string[]);
   res.end(reply.body ?? undefined);
 }

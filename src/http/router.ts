@@ -29,7 +29,9 @@ export class Router<H> {
   }
 
   match(method: string, path: string): Match<H> {
-    const parts = path.split("/").filter((part) => part !== "");
+    const parts = path.split("/");
+    if (parts[0] === "") parts.shift();
+    if (parts.at(-1) === "") parts.pop(); // a trailing slash names the same resource
     for (const route of this.routes) {
       const params = matchSegments(route.segments, parts);
       if (!params) continue;
@@ -48,17 +50,23 @@ function literalScore(route: Route<unknown>): number {
   return route.segments.reduce((score, segment, i) => score + (segment.startsWith(":") ? 0 : 1 / 2 ** i), 0);
 }
 
+const COLON = 0x3a;
+
 function matchSegments(segments: readonly string[], parts: string[]): Params | null {
   if (segments.length !== parts.length) return null;
   const params: Params = {};
   for (let i = 0; i < segments.length; i++) {
     const segment = segments[i]!;
-    if (segment.startsWith(":")) {
-      let value: string;
-      try {
-        value = decodeURIComponent(parts[i]!);
-      } catch {
-        return null;
+    if (segment.charCodeAt(0) === COLON) {
+      const part = parts[i]!;
+      if (part === "") return null;
+      let value = part;
+      if (part.includes("%")) {
+        try {
+          value = decodeURIComponent(part);
+        } catch {
+          return null; // not a valid escape: no route names it
+        }
       }
       params[segment.slice(1)] = value;
     } else if (segment !== parts[i]) {
