@@ -4,12 +4,12 @@
 // same batch; callers must write a Change in the same tick it was made (see Store.write).
 
 import { entityNotFound, recordNotFound } from "../errors.ts";
-import type { FilterNode, SortSpec } from "../query/filter-tree.ts";
+import type { FilterNode } from "../query/filter-tree.ts";
 import type { Schema } from "../schema/load.ts";
 import type { EntityDef } from "../schema/fields.ts";
 import { validateChanges, validateCreate } from "../schema/validate.ts";
 import { IdGenerator, timeOfId } from "../store/ids.ts";
-import type { DeletedFilter, Row, SortPosition, Store } from "../store/store.ts";
+import type { ListQuery, Row, SortPosition, Store } from "../store/store.ts";
 import type { Caller } from "./caller.ts";
 
 /** Rows a write will store, and what it answers. */
@@ -19,13 +19,8 @@ export interface Change<T> {
   readonly result: T;
 }
 
-export interface ListRequest {
-  readonly filter: FilterNode | null;
-  readonly sort: SortSpec;
-  readonly after: SortPosition | null;
-  readonly skip: number;
-  readonly limit: number;
-  readonly deleted: DeletedFilter;
+/** A store list query, plus whether to count every match (X-Total-Count). */
+export interface ListRequest extends ListQuery {
   readonly count: boolean;
 }
 

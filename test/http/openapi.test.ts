@@ -7,26 +7,11 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import Ajv2020 from "ajv/dist/2020.js";
 import { buildOpenApi, describeEntity } from "../../src/http/openapi.ts";
 import { loadSchemaObject } from "../../src/schema/load.ts";
+import { TASK } from "../support/server.ts";
 
 // CONTRACT §2's example, and a second entity with bounds, a pattern, typed items and a default.
 const DECLARATIONS = {
-  Task: {
-    name: "Task",
-    type: "object",
-    properties: {
-      title: { type: "string" },
-      status: { type: "string", enum: ["todo", "doing", "done"], default: "todo" },
-      priority: { type: "integer" },
-      estimate: { type: "number" },
-      done: { type: "boolean" },
-      due_date: { type: "string", format: "date" },
-      start_at: { type: "string", format: "date-time" },
-      email: { type: "string", format: "email" },
-      tags: { type: "array", items: { type: "string" } },
-      meta: { type: "object" },
-    },
-    required: ["title"],
-  },
+  Task: TASK,
   "Project-Note": {
     properties: {
       code: { type: "string", pattern: "^[A-Z]{3}$", minLength: 3, maxLength: 3 },
