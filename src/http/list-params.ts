@@ -89,15 +89,11 @@ function checkSameWalk(walk: Walk, sent: Walk): void {
   const names = { sort: "sort_by", q: "q", search: "search", fields: "fields", deleted: "deleted" } as const;
   for (const [property, parameter] of Object.entries(names) as Array<[keyof typeof names, string]>) {
     const value = sent[property];
-    if (value !== null && value !== "" && value !== walk[property] && !(property === "sort" && isSameSort(value, walk.sort))) {
+    if (value !== null && value !== "" && value !== walk[property]) {
       throw invalidCursor(`The cursor belongs to a walk with another ${parameter}; send the cursor alone (with limit), or start a new walk without it.`);
     }
   }
   if (walk.entity !== sent.entity) throw invalidCursor(`The cursor belongs to ${walk.entity}, not ${sent.entity}.`);
-}
-
-function isSameSort(sent: string, walkSort: string): boolean {
-  return sent === walkSort || (walkSort === DEFAULT_SORT && sent === "") ;
 }
 
 /** Cursor sorts are on dates (milliseconds) or ids (text); a forged position of another type is refused. */
