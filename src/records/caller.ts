@@ -6,7 +6,3 @@ export interface Caller {
   readonly keyId: string;
   readonly kind: KeyKind;
 }
-
-export function isSecret(caller: Caller): boolean {
-  return caller.kind === "secret";
-}

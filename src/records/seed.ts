@@ -17,7 +17,6 @@ export class SeedError extends Error {
 }
 
 export interface Seed {
-  readonly records: number;
   /** Stores the seed when the store is empty; answers how many records it stored. */
   apply(records: Records, by: ApiKey): Promise<number>;
 }
@@ -41,7 +40,6 @@ export function loadSeed(schema: Schema, source: SeedSource): Seed {
     });
   }
   return {
-    records: values.length,
     async apply(records, by) {
       const store = records.store;
       const isEmpty = [...schema.entities.keys()].every((entity) => store.count(entity, null, "include") === 0);
