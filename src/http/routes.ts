@@ -8,6 +8,7 @@ import type { Caller } from "../records/caller.ts";
 import { bulkCreate, bulkUpdate, deleteMany, updateMany, upsert } from "../records/batch.ts";
 import type { Change, Records } from "../records/records.ts";
 import { recordJson, recordJsonWith, recordsJson } from "../records/serialize.ts";
+import type { EntityDef } from "../schema/fields.ts";
 import { isPlainObject } from "../schema/load.ts";
 import type { Row } from "../store/store.ts";
 import { parseFilter } from "../query/filter.ts";
@@ -84,14 +85,14 @@ function readRecord(ctx: RequestContext): Outcome {
   const entity = ctx.records.entity(ctx.params.entity!);
   const row = ctx.records.read(entity, ctx.params.id!);
   if (isNotModified(ctx.headers["if-none-match"], row)) return { reply: { status: 304, headers: { ETag: etagOf(row) }, body: null } };
-  return { reply: recordReply(200, ctx, row) };
+  return { reply: recordReply(200, ctx, entity, row) };
 }
 
 function createRecord(ctx: RequestContext): Outcome {
   const entity = ctx.records.entity(ctx.params.entity!);
   const change = ctx.records.create(entity, requireBody(ctx.body, `{"${entity.fieldNames[0] ?? "field"}": ...}`), ctx.caller);
   const location = `/api/entities/${encodeURIComponent(entity.name)}/${change.result.id}`;
-  return { reply: recordReply(201, ctx, change.result, { Location: location }), change };
+  return { reply: recordReply(201, ctx, entity, change.result, { Location: location }), change };
 }
 
 function updateRecord(ctx: RequestContext): Outcome {
@@ -99,7 +100,7 @@ function updateRecord(ctx: RequestContext): Outcome {
   const row = ctx.records.read(entity, ctx.params.id!);
   checkIfMatch(ctx.headers["if-match"], row);
   const change = ctx.records.update(entity, row, requireBody(ctx.body, `{"<field>": <new value>}`));
-  return { reply: recordReply(200, ctx, change.result), change };
+  return { reply: recordReply(200, ctx, entity, change.result), change };
 }
 
 function deleteRecord(ctx: RequestContext): Outcome {
@@ -158,8 +159,7 @@ function deleteManyRecords(ctx: RequestContext): Outcome {
   return { reply: jsonReply(200, JSON.stringify(change.result)), change };
 }
 
-function recordReply(status: number, ctx: RequestContext, row: Row, headers: Record<string, string> = {}): Reply {
-  const entity = ctx.records.entity(ctx.params.entity!);
+function recordReply(status: number, ctx: RequestContext, entity: EntityDef, row: Row, headers: Record<string, string> = {}): Reply {
   return jsonReply(status, recordJson(entity, row, ctx.caller), { ETag: etagOf(row), ...headers });
 }
 
