@@ -6,12 +6,11 @@
 import { open, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { IdempotentAnswer, Row } from "./store.ts";
-import { frameLine, parseFramedLine, scanLines, syncDirectory, toRowImage, writeFully, type RowImage } from "./wal.ts";
+import { frameLine, parseFramedLine, parseSeqFileName, scanLines, seqFileName, syncDirectory, toRowImage, writeFully, type RowImage } from "./wal.ts";
 
 const SNAPSHOT_FORMAT = "tabula-snapshot/1";
 const SNAPSHOT_PREFIX = "snapshot-";
 const TMP_SUFFIX = ".tmp";
-const SEQ_DIGITS = 16;
 /** Lines are gathered up to this size before each write, so a snapshot never sits in memory whole. */
 const WRITE_CHUNK_CHARS = 1 << 20;
 
@@ -29,13 +28,12 @@ export interface SnapshotReader {
 }
 
 export function snapshotName(seq: number): string {
-  return SNAPSHOT_PREFIX + String(seq).padStart(SEQ_DIGITS, "0");
+  return seqFileName(SNAPSHOT_PREFIX, seq);
 }
 
 /** The seq of a snapshot file name, or undefined for any other file (a .tmp file included). */
 export function parseSnapshotName(name: string): number | undefined {
-  const match = /^snapshot-(\d+)$/.exec(name);
-  return match ? Number(match[1]) : undefined;
+  return parseSeqFileName(SNAPSHOT_PREFIX, name);
 }
 
 export function isTemporarySnapshot(name: string): boolean {

@@ -52,14 +52,25 @@ export function toRowImage(row: Row): RowImage {
   return { id: row.id, rev: row.rev, deleted: row.deleted, data: row.data };
 }
 
+/** Data-folder files are named by a seq, zero-padded so that names sort as their seqs do. */
+export function seqFileName(prefix: string, seq: number): string {
+  return prefix + String(seq).padStart(SEQ_DIGITS, "0");
+}
+
+/** The seq of `<prefix><digits>`, or undefined for any other name (a .tmp file included). */
+export function parseSeqFileName(prefix: string, name: string): number | undefined {
+  if (!name.startsWith(prefix)) return undefined;
+  const digits = name.slice(prefix.length);
+  return /^\d+$/.test(digits) ? Number(digits) : undefined;
+}
+
 export function segmentName(firstSeq: number): string {
-  return SEGMENT_PREFIX + String(firstSeq).padStart(SEQ_DIGITS, "0");
+  return seqFileName(SEGMENT_PREFIX, firstSeq);
 }
 
 /** The first seq of a segment file name, or undefined for any other file. */
 export function parseSegmentName(name: string): number | undefined {
-  const match = /^log-(\d+)$/.exec(name);
-  return match ? Number(match[1]) : undefined;
+  return parseSeqFileName(SEGMENT_PREFIX, name);
 }
 
 /**
