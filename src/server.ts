@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net";
 import { ApiError, internalError, methodNotAllowed, notFound } from "./errors.ts";
 import { IdempotencyGuard, idempotentRequest, type IdempotentRequest } from "./http/idempotency.ts";
 import { buildOpenApi, describeEntity } from "./http/openapi.ts";
-import { parseJsonBody, readBody, DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
+import { headerOf, parseJsonBody, readBody, DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
 import { errorReply, jsonReply, sendReply, type Reply } from "./http/response.ts";
 import { buildRouter, type Handler, type RequestContext } from "./http/routes.ts";
 import type { Params } from "./http/router.ts";
@@ -154,10 +154,32 @@ function stopListening(http: ReturnType<typeof createHttpServer>): Promise<void>
 
 const READ_METHODS = new Set(["GET", "HEAD"]);
 
-function pathOf(req: IncomingMessage): string {
-  const rawUrl = req.url ?? "/";
-  const queryAt = rawUrl.indexOf("?");
-  return queryAt === -1 ? rawUrl : rawUrl.slice(0, queryAt);
+/** What a handler sees of a request. The query, the URL and headers are read only when asked for. */
+class Context implements RequestContext {
+  private parsedQuery: URLSearchParams | undefined;
+
+  constructor(
+    private readonly req: IncomingMessage,
+    private readonly path: string,
+    private readonly queryText: string,
+    readonly records: Records,
+    readonly caller: Caller,
+    readonly params: Params,
+    readonly body: unknown,
+    readonly documents: RequestContext["documents"],
+  ) {}
+
+  get query(): URLSearchParams {
+    return (this.parsedQuery ??= new URLSearchParams(this.queryText));
+  }
+
+  get url(): string {
+    return `${this.header("x-forwarded-proto") === "https" ? "https" : "http"}://${this.header("host") ?? "localhost"}${this.path}`;
+  }
+
+  header(name: string): string | undefined {
+    return headerOf(this.req, name);
+  }
 }
 
 /** The request path: auth → route → body → idempotency → handler → store → durable → reply. */
@@ -208,35 +230,23 @@ class App {
   }
 
   private answer(req: IncomingMessage): Reply | Promise<Reply> {
-    const path = pathOf(req);
+    const rawUrl = req.url ?? "/";
+    const queryAt = rawUrl.indexOf("?");
+    const path = queryAt === -1 ? rawUrl : rawUrl.slice(0, queryAt);
+    const query = queryAt === -1 ? "" : rawUrl.slice(queryAt + 1);
     const method = req.method ?? "GET";
     if (path === "/health") {
       if (!READ_METHODS.has(method)) throw methodNotAllowed(method, ["GET", "HEAD"]);
       return jsonReply(200, `{"status":"ok"}`);
     }
     if (!path.startsWith("/api/")) throw notFound(path);
-    const caller = this.keys.authenticate(req.headers["x-api-key"]);
+    const caller = this.keys.authenticate(headerOf(req, "x-api-key"));
     const match = this.router.match(method, path);
     if (!match) throw notFound(path);
     if ("allowed" in match) throw methodNotAllowed(method, match.allowed);
-    if (READ_METHODS.has(method)) return this.read(match.handler, this.contextOf(req, caller, match.params, Buffer.alloc(0)));
-    return this.write(req, caller, match.handler, match.params);
-  }
-
-  private contextOf(req: IncomingMessage, caller: Caller, params: Params, bytes: Buffer): RequestContext {
-    const rawUrl = req.url ?? "/";
-    const queryAt = rawUrl.indexOf("?");
-    const path = pathOf(req);
-    return {
-      records: this.records,
-      caller,
-      params,
-      query: new URLSearchParams(queryAt === -1 ? "" : rawUrl.slice(queryAt + 1)),
-      headers: req.headers,
-      body: parseJsonBody(req, bytes),
-      url: `${req.headers["x-forwarded-proto"] === "https" ? "https" : "http"}://${req.headers.host ?? "localhost"}${path}`,
-      documents: this.documents,
-    };
+    const contextOf = (body: unknown) => new Context(req, path, query, this.records, caller, match.params, body, this.documents);
+    if (READ_METHODS.has(method)) return this.read(match.handler, contextOf(undefined));
+    return this.write(req, caller, match.handler, contextOf);
   }
 
   /** A read waits only when an earlier write is not yet durable, so it never shows such a write. */
@@ -248,10 +258,10 @@ class App {
     return pending.then(() => reply, (error: Error) => this.fail(error));
   }
 
-  private async write(req: IncomingMessage, caller: Caller, handler: Handler, params: Params): Promise<Reply> {
+  private async write(req: IncomingMessage, caller: Caller, handler: Handler, contextOf: (body: unknown) => Context): Promise<Reply> {
     const bytes = await readBody(req, this.maxBodyBytes);
-    const ctx = this.contextOf(req, caller, params, bytes);
-    const idempotencyKey = req.headers["idempotency-key"];
+    const ctx = contextOf(parseJsonBody(req, bytes));
+    const idempotencyKey = headerOf(req, "idempotency-key");
     if (typeof idempotencyKey !== "string") return this.run(handler, ctx, undefined);
     const request = idempotentRequest(caller, idempotencyKey, req.method!, req.url ?? "/", bytes);
     const replay = this.idempotency.start(request, Date.now());

@@ -16,8 +16,24 @@ export function payloadTooLarge(maxBytes: number): ApiError {
   );
 }
 
+/**
+ * A request header by its lower-case name, read from rawHeaders: `req.headers` builds an object of
+ * every header on first use, which a read by id would pay for one or two lookups. Repeated headers
+ * are joined with ", " as node:http joins them.
+ */
+export function headerOf(req: IncomingMessage, name: string): string | undefined {
+  const raw = req.rawHeaders;
+  let value: string | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const key = raw[i]!;
+    if (key.length !== name.length || key.toLowerCase() !== name) continue;
+    value = value === undefined ? raw[i + 1]! : `${value}, ${raw[i + 1]!}`;
+  }
+  return value;
+}
+
 export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
-  const declared = Number(req.headers["content-length"]);
+  const declared = Number(headerOf(req, "content-length"));
   if (declared > maxBytes) return Promise.reject(payloadTooLarge(maxBytes));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -41,7 +57,7 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer
 /** The JSON value of a body; undefined when the body is empty. */
 export function parseJsonBody(req: IncomingMessage, bytes: Buffer): unknown {
   if (bytes.length === 0) return undefined;
-  const type = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+  const type = (headerOf(req, "content-type") ?? "").split(";")[0]!.trim().toLowerCase();
   if (type !== "application/json" && !/^application\/[a-z0-9.+-]+\+json$/.test(type)) {
     throw new ApiError(
       415,

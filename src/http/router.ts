@@ -12,16 +12,19 @@ interface Route<H> {
 export type Match<H> = { handler: H; params: Params } | { allowed: string[] } | null;
 
 export class Router<H> {
-  private readonly routes: Route<H>[] = [];
+  /** Routes by their number of segments, so that a path is only tried against routes of its length. */
+  private readonly routesByLength = new Map<number, Route<H>[]>();
 
   add(method: string, pattern: string, handler: H): this {
     const segments = pattern.split("/").filter((segment) => segment !== "");
-    let route = this.routes.find((r) => r.segments.join("/") === segments.join("/"));
+    let routes = this.routesByLength.get(segments.length);
+    if (!routes) this.routesByLength.set(segments.length, (routes = []));
+    let route = routes.find((r) => r.segments.join("/") === segments.join("/"));
     if (!route) {
       route = { segments, handlers: new Map() };
-      this.routes.push(route);
+      routes.push(route);
       // More literal segments first: the first route that matches is the most specific.
-      this.routes.sort((a, b) => literalScore(b) - literalScore(a));
+      routes.sort((a, b) => literalScore(b) - literalScore(a));
     }
     if (route.handlers.has(method)) throw new Error(`router: ${method} ${pattern} is registered twice`);
     route.handlers.set(method, handler);
@@ -29,10 +32,11 @@ export class Router<H> {
   }
 
   match(method: string, path: string): Match<H> {
-    const parts = path.split("/");
-    if (parts[0] === "") parts.shift();
-    if (parts.at(-1) === "") parts.pop(); // a trailing slash names the same resource
-    for (const route of this.routes) {
+    // A leading slash starts the path and a trailing one names the same resource.
+    const from = path.charCodeAt(0) === SLASH ? 1 : 0;
+    const to = path.length > from && path.charCodeAt(path.length - 1) === SLASH ? path.length - 1 : path.length;
+    const parts = path.slice(from, to).split("/");
+    for (const route of this.routesByLength.get(parts.length) ?? NO_ROUTES) {
       const params = matchSegments(route.segments, parts);
       if (!params) continue;
       const handler = route.handlers.get(method) ?? (method === "HEAD" ? route.handlers.get("GET") : undefined);
@@ -51,15 +55,20 @@ function literalScore(route: Route<unknown>): number {
 }
 
 const COLON = 0x3a;
+const SLASH = 0x2f;
+const NO_ROUTES: never[] = [];
 
+/** The params of a route of the path's length, or null; literal segments are compared first. */
 function matchSegments(segments: readonly string[], parts: string[]): Params | null {
-  if (segments.length !== parts.length) return null;
+  for (let i = 0; i < segments.length; i++) {
+    const segment = segments[i]!;
+    if (segment.charCodeAt(0) === COLON ? parts[i] === "" : segment !== parts[i]) return null;
+  }
   const params: Params = {};
   for (let i = 0; i < segments.length; i++) {
     const segment = segments[i]!;
     if (segment.charCodeAt(0) === COLON) {
       const part = parts[i]!;
-      if (part === "") return null;
       let value = part;
       if (part.includes("%")) {
         try {
@@ -69,8 +78,6 @@ function matchSegments(segments: readonly string[], parts: string[]): Params | n
         }
       }
       params[segment.slice(1)] = value;
-    } else if (segment !== parts[i]) {
-      return null;
     }
   }
   return params;

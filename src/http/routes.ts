@@ -2,7 +2,6 @@
 // read the body before calling them, and a write's rows must be stored in the same tick they were
 // built from the current state (see Store.write).
 
-import type { IncomingHttpHeaders } from "node:http";
 import { filterRequired, forbidden, invalidJson } from "../errors.ts";
 import type { Caller } from "../records/caller.ts";
 import { bulkCreate, bulkUpdate, deleteMany, updateMany, upsert } from "../records/batch.ts";
@@ -23,7 +22,8 @@ export interface RequestContext {
   readonly caller: Caller;
   readonly params: Params;
   readonly query: URLSearchParams;
-  readonly headers: IncomingHttpHeaders;
+  /** A request header by its lower-case name. */
+  header(name: string): string | undefined;
   /** The parsed JSON body of a write; undefined when it had none. */
   readonly body: unknown;
   /** Scheme, host and path of this request, for Link headers. */
@@ -84,7 +84,7 @@ function countRecords(ctx: RequestContext): Outcome {
 function readRecord(ctx: RequestContext): Outcome {
   const entity = ctx.records.entity(ctx.params.entity!);
   const row = ctx.records.read(entity, ctx.params.id!);
-  if (isNotModified(ctx.headers["if-none-match"], row)) return { reply: { status: 304, headers: { ETag: etagOf(row) }, body: null } };
+  if (isNotModified(ctx.header("if-none-match"), row)) return { reply: { status: 304, headers: { ETag: etagOf(row) }, body: null } };
   return { reply: recordReply(200, ctx, entity, row) };
 }
 
@@ -98,7 +98,7 @@ function createRecord(ctx: RequestContext): Outcome {
 function updateRecord(ctx: RequestContext): Outcome {
   const entity = ctx.records.entity(ctx.params.entity!);
   const row = ctx.records.read(entity, ctx.params.id!);
-  checkIfMatch(ctx.headers["if-match"], row);
+  checkIfMatch(ctx.header("if-match"), row);
   const change = ctx.records.update(entity, row, requireBody(ctx.body, `{"<field>": <new value>}`));
   return { reply: recordReply(200, ctx, entity, change.result), change };
 }
@@ -106,7 +106,7 @@ function updateRecord(ctx: RequestContext): Outcome {
 function deleteRecord(ctx: RequestContext): Outcome {
   const entity = ctx.records.entity(ctx.params.entity!);
   const row = ctx.records.read(entity, ctx.params.id!);
-  checkIfMatch(ctx.headers["if-match"], row);
+  checkIfMatch(ctx.header("if-match"), row);
   const change = ctx.records.remove(entity, row);
   const body = JSON.stringify({ id: row.id, deleted: true });
   return { reply: jsonReply(200, body, { ETag: etagOf(change.result) }), change };
