@@ -44,7 +44,11 @@ export function readRss(pid) {
 /** The log segments and snapshots in the data folder, with their sizes. */
 export function dataFiles(dataDir) {
   const files = readdirSync(dataDir).filter((name) => /^(log|snapshot)-/.test(name)).sort();
-  const sized = files.map((name) => ({ name, bytes: statSync(join(dataDir, name)).size }));
+  // Blocks in use, not the apparent size: the open log segment carries preallocated room (sparse).
+  const sized = files.map((name) => {
+    const stats = statSync(join(dataDir, name));
+    return { name, bytes: Math.min(stats.size, stats.blocks * 512) };
+  });
   const sum = (prefix) => sized.filter((f) => f.name.startsWith(prefix)).reduce((total, f) => total + f.bytes, 0);
   return { sized, logBytes: sum("log-"), snapshotBytes: sum("snapshot-") };
 }

@@ -69,7 +69,7 @@ describe("replaying a segment", () => {
     ["a partial last line", frameLine(entry(6)).slice(0, 40)],
     ["a whole last line without its newline", frameLine(entry(6)).slice(0, -1)],
     ["garbage bytes", Buffer.from([0, 0, 0, 0xff, 0x0a, 0x13, 0x37])],
-    ["zeros from a half-written block", Buffer.alloc(4096)],
+    ["zeros, then a half-written line", Buffer.concat([Buffer.alloc(4096), Buffer.from(frameLine(entry(6)).slice(0, 40))])],
     ["a truncated batch of several lines", frameLine(entry(6)) + frameLine(entry(7)).slice(0, 30)],
     ["bad checksums in the last entries", frameLine(entry(6, "x")).replace('"x"', '"y"') + frameLine(entry(7, "x")).replace('"x"', '"z"')],
   ];
