@@ -28,11 +28,12 @@ export function startChild(name, args) {
   });
 }
 
-export function stopChild(proc) {
+/** Stops a child with SIGTERM (a clean stop), or with SIGKILL to stand for a crash. */
+export function stopChild(proc, signal = "SIGTERM") {
   if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     proc.once("exit", resolve);
-    proc.kill("SIGTERM");
+    proc.kill(signal);
   });
 }
 
