@@ -162,7 +162,8 @@ async function main() {
     const sustained = only("SUSTAINED") ? await sustainWrites(server, dataDir, pick) : [];
     const afterLoad = { rss: readRss(server.proc.pid), files: dataFiles(dataDir) };
     // A crash first: the next start replays every log entry after the snapshot. Then a clean stop.
-    await stopChild(server.proc, "SIGKILL");
+    // (A profiled child must stop cleanly to write its profile.)
+    await stopChild(server.proc, options.cpuProf ? "SIGTERM" : "SIGKILL");
     server = null;
     const afterKill = dataFiles(dataDir);
     server = await startTabula(dir, dataDir, options.nodeFlags);
