@@ -16,9 +16,27 @@ export interface FieldAccess {
   readonly mayUseCreatedBy: boolean;
 }
 
+// Lists and counts send the same few `q` texts again and again: each is parsed once per entity and
+// access, and the tree (never changed once built) is shared. Bounded; the oldest entry goes first.
+const MAX_PARSED_FILTERS = 256;
+const parsedFilters = new WeakMap<EntityDef, Map<string, FilterNode | null>>();
+
 /** Parses the text of `q`; null when it is absent or `{}` (no filter). */
 export function parseFilterText(entity: EntityDef, text: string | null, access: FieldAccess): FilterNode | null {
   if (text === null || text.trim() === "") return null;
+  let parsed = parsedFilters.get(entity);
+  if (!parsed) parsedFilters.set(entity, (parsed = new Map()));
+  const key = (access.mayUseCreatedBy ? "secret:" : "publishable:") + text;
+  let node = parsed.get(key);
+  if (node === undefined) {
+    node = parseFilterJson(entity, text, access);
+    if (parsed.size >= MAX_PARSED_FILTERS) parsed.delete(parsed.keys().next().value!);
+    parsed.set(key, node);
+  }
+  return node;
+}
+
+function parseFilterJson(entity: EntityDef, text: string, access: FieldAccess): FilterNode | null {
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -1,5 +1,5 @@
-// Compiles a typed filter tree into a predicate over stored rows: done once per request, so that
-// testing a row is a few closure calls. The tree was checked against the schema when parsed
+// Compiles a typed filter tree into a predicate over stored rows: done once per tree (trees of
+// repeated `q` texts are shared, see filter.ts), so that testing a row is a few closure calls. The tree was checked against the schema when parsed
 // (filter.ts); this file only decides how values compare (CONTRACT §6).
 
 import { compareCodePoints, parseDateValue } from "../schema/fields.ts";
@@ -8,7 +8,15 @@ import type { CompareNode, FilterNode, ValueKind } from "./filter-tree.ts";
 
 export type Predicate = (row: Row) => boolean;
 
+const compiled = new WeakMap<FilterNode, Predicate>();
+
 export function compileFilter(node: FilterNode): Predicate {
+  let predicate = compiled.get(node);
+  if (!predicate) compiled.set(node, (predicate = compileNode(node)));
+  return predicate;
+}
+
+function compileNode(node: FilterNode): Predicate {
   switch (node.type) {
     case "and": {
       const parts = node.nodes.map(compileFilter);

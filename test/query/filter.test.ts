@@ -240,3 +240,14 @@ test("filters nested deeper than the limit are refused, not stack-overflowed", (
   for (let i = 0; i < 10; i++) shallow = { $or: [shallow] };
   assert.ok(parseFilter(entity, shallow, SECRET));
 });
+
+test("a q text parsed once is answered from the cache only for the same entity and access", () => {
+  const q = `{"created_by_id":"key_1","status":"todo"}`;
+  const first = parseFilterText(entity, q, SECRET);
+  assert.equal(parseFilterText(entity, q, SECRET), first, "the same tree, not parsed again");
+  assert.throws(() => parseFilterText(entity, q, PUBLIC), (error: ApiError) => error.code === "forbidden", "a publishable key is still refused");
+  const other = loadSchemaObject({ Task: { ...TASK, properties: { title: { type: "string" } } } }).entities.get("Task")!;
+  assert.throws(() => parseFilterText(other, q, SECRET), (error: ApiError) => error.code === "unknown_field", "another declaration of Task parses anew");
+  assert.throws(() => parseFilterText(entity, `{"status":`, SECRET), (error: ApiError) => error.code === "invalid_json");
+  assert.throws(() => parseFilterText(entity, `{"status":`, SECRET), (error: ApiError) => error.code === "invalid_json", "a refusal is not cached as an answer");
+});
