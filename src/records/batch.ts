@@ -36,7 +36,7 @@ export function bulkUpdate(records: Records, entity: EntityDef, body: unknown): 
       }
       const { id, ...changes } = item;
       const row = latest.get(id) ?? records.read(entity, id);
-      const updated = records.changedRow(row, validateChanges(entity, changes), now);
+      const updated = records.changedRow(entity, row, validateChanges(entity, changes), now);
       latest.set(id, updated);
       return updated;
     }),
@@ -66,7 +66,7 @@ export function upsert(records: Records, entity: EntityDef, body: unknown, calle
       const ids = existing.get(key) ?? [];
       if (ids.length > 1) throw ambiguousMatch(Object.fromEntries(match.map((field, i) => [field, values[i]])), ids);
       if (ids.length === 1) {
-        const row = records.changedRow(latest.get(ids[0]!) ?? records.read(entity, ids[0]!), changes, now);
+        const row = records.changedRow(entity, latest.get(ids[0]!) ?? records.read(entity, ids[0]!), changes, now);
         latest.set(row.id, row);
         return { row, created: false };
       }
@@ -91,7 +91,7 @@ export function updateMany(records: Records, entity: EntityDef, filter: FilterNo
   }
   const changes = validateChanges(entity, set);
   const now = Date.now();
-  const rows = matchingRows(records, entity, filter).map((row) => records.changedRow(row, changes, now));
+  const rows = matchingRows(records, entity, filter).map((row) => records.changedRow(entity, row, changes, now));
   return { entity, rows, result: { count: rows.length, ids: rows.map((row) => row.id) } };
 }
 

@@ -6,11 +6,13 @@
 import { entityNotFound, recordNotFound } from "../errors.ts";
 import type { FilterNode } from "../query/filter-tree.ts";
 import type { Schema } from "../schema/load.ts";
-import type { EntityDef } from "../schema/fields.ts";
+import { isPlatformField, type EntityDef } from "../schema/fields.ts";
 import { validateChanges, validateCreate } from "../schema/validate.ts";
-import { IdGenerator, timeOfId } from "../store/ids.ts";
+import { IdGenerator } from "../store/ids.ts";
 import type { ListQuery, Row, SortPosition, Store } from "../store/store.ts";
 import type { Caller } from "./caller.ts";
+
+const NO_CHANGES: ReadonlyMap<string, unknown> = new Map();
 
 /** Rows a write will store, and what it answers. */
 export interface Change<T> {
@@ -34,6 +36,8 @@ export interface ListAnswer {
 
 export class Records {
   private readonly ids: IdGenerator;
+  private lastIsoMs = NaN;
+  private lastIso = "";
 
   constructor(
     readonly schema: Schema,
@@ -76,12 +80,12 @@ export class Records {
   }
 
   update(entity: EntityDef, row: Row, body: unknown): Change<Row> {
-    const updated = this.changedRow(row, validateChanges(entity, body), Date.now());
+    const updated = this.changedRow(entity, row, validateChanges(entity, body), Date.now());
     return { entity, rows: [updated], result: updated };
   }
 
   remove(entity: EntityDef, row: Row): Change<Row> {
-    const deleted = this.nextVersion(row, row.data, true, Date.now());
+    const deleted = this.nextVersion(entity, row, NO_CHANGES, true, Date.now());
     return { entity, rows: [deleted], result: deleted };
   }
 
@@ -90,32 +94,86 @@ export class Records {
     const row = this.store.get(entity.name, id);
     if (!row) throw recordNotFound(entity.name, id);
     if (!row.deleted) return { entity, rows: [], result: { row, restored: false } };
-    const restored = this.nextVersion(row, row.data, false, Date.now());
+    const restored = this.nextVersion(entity, row, NO_CHANGES, false, Date.now());
     return { entity, rows: [restored], result: { row: restored, restored: true } };
   }
 
-  /** A new record's row: its id carries its creation time (CONTRACT §4). */
+  /**
+   * A new record's row: its id carries its creation time (CONTRACT §4). `values` are declared
+   * fields in declaration order (validateCreate), so the data is in record order (see rowInRecordOrder).
+   */
   newRow(values: Record<string, unknown>, caller: Caller, now: number): Row {
     const id = this.ids.next(now);
-    const created = new Date(timeOfId(id)).toISOString();
+    const created = this.isoTime(this.ids.lastTime);
     const data = { id, ...values, created_date: created, updated_date: created, created_by_id: caller.keyId };
-    return { id, rev: this.store.nextRev(), deleted: false, data };
+    return rowInRecordOrder(id, this.store.nextRev(), false, data);
   }
 
   /** Merges validated changes (undefined clears a field) into a new version of `row`. */
-  changedRow(row: Row, changes: ReadonlyMap<string, unknown>, now: number): Row {
-    const data: Record<string, unknown> = { ...row.data };
-    for (const [name, value] of changes) {
-      if (value === undefined) delete data[name];
-      else data[name] = value;
-    }
-    return this.nextVersion(row, data, row.deleted, now);
+  changedRow(entity: EntityDef, row: Row, changes: ReadonlyMap<string, unknown>, now: number): Row {
+    return this.nextVersion(entity, row, changes, row.deleted, now);
   }
 
-  private nextVersion(row: Row, data: Readonly<Record<string, unknown>>, deleted: boolean, now: number): Row {
-    // updated_date never goes back, even if the clock does.
-    const previous = Date.parse(row.data.updated_date as string);
-    const updated = new Date(Math.max(now, previous)).toISOString();
-    return { id: row.id, rev: this.store.nextRev(), deleted, data: { ...data, updated_date: updated } };
+  private nextVersion(entity: EntityDef, row: Row, changes: ReadonlyMap<string, unknown>, deleted: boolean, now: number): Row {
+    // updated_date never goes back, even if the clock does. Stored timestamps are all in the one
+    // ISO form (toISOString), in which text order is time order.
+    const previous = row.data.updated_date;
+    const current = this.isoTime(now);
+    const updated = typeof previous === "string" && previous > current ? previous : current;
+    const rev = this.store.nextRev();
+    if (hasUndeclaredField(entity, row.data)) return { id: row.id, rev, deleted, data: mergedData(row.data, changes, updated) };
+    return rowInRecordOrder(row.id, rev, deleted, recordOrderData(entity, row, changes, updated));
   }
+
+  /** The ISO form of a time; rows written in one batch share their time, so the last one is kept. */
+  private isoTime(ms: number): string {
+    if (ms !== this.lastIsoMs) {
+      this.lastIsoMs = ms;
+      this.lastIso = new Date(ms).toISOString();
+    }
+    return this.lastIso;
+  }
+}
+
+/**
+ * A row whose data is in record order carries the data's JSON in memo.dataJson: that one string is
+ * both the secret-key record JSON (serialize.ts answers with it) and the data of its log line
+ * (wal.ts), so a new version is serialized once. The file store drops it once the line is framed.
+ */
+function rowInRecordOrder(id: string, rev: number, deleted: boolean, data: Record<string, unknown>): Row {
+  return { id, rev, deleted, data, memo: { dataJson: JSON.stringify(data) } };
+}
+
+/** Whether `data` holds a field no longer declared: it is kept in store, but never shown. */
+function hasUndeclaredField(entity: EntityDef, data: Readonly<Record<string, unknown>>): boolean {
+  for (const name in data) if (!entity.fields.has(name) && !isPlatformField(name)) return true;
+  return false;
+}
+
+/**
+ * The data of `row` with `changes` merged in, laid out as the record JSON is (CONTRACT §4: id, declared
+ * fields in declaration order without empty ones, created_date, updated_date, created_by_id).
+ */
+function recordOrderData(entity: EntityDef, row: Row, changes: ReadonlyMap<string, unknown>, updated: string): Record<string, unknown> {
+  const data = row.data;
+  const ordered: Record<string, unknown> = { id: row.id };
+  for (const name of entity.fieldNames) {
+    const value = changes.has(name) ? changes.get(name) : data[name];
+    if (value !== undefined && value !== null) ordered[name] = value;
+  }
+  ordered.created_date = data.created_date;
+  ordered.updated_date = updated;
+  ordered.created_by_id = data.created_by_id;
+  return ordered;
+}
+
+/** `data` with `changes` merged in where they fall, fields no longer declared kept. */
+function mergedData(data: Readonly<Record<string, unknown>>, changes: ReadonlyMap<string, unknown>, updated: string): Record<string, unknown> {
+  const merged: Record<string, unknown> = { ...data };
+  for (const [name, value] of changes) {
+    if (value === undefined) delete merged[name];
+    else merged[name] = value;
+  }
+  merged.updated_date = updated;
+  return merged;
 }

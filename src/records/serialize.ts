@@ -1,15 +1,26 @@
 // A record as clients see it (CONTRACT §4): id, the declared fields in declaration order, then the
 // platform timestamps, and created_by_id for secret keys only. Fields no longer declared stay in
-// the stored row but are never shown. The JSON of a row version is built once per key kind.
+// the stored row but are never shown. The JSON of a row version is built once per key kind, or
+// taken from the data JSON a new version carries (records.ts).
 
 import type { EntityDef } from "../schema/fields.ts";
 import type { Row } from "../store/store.ts";
 import type { Caller } from "./caller.ts";
 
 export function recordJson(entity: EntityDef, row: Row, caller: Caller): string {
+  // A version this server has just built carries its data's JSON, which is the secret-key record
+  // (records.ts). It is not cached: most written records are not read back soon, and a read caches.
+  const dataJson = row.memo?.dataJson;
+  if (dataJson !== undefined) return caller.kind === "secret" ? dataJson : withoutCreatedBy(dataJson, row.data.created_by_id);
   const memo = (row.memo ??= {});
   const slot = caller.kind === "secret" ? "secretJson" : "publicJson";
   return (memo[slot] ??= JSON.stringify(recordObject(entity, row, caller, null)));
+}
+
+/** Record JSON in record order ends with created_by_id; publishable callers never see it. */
+function withoutCreatedBy(json: string, createdById: unknown): string {
+  if (createdById === undefined) return json;
+  return json.slice(0, json.length - `,"created_by_id":${JSON.stringify(createdById)}}`.length) + "}";
 }
 
 /** The record as an object, restricted to `fields` (plus id) when given. */

@@ -10,7 +10,7 @@ const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 export function checkFieldValue(field: FieldDef, value: unknown): string | null {
   const problem = checkType(field, value);
   if (problem) return problem;
-  if (field.enum && !field.enum.some((allowed) => allowed === value)) {
+  if (field.enum && !field.enum.includes(value)) {
     return `must be one of ${field.enum.map((v) => JSON.stringify(v)).join(", ")}`;
   }
   return null;
@@ -47,7 +47,7 @@ function checkType(field: FieldDef, value: unknown): string | null {
 function checkString(field: FieldDef, value: string): string | null {
   switch (field.format) {
     case "date":
-      if (!isDateOnly(value) || Number.isNaN(parseDateValue(value))) return "must be a date as YYYY-MM-DD";
+      if (!isDateOnly(value)) return "must be a date as YYYY-MM-DD";
       break;
     case "date-time":
       if (isDateOnly(value) || Number.isNaN(parseDateValue(value))) return "must be an ISO 8601 timestamp with a time zone, such as 2026-11-22T12:00:00.000Z";
@@ -87,36 +87,52 @@ function normalize(field: FieldDef, value: unknown): unknown {
  * undefined to clear the field (a written null means "no value").
  */
 export function validateChanges(entity: EntityDef, body: unknown): Map<string, unknown> {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    throw invalidJson(`The body must be a JSON object of ${entity.name} fields, such as {"${entity.fieldNames[0] ?? "field"}": ...}.`);
-  }
+  const members = bodyObject(entity, body);
   const changes = new Map<string, unknown>();
-  for (const [name, value] of Object.entries(body)) {
-    if (isPlatformField(name)) throw readOnlyField(name);
-    const field = entity.fields.get(name);
-    if (!field) throw unknownField(name, [...entity.fieldNames], entity.name);
-    if (value === null) {
-      if (field.required) throw invalidField(name, `is required and cannot be null; give it a value.`);
-      changes.set(name, undefined);
-      continue;
-    }
-    const problem = checkFieldValue(field, value);
-    if (problem) throw invalidField(name, `${problem} (got ${describe(value)}).`, { value });
-    changes.set(name, normalize(field, value));
+  for (const name of Object.keys(members)) {
+    const value = members[name];
+    changes.set(name, storedValue(checkMember(entity, name, value), value));
   }
   return changes;
 }
 
-/** Checks a create body; returns the declared fields to store, defaults filled in. */
+/** Checks a create body; returns the declared fields to store, in declaration order, defaults filled in. */
 export function validateCreate(entity: EntityDef, body: unknown): Record<string, unknown> {
-  const changes = validateChanges(entity, body);
+  const members = bodyObject(entity, body);
+  // Refusals come in body order (as for an update), then missing required fields in declaration order.
+  for (const name of Object.keys(members)) checkMember(entity, name, members[name]);
   const values: Record<string, unknown> = {};
   for (const field of entity.fields.values()) {
-    const value = changes.has(field.name) ? changes.get(field.name) : field.default;
+    const value = Object.hasOwn(members, field.name) ? storedValue(field, members[field.name]) : field.default;
     if (value !== undefined) values[field.name] = value;
     else if (field.required) throw invalidField(field.name, `is required; add it to the body.`);
   }
   return values;
+}
+
+function bodyObject(entity: EntityDef, body: unknown): Record<string, unknown> {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw invalidJson(`The body must be a JSON object of ${entity.name} fields, such as {"${entity.fieldNames[0] ?? "field"}": ...}.`);
+  }
+  return body as Record<string, unknown>;
+}
+
+/** The declared field a written member sets, once its value is known to fit; throws otherwise. */
+function checkMember(entity: EntityDef, name: string, value: unknown): FieldDef {
+  const field = entity.fields.get(name); // never a platform field: load.ts refuses to declare one
+  if (!field) throw isPlatformField(name) ? readOnlyField(name) : unknownField(name, [...entity.fieldNames], entity.name);
+  if (value === null) {
+    if (field.required) throw invalidField(name, `is required and cannot be null; give it a value.`);
+    return field;
+  }
+  const problem = checkFieldValue(field, value);
+  if (problem) throw invalidField(name, `${problem} (got ${describe(value)}).`, { value });
+  return field;
+}
+
+/** What a checked value is stored as: null clears the field (undefined), timestamps in UTC. */
+function storedValue(field: FieldDef, value: unknown): unknown {
+  return value === null ? undefined : normalize(field, value);
 }
 
 function describe(value: unknown): string {

@@ -6,28 +6,39 @@ const COUNTER_LIMIT = 2 ** 48;
 
 export class IdGenerator {
   private lastMs = 0;
+  /** The first 12 digits of every id made in lastMs (a batch's ids all share them). */
+  private lastMsHex = hex12(0);
   private counter = 0;
 
   constructor(largestId?: string) {
     if (largestId && /^[0-9a-f]{24}$/.test(largestId)) {
-      this.lastMs = parseInt(largestId.slice(0, 12), 16);
+      this.setMs(parseInt(largestId.slice(0, 12), 16));
       this.counter = parseInt(largestId.slice(12), 16);
     }
   }
 
   next(now = Date.now()): string {
     if (now > this.lastMs) {
-      this.lastMs = now;
+      this.setMs(now);
       this.counter = 0;
     } else if (++this.counter >= COUNTER_LIMIT) {
-      this.lastMs++;
+      this.setMs(this.lastMs + 1);
       this.counter = 0;
     }
-    return this.lastMs.toString(16).padStart(12, "0") + this.counter.toString(16).padStart(12, "0");
+    return this.lastMsHex + hex12(this.counter);
+  }
+
+  /** The time the last id made carries: its record's creation time. */
+  get lastTime(): number {
+    return this.lastMs;
+  }
+
+  private setMs(ms: number): void {
+    this.lastMs = ms;
+    this.lastMsHex = hex12(ms);
   }
 }
 
-/** The creation time an id carries. */
-export function timeOfId(id: string): number {
-  return parseInt(id.slice(0, 12), 16);
+function hex12(value: number): string {
+  return value.toString(16).padStart(12, "0");
 }

@@ -6,7 +6,7 @@ import { describe, test } from "node:test";
 import { ApiError } from "../../src/errors.ts";
 import { loadSchemaObject } from "../../src/schema/load.ts";
 import { checkFieldValue, validateChanges, validateCreate } from "../../src/schema/validate.ts";
-import type { EntityDef, FieldDef } from "../../src/schema/fields.ts";
+import { parseDateValue, type EntityDef, type FieldDef } from "../../src/schema/fields.ts";
 import { TASK } from "../support/server.ts";
 
 /** The FieldDef of one declared field, loaded the way the server loads it. */
@@ -101,6 +101,17 @@ describe("checkFieldValue", () => {
     // Year 0 is a leap year (proleptic Gregorian); years 0–99 are not read as 1900–1999.
     [{ type: "string", format: "date" }, "0000-02-29", true],
     [{ type: "string", format: "date" }, "0100-02-29", false],
+    [{ type: "string", format: "date" }, "2000-02-29", true],
+    [{ type: "string", format: "date" }, "1900-02-29", false],
+    [{ type: "string", format: "date" }, "2026-12-31", true],
+    [{ type: "string", format: "date" }, "2026-13-01", false],
+    [{ type: "string", format: "date" }, "2026-11-00", false],
+    [{ type: "string", format: "date" }, "2026-1a-01", false],
+    [{ type: "string", format: "date" }, "2026/11/22", false],
+    [{ type: "string", format: "date" }, " 2026-11-2", false],
+    [{ type: "string", format: "date" }, "2026-11-22\n", false],
+    [{ type: "string", format: "date" }, "\uff12\uff10\uff12\uff16-11-22", false],
+    [{ type: "string", format: "date-time" }, "2026-13-01T00:00:00Z", false],
     [{ type: "string", format: "date-time" }, "2026-11-22T12:00:00.000Z", true],
     [{ type: "string", format: "date-time" }, "2026-11-22T12:00:00Z", true],
     [{ type: "string", format: "date-time" }, "2026-11-22T12:00Z", true],
@@ -265,5 +276,54 @@ describe("validateCreate", () => {
     const error = refusal(() => validateCreate(note, { body: null }));
     assert.equal(error.code, "invalid_field");
     assert.equal(error.details.field, "body");
+  });
+});
+
+describe("parseDateValue", () => {
+  // The regex-and-Date reading it replaced (issue 7), kept here as the reference it must agree with.
+  const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
+  const DATE_TIME_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
+  const utcDay = (year: number, month: number, day: number) => new Date(0).setUTCFullYear(year, month - 1, day);
+  const isRealDay = (m: RegExpExecArray) => {
+    const [year, month, day] = [+m[1]!, +m[2]!, +m[3]!];
+    return month >= 1 && month <= 12 && day >= 1 && day <= new Date(utcDay(year, month + 1, 0)).getUTCDate();
+  };
+  function reference(value: string): number {
+    const date = DATE_RE.exec(value);
+    if (date) return isRealDay(date) ? utcDay(+date[1]!, +date[2]!, +date[3]!) : NaN;
+    const time = DATE_TIME_RE.exec(value);
+    if (!time || !isRealDay(time) || +time[4]! > 23 || +time[5]! > 59 || +(time[6] ?? 0) > 59) return NaN;
+    return Date.parse(value);
+  }
+
+  test("agrees with the regex reading on dates, timestamps and near misses (seeded)", () => {
+    let state = 7;
+    const random = (n: number) => {
+      state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+      return state % n;
+    };
+    const pad = (n: number, width: number) => String(n).padStart(width, "0");
+    const noise = "0123456789-T:Z+. a/tz";
+    for (let i = 0; i < 20_000; i++) {
+      const year = [0, 4, 99, 100, 400, 1900, 1970, 2000, 2024, 2026, 9999][random(11)]!;
+      let value = `${pad(year, 4)}-${pad(random(14), 2)}-${pad(random(33), 2)}`;
+      if (random(2)) value += `T${pad(random(26), 2)}:${pad(random(62), 2)}${random(2) ? `:${pad(random(62), 2)}.${random(2) ? pad(random(1000), 3) : random(1000)}` : ""}${random(2) ? "Z" : "+02:00"}`;
+      if (random(4) === 0) {
+        const at = random(value.length);
+        value = value.slice(0, at) + noise[random(noise.length)] + value.slice(at + random(2));
+      }
+      assert.equal(Object.is(parseDateValue(value), reference(value)), true, `${value}: ${parseDateValue(value)} vs ${reference(value)}`);
+    }
+  });
+
+  test("reads back every stored timestamp (toISOString) as its time", () => {
+    for (let ms = new Date(0).setUTCFullYear(0, 0, 1); ms < Date.UTC(9999, 11, 31); ms += 86_400_000 * 37 + 3_723_456) {
+      const text = new Date(ms).toISOString();
+      assert.equal(parseDateValue(text), ms, text);
+    }
+  });
+
+  test("a value that is not a string is NaN", () => {
+    for (const value of [null, undefined, 20261122, ["2026-11-22"]]) assert.ok(Number.isNaN(parseDateValue(value)));
   });
 });
