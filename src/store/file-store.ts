@@ -8,7 +8,7 @@ import { acquireLock, type DirectoryLock } from "./lock.ts";
 import { MemoryStore, type ValueIndexedFields } from "./memory-store.ts";
 import { isTemporarySnapshot, parseSnapshotName, readSnapshot, snapshotName, writeSnapshot, type SnapshotState } from "./snapshot.ts";
 import type { Row, WriteBatch } from "./store.ts";
-import { WriteAheadLog, parseSegmentName, readSegment, segmentName, syncDirectory, toRowImage, type LogEntry, type Segment } from "./wal.ts";
+import { WriteAheadLog, parseSegmentName, readSegment, segmentName, syncDirectory, type LogEntry, type RowImage, type Segment } from "./wal.ts";
 
 /** Compact once the log is this many times the size of the last snapshot... */
 export const COMPACTION_LOG_RATIO = 2;
@@ -16,7 +16,8 @@ export const COMPACTION_LOG_RATIO = 2;
 export const COMPACTION_MIN_LOG_BYTES = 8 * 1024 * 1024;
 /** Entries are numbered from 1: a store without a snapshot covers nothing before seq 1. */
 const FIRST_SEQ = 1;
-const LOAD_BATCH_ROWS = 1024;
+/** created_by_id values shared while loading: there is one per API key, so a few. */
+const MAX_SHARED_API_KEY_IDS = 1024;
 
 export interface FileStoreOptions {
   readonly dir: string;
@@ -116,17 +117,25 @@ export class FileStore extends MemoryStore {
   }
 
   protected override persist(batch: WriteBatch): Promise<void> {
-    const puts = batch.puts.map(({ entity, row }) => ({ e: entity, row: toRowImage(row) }));
-    return this.wal.append(batch.answer ? { puts, answer: batch.answer } : { puts });
+    // Rows as they are: the log writes a row's image (never its memo) and reuses its data JSON.
+    const puts = batch.puts.map(({ entity, row }) => ({ e: entity, row }));
+    const appended = this.wal.append(batch.answer ? { puts, answer: batch.answer } : { puts });
+    // The line is framed: drop the data JSON so that rows do not keep it all (reads cache theirs).
+    for (const { row } of batch.puts) if (row.memo) delete row.memo.dataJson;
+    return appended;
   }
 
   private async recover(): Promise<void> {
     const { dir } = this.options;
     const files = await listDataFiles(dir);
+    const loader = new RowLoader();
     const newest = files.snapshots.at(-1);
-    if (newest !== undefined) await this.loadSnapshot(newest);
+    if (newest !== undefined) await this.loadSnapshot(newest, loader);
     // Segments before the snapshot are covered by it: a compaction that crashed before deleting them.
-    const { segments, nextSeq } = await this.replaySegments(files.segments.filter((seq) => seq >= this.snapshotSeq));
+    const { segments, nextSeq } = await this.replaySegments(
+      files.segments.filter((seq) => seq >= this.snapshotSeq),
+      loader,
+    );
     const leftovers = [
       ...files.temporary,
       ...files.segments.filter((seq) => seq < this.snapshotSeq).map(segmentName),
@@ -136,31 +145,19 @@ export class FileStore extends MemoryStore {
     this.wal = await WriteAheadLog.open(dir, segments, nextSeq, () => this.maybeCompact());
   }
 
-  private async loadSnapshot(seq: number): Promise<void> {
+  private async loadSnapshot(seq: number, loader: RowLoader): Promise<void> {
     const path = join(this.options.dir, snapshotName(seq));
-    let puts: Array<{ entity: string; row: Row }> = [];
-    const applyPuts = (): void => {
-      if (puts.length > 0) this.apply({ puts });
-      puts = [];
-    };
     const header = await readSnapshot(path, {
-      onRow: (entity, row) => {
-        puts.push({ entity, row });
-        if (puts.length >= LOAD_BATCH_ROWS) applyPuts();
-      },
-      onAnswer: (answer) => {
-        applyPuts();
-        this.apply({ puts: [], answer });
-      },
+      onRow: (entity, image) => this.applyRow(entity, loader.toRow(image)),
+      onAnswer: (answer) => this.apply({ puts: [], answer }),
     });
-    applyPuts();
     if (header.seq !== seq) throw new Error(`Cannot open the data folder: ${path} says it covers entries before ${header.seq}, its name says ${seq}. Was it renamed by hand?`);
     this.rev = Math.max(this.rev, header.rev);
     this.snapshotSeq = seq;
     this.snapshotBytes = header.bytes;
   }
 
-  private async replaySegments(firstSeqs: number[]): Promise<{ segments: Segment[]; nextSeq: number }> {
+  private async replaySegments(firstSeqs: number[], loader: RowLoader): Promise<{ segments: Segment[]; nextSeq: number }> {
     const segments: Segment[] = [];
     let seq = this.snapshotSeq;
     for (const [index, firstSeq] of firstSeqs.entries()) {
@@ -169,20 +166,20 @@ export class FileStore extends MemoryStore {
         throw new Error(`Cannot open the data folder: ${path} starts at entry ${firstSeq} but entry ${seq} comes next, so log segments are missing. Restore the folder from a backup.`);
       }
       const isLast = index === firstSeqs.length - 1;
-      const replayed = await readSegment(path, { firstSeq, isLast, warn: this.options.warn, onEntry: (entry) => this.replayEntry(entry) });
+      const replayed = await readSegment(path, { firstSeq, isLast, warn: this.options.warn, onEntry: (entry) => this.replayEntry(entry, loader) });
       segments.push({ firstSeq, bytes: replayed.bytes });
       seq = replayed.nextSeq;
     }
     return { segments, nextSeq: seq };
   }
 
-  private replayEntry(entry: LogEntry): void {
+  private replayEntry(entry: LogEntry, loader: RowLoader): void {
     if (entry.reset) {
       this.clear();
       this.rev = Math.max(this.rev, entry.rev ?? 0);
       return;
     }
-    const puts = (entry.puts ?? []).map(({ e, row }) => ({ entity: e, row }));
+    const puts = (entry.puts ?? []).map(({ e, row }) => ({ entity: e, row: loader.toRow(row) }));
     this.apply(entry.answer ? { puts, answer: entry.answer } : { puts });
   }
 
@@ -224,6 +221,43 @@ export class FileStore extends MemoryStore {
     const now = Date.now();
     const answers = [...this.answers.values()].filter((answer) => answer.expiresAt > now);
     return { seq: this.wal.nextSeq, rev: this.rev, entities, answers };
+  }
+}
+
+/**
+ * Turns row images read at start-up into rows. JSON.parse gives every row its own copy of every
+ * string; rows loaded here share the strings that repeat, a large part of a row's memory: the id
+ * (row.id and data.id), created_by_id (one per API key), updated_date of a record never updated
+ * (it equals created_date), and the dates of records written in the same batch as the row before.
+ * Shared strings are equal strings, so no answer changes. The parsed data objects are fresh and
+ * owned by the store, so they are changed in place; only existing string fields are touched,
+ * which keeps their order.
+ */
+class RowLoader {
+  private readonly apiKeyIds = new Map<string, string>();
+  private previous: Record<string, unknown> = {};
+
+  toRow(image: RowImage): Row {
+    const data = image.data as Record<string, unknown>;
+    const previous = this.previous;
+    this.previous = data;
+    const id = data.id === image.id ? (data.id as string) : image.id;
+    const created = data.created_date;
+    if (typeof created === "string") {
+      if (created === previous.created_date) data.created_date = previous.created_date;
+      if (data.updated_date === created) data.updated_date = data.created_date;
+      else if (typeof data.updated_date === "string" && data.updated_date === previous.updated_date) data.updated_date = previous.updated_date;
+    }
+    const createdBy = data.created_by_id;
+    if (typeof createdBy === "string") data.created_by_id = this.shareApiKeyId(createdBy);
+    return { id, rev: image.rev, deleted: image.deleted, data };
+  }
+
+  private shareApiKeyId(keyId: string): string {
+    const shared = this.apiKeyIds.get(keyId);
+    if (shared !== undefined) return shared;
+    if (this.apiKeyIds.size < MAX_SHARED_API_KEY_IDS) this.apiKeyIds.set(keyId, keyId);
+    return keyId;
   }
 }
 

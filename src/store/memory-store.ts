@@ -76,16 +76,19 @@ export class MemoryStore implements Store {
 
   /** Makes the batch visible to every later read. Revisions keep growing so old ETags never match again. */
   protected apply(batch: WriteBatch): void {
-    for (const { entity, row } of batch.puts) {
-      this.table(entity).apply(row);
-      if (row.rev > this.rev) this.rev = row.rev;
-      if (this.largestId === undefined || row.id > this.largestId) this.largestId = row.id;
-    }
+    for (const { entity, row } of batch.puts) this.applyRow(entity, row);
     if (batch.answer) {
       this.answers.delete(batch.answer.scope);
       this.answers.set(batch.answer.scope, batch.answer);
     }
     this.dropExpiredAnswers(Date.now());
+  }
+
+  /** One row of a batch; alone, for rows loaded from a snapshot, which come without a batch. */
+  protected applyRow(entity: string, row: Row): void {
+    this.table(entity).apply(row);
+    if (row.rev > this.rev) this.rev = row.rev;
+    if (this.largestId === undefined || row.id > this.largestId) this.largestId = row.id;
   }
 
   /** Starts making the batch durable; null when there is nothing to wait for. */

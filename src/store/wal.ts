@@ -2,6 +2,7 @@
 // files and fdatasync'ed in groups (group commit). It also owns the line framing that snapshots
 // reuse. What to replay and when to start a new segment is decided by the file store.
 
+import { isAscii } from "node:buffer";
 import { constants, ftruncateSync, writeSync } from "node:fs";
 import { open, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
@@ -9,9 +10,16 @@ import { crc32 } from "node:zlib";
 import type { IdempotentAnswer, Row } from "./store.ts";
 
 const READ_CHUNK_BYTES = 1 << 20;
+/**
+ * scanLines decodes each chunk into one string. Node makes a decoded string of about 1 MiB or more
+ * an external string in native memory, and at start-up those left ~70 MiB of freed native heap
+ * resident; below that size the text lives in the JS heap and goes with the next scavenge.
+ */
+const SCAN_CHUNK_BYTES = 512 * 1024;
 /** `,"crc":"xxxxxxxx"}`: every framed line ends with these 18 bytes. */
 const CRC_SUFFIX = ',"crc":"';
 const CRC_SUFFIX_BYTES = CRC_SUFFIX.length + 8 + 2;
+const CRC_SUFFIX_CODES = Buffer.from(CRC_SUFFIX, "latin1");
 const NEWLINE = 0x0a;
 const SEGMENT_PREFIX = "log-";
 const SEQ_DIGITS = 16;
@@ -86,26 +94,81 @@ export function parseSegmentName(name: string): number | undefined {
  * least one field of its own.
  */
 export function frameLine(value: object): string {
-  const head = JSON.stringify(value).slice(0, -1);
+  return frameHead(JSON.stringify(value).slice(0, -1));
+}
+
+/**
+ * `head` (JSON text without its closing brace) framed. The checksum is taken over the string, and
+ * a flush encodes its lines together: for lines of one record that costs less than encoding each
+ * line to bytes once and checksumming those, and for a 1,000-record line about the same.
+ */
+function frameHead(head: string): string {
   return `${head}${CRC_SUFFIX}${crc32(head).toString(16).padStart(8, "0")}"}\n`;
 }
 
-/** The object a framed line holds (without its newline), or undefined when the line is damaged. */
-export function parseFramedLine(line: Buffer): Record<string, unknown> | undefined {
+/**
+ * A log entry framed as frameLine({ seq, ...fields }) frames it, byte for byte, but a row's data
+ * JSON is taken from memo.dataJson when the records layer left it there: a new version is
+ * serialized once, for its answer and its log line.
+ */
+export function frameEntry(seq: number, fields: Omit<LogEntry, "seq">): string {
+  let head = `{"seq":${seq}`;
+  for (const [name, value] of Object.entries(fields)) {
+    if (value === undefined) continue; // as JSON.stringify skips it
+    head += `,${JSON.stringify(name)}:${name === "puts" ? putsJson(value as readonly LogPut[]) : JSON.stringify(value)}`;
+  }
+  return frameHead(head);
+}
+
+/** JSON.stringify(puts), with each row written as a RowImage: never its memo. */
+function putsJson(puts: readonly LogPut[]): string {
+  let json = "[";
+  for (let i = 0; i < puts.length; i++) {
+    const { e, row } = puts[i]!;
+    // Rows handed to the log are Rows (store.ts); memo.dataJson is JSON.stringify(row.data) (records.ts).
+    const data = (row as Row).memo?.dataJson ?? JSON.stringify(row.data);
+    json += `${i === 0 ? "" : ","}{"e":${JSON.stringify(e)},"row":{"id":${JSON.stringify(row.id)},"rev":${row.rev},"deleted":${row.deleted},"data":${data}}}`;
+  }
+  return json + "]";
+}
+
+/**
+ * The object a framed line holds (without its newline), or undefined when the line is damaged.
+ * `text` is the line already decoded, when the caller has it (see scanLines); the checksum is
+ * always checked on the bytes.
+ */
+export function parseFramedLine(line: Buffer, text?: string): Record<string, unknown> | undefined {
   const headEnd = line.length - CRC_SUFFIX_BYTES;
-  if (headEnd < 2) return undefined;
-  if (line.toString("latin1", headEnd, headEnd + CRC_SUFFIX.length) !== CRC_SUFFIX) return undefined;
-  const hex = line.toString("latin1", line.length - 10, line.length - 2);
-  if (!/^[0-9a-f]{8}$/.test(hex) || line[line.length - 2] !== 0x22 || line[line.length - 1] !== 0x7d) return undefined;
-  if (crc32(line.subarray(0, headEnd)) !== parseInt(hex, 16)) return undefined;
+  if (headEnd < 2 || !hasCrcSuffix(line, headEnd)) return undefined;
+  const crc = parseHexCrc(line, line.length - 10);
+  if (crc === undefined || line[line.length - 2] !== 0x22 || line[line.length - 1] !== 0x7d) return undefined;
+  if (crc32(line.subarray(0, headEnd)) !== crc) return undefined;
   let value: unknown;
   try {
-    value = JSON.parse(line.toString("utf8"));
+    value = JSON.parse(text ?? line.toString("utf8"));
   } catch {
     // A line whose checksum matches but which does not parse is as damaged as one that fails it.
     return undefined;
   }
   return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+}
+
+// Byte by byte rather than through a decoded slice and a regex: this runs once per row at start-up.
+function hasCrcSuffix(line: Buffer, at: number): boolean {
+  for (let i = 0; i < CRC_SUFFIX.length; i++) if (line[at + i] !== CRC_SUFFIX_CODES[i]) return false;
+  return true;
+}
+
+/** The 8 lowercase hex digits at `at` as a number, or undefined if they are not that. */
+function parseHexCrc(line: Buffer, at: number): number | undefined {
+  let crc = 0;
+  for (let i = at; i < at + 8; i++) {
+    const code = line[i]!;
+    const digit = code >= 0x30 && code <= 0x39 ? code - 0x30 : code >= 0x61 && code <= 0x66 ? code - 0x57 : -1;
+    if (digit < 0) return undefined;
+    crc = crc * 16 + digit;
+  }
+  return crc;
 }
 
 export interface ScanResult {
@@ -115,31 +178,41 @@ export interface ScanResult {
   readonly tailOffset: number;
 }
 
-/** Hands every newline-terminated line of a file to onLine, reading it in chunks (never whole). */
-export async function scanLines(path: string, onLine: (line: Buffer, offset: number) => void): Promise<ScanResult> {
+/**
+ * Hands every newline-terminated line of a file to onLine, reading it in chunks (never whole);
+ * `line` is a view of the read buffer, valid during the call only. A chunk of pure ASCII (the usual
+ * case) is decoded once and each line gets its slice of that text: a snapshot line then parsed in
+ * 5.9 µs instead of 7.7 µs with a decode of its own. Other lines get no text and are decoded by
+ * parseFramedLine.
+ */
+export async function scanLines(path: string, onLine: (line: Buffer, offset: number, text: string | undefined) => void): Promise<ScanResult> {
   const handle = await open(path, "r");
   try {
     let position = 0;
     let lineStart = 0;
     let pending: Buffer[] = [];
+    const chunk = Buffer.allocUnsafe(SCAN_CHUNK_BYTES);
     for (;;) {
-      const chunk = Buffer.allocUnsafe(READ_CHUNK_BYTES);
       const { bytesRead } = await handle.read(chunk, 0, chunk.length, position);
       if (bytesRead === 0) break;
       position += bytesRead;
       const data = chunk.subarray(0, bytesRead);
+      // latin1 maps each byte to one character, so for ASCII text byte offsets are string offsets.
+      const text = isAscii(data) ? data.toString("latin1") : undefined;
       let from = 0;
       for (let newline = data.indexOf(NEWLINE); newline !== -1; newline = data.indexOf(NEWLINE, from)) {
         let line = data.subarray(from, newline);
+        let lineText = text?.slice(from, newline);
         if (pending.length > 0) {
           line = Buffer.concat([...pending, line]);
+          lineText = undefined;
           pending = [];
         }
-        onLine(line, lineStart);
+        onLine(line, lineStart, lineText);
         lineStart += line.length + 1;
         from = newline + 1;
       }
-      if (from < data.length) pending.push(data.subarray(from));
+      if (from < data.length) pending.push(Buffer.from(data.subarray(from))); // a copy: the next read refills chunk
     }
     return { size: position, tailOffset: lineStart };
   } finally {
@@ -164,8 +237,8 @@ export async function readSegment(path: string, options: ReadSegmentOptions): Pr
   let seq = options.firstSeq;
   let validEnd = 0;
   let damagedAt = -1;
-  const { size } = await scanLines(path, (line, offset) => {
-    const entry = parseFramedLine(line);
+  const { size } = await scanLines(path, (line, offset, text) => {
+    const entry = parseFramedLine(line, text);
     if (!entry || typeof entry.seq !== "number") {
       if (damagedAt < 0) damagedAt = offset;
       return;
@@ -337,7 +410,7 @@ export class WriteAheadLog {
   append(fields: Omit<LogEntry, "seq">): Promise<void> {
     if (this.failure) return markHandled(Promise.reject(this.failure));
     if (this.isClosed) return markHandled(Promise.reject(new Error("The store is closed; no more writes are accepted.")));
-    this.queue.push(frameLine({ seq: this.seq++, ...fields }));
+    this.queue.push(frameEntry(this.seq++, fields));
     if (this.inFlight) this.isContended = true;
     this.queued ??= createDeferred();
     this.scheduleFlush();

@@ -3,7 +3,8 @@ import { appendFile, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/prom
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { WriteAheadLog, frameLine, parseFramedLine, readSegment, segmentName, type LogEntry } from "../../src/store/wal.ts";
+import { WriteAheadLog, frameEntry, frameLine, parseFramedLine, readSegment, segmentName, toRowImage, type LogEntry } from "../../src/store/wal.ts";
+import type { IdempotentAnswer, Row } from "../../src/store/store.ts";
 
 let root: string;
 let counter = 0;
@@ -55,6 +56,32 @@ describe("framed lines", () => {
   for (const [name, line] of damaged) {
     test(`a line with ${name} is refused`, () => {
       assert.equal(parseFramedLine(Buffer.from(line)), undefined);
+    });
+  }
+});
+
+describe("framing an entry on the write path", () => {
+  const data = { id: "a1", title: 'héllo "✓" 😀 \u2028\n', tags: ["x"], meta: { created_by_id: 1 }, created_by_id: "key_1" };
+  /** A row as the records layer builds it: memo.dataJson is JSON.stringify(data). */
+  const built: Row = { id: "a1", rev: 7, deleted: false, data, memo: { dataJson: JSON.stringify(data), search: "not logged" } };
+  const plain: Row = { id: "b2", rev: 8, deleted: true, data: { id: "b2", title: "plain" } };
+  const answer: IdempotentAnswer = { scope: "key_1\nk", fingerprint: "POST /x abc", status: 201, headers: { ETag: '"7"' }, body: '{"id":"a1"}', expiresAt: 1 };
+  // [what, fields]
+  const entries: Array<[string, Omit<LogEntry, "seq">]> = [
+    ["rows carrying their data JSON", { puts: [{ e: "Task", row: built }] }],
+    ["rows without it", { puts: [{ e: "Täsk", row: plain }, { e: "Task", row: built }] }],
+    ["rows and an idempotent answer", { puts: [{ e: "Task", row: built }], answer }],
+    ["an answer alone", { puts: [], answer }],
+    ["a reset", { reset: true, rev: 9 }],
+  ];
+  for (const [what, fields] of entries) {
+    test(`an entry of ${what} is the bytes frameLine gives its row images`, () => {
+      const images = fields.puts?.map(({ e, row }) => ({ e, row: toRowImage(row as Row) }));
+      const expected = frameLine({ seq: 42, ...fields, ...(images ? { puts: images } : {}) });
+      const framed = frameEntry(42, fields);
+      assert.equal(framed, expected);
+      assert.equal(framed.includes("memo"), false);
+      assert.ok(parseFramedLine(Buffer.from(framed.slice(0, -1))));
     });
   }
 });

@@ -1,0 +1,188 @@
+import assert from "node:assert/strict";
+import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { FileStore } from "../../src/store/file-store.ts";
+import { snapshotName } from "../../src/store/snapshot.ts";
+import type { IdempotentAnswer, Row } from "../../src/store/store.ts";
+import { frameLine, parseFramedLine, segmentName } from "../../src/store/wal.ts";
+
+let root: string;
+before(async () => {
+  root = await mkdtemp(join(tmpdir(), "tabula-snapshot-"));
+});
+after(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+function openStore(dir: string): Promise<FileStore> {
+  return FileStore.open({ dir, valueIndexed: new Map([["Task", ["status", "done"]]]), warn: (message) => assert.fail(message) });
+}
+
+const CREATED = "2026-11-23T12:21:11.184Z";
+const answer: IdempotentAnswer = { scope: "key_1\nidem", fingerprint: "POST /api/entities/Task abc", status: 201, headers: { etag: '"1"' }, body: '{"id":"x"}', expiresAt: Date.now() + 60_000 };
+
+/** Rows covering what a snapshot must keep: deleted rows, undeclared fields and entities, odd data. */
+function sampleRows(): Array<{ entity: string; row: Row }> {
+  const record = (id: string, rev: number, data: Record<string, unknown>, deleted = false): Row => ({ id, rev, deleted, data: { id, ...data } });
+  return [
+    { entity: "Task", row: record("a1", 1, { title: "never updated", status: "todo", done: false, created_date: CREATED, updated_date: CREATED, created_by_id: "key_1" }) },
+    { entity: "Task", row: record("a2", 2, { title: "same batch", status: "todo", done: true, created_date: CREATED, updated_date: CREATED, created_by_id: "key_1" }) },
+    { entity: "Task", row: record("a3", 5, { title: "updated", status: "done", created_date: CREATED, updated_date: "2026-11-24T00:00:00.000Z", created_by_id: "key_2" }) },
+    { entity: "Task", row: record("a4", 4, { title: "deleted ✓ héllo", status: "doing", tags: ["x", "y"], meta: { nested: [1, null] }, created_date: CREATED, updated_date: CREATED, created_by_id: "key_1" }, true) },
+    { entity: "Task", row: record("a5", 6, { title: "no dates", undeclared: 3.5 }) },
+    { entity: "Task", row: { id: "a6", rev: 7, deleted: false, data: { title: "data without its id" } } },
+    { entity: "Gone", row: record("b1", 3, { name: "an entity no longer declared", created_date: CREATED, updated_date: CREATED }) },
+  ];
+}
+
+/** Everything an answer is built from, key order included (records are serialized in data order). */
+function stateOf(store: FileStore, rows: Array<{ entity: string; row: Row }>): unknown[] {
+  return rows.map(({ entity, row }) => {
+    const stored = store.get(entity, row.id);
+    return stored && { entity, id: stored.id, rev: stored.rev, deleted: stored.deleted, data: JSON.stringify(stored.data), fields: Object.keys(stored.data) };
+  });
+}
+
+async function liveIdsWith(store: FileStore, field: string, value: unknown): Promise<string[]> {
+  const table = (store as unknown as { table(entity: string): { liveRowsWith(field: string, value: unknown): ReadonlySet<Row> } }).table("Task");
+  return [...table.liveRowsWith(field, value)!].map((row) => row.id).sort();
+}
+
+async function snapshotLines(dir: string): Promise<Array<Record<string, unknown>>> {
+  const name = (await readdir(dir)).find((file) => file.startsWith("snapshot-") && !file.endsWith(".tmp"))!;
+  const text = await readFile(join(dir, name), "utf8");
+  return text.trimEnd().split("\n").map((line) => JSON.parse(line));
+}
+
+describe("snapshot format 2", () => {
+  test("every field round-trips: deleted rows, undeclared fields and entities, ids, answers, revisions", async () => {
+    const dir = await mkdtemp(join(root, "v2-"));
+    const store = await openStore(dir);
+    const rows = sampleRows();
+    for (const put of rows) await store.write({ puts: [put] });
+    await store.write({ puts: [], answer });
+    await store.compact();
+    const expected = stateOf(store, rows);
+    const nextRev = store.nextRev();
+    await store.close();
+
+    const reopened = await openStore(dir);
+    assert.deepEqual(stateOf(reopened, rows), expected);
+    assert.deepEqual(reopened.findAnswer(answer.scope, Date.now()), answer);
+    assert.equal(reopened.nextRev(), nextRev, "a revision handed out but never written is not kept");
+    assert.deepEqual(await liveIdsWith(reopened, "status", "todo"), ["a1", "a2"]);
+    assert.deepEqual(await liveIdsWith(reopened, "status", "doing"), [], "a deleted row is in no value index");
+    assert.deepEqual(reopened.describe().deletedRecords, 1);
+    await reopened.close();
+  });
+
+  test("row lines are plain JSON with the entity, no repeated id and no deleted:false", async () => {
+    const dir = await mkdtemp(join(root, "v2-lines-"));
+    const store = await openStore(dir);
+    for (const put of sampleRows()) await store.write({ puts: [put] });
+    await store.compact();
+    await store.close();
+    const [header, ...rest] = await snapshotLines(dir);
+    assert.equal(header!.format, "tabula-snapshot/2");
+    const byId = new Map(rest.filter((line) => line.e).map((line) => [(line.id ?? (line.data as { id: string }).id) as string, line]));
+    assert.deepEqual(Object.keys(byId.get("a1")!), ["e", "rev", "data", "crc"]);
+    assert.deepEqual(Object.keys(byId.get("a4")!), ["e", "rev", "deleted", "data", "crc"]);
+    assert.deepEqual(Object.keys(byId.get("a6")!), ["e", "id", "rev", "data", "crc"], "an id not in data is written");
+    assert.deepEqual(rest.at(-1), { end: true, rows: 7, answers: 0, crc: rest.at(-1)!.crc });
+  });
+
+  test("a snapshot with lines longer than a read chunk and non-ASCII text reads back whole", async () => {
+    const dir = await mkdtemp(join(root, "v2-long-"));
+    const store = await openStore(dir);
+    const rows = Array.from({ length: 40 }, (_, i) => ({ entity: "Task", row: { id: `l${i}`, rev: i + 1, deleted: false, data: { id: `l${i}`, title: (i % 3 ? "a" : "é✓").repeat(30_000 + i) } } }));
+    for (const put of rows) await store.write({ puts: [put] });
+    await store.compact();
+    const expected = stateOf(store, rows);
+    await store.close();
+    const reopened = await openStore(dir);
+    assert.deepEqual(stateOf(reopened, rows), expected);
+    await reopened.close();
+  });
+});
+
+describe("snapshot format 1", () => {
+  test("a folder whose snapshot is format 1 still opens, and the log after it replays", async () => {
+    const dir = await mkdtemp(join(root, "v1-"));
+    const rows = sampleRows();
+    const text = [
+      frameLine({ format: "tabula-snapshot/1", seq: 3, rev: 7 }),
+      ...rows.map(({ entity, row }) => frameLine({ e: entity, row })),
+      frameLine({ answer }),
+      frameLine({ end: true, rows: rows.length, answers: 1 }),
+    ].join("");
+    await writeFile(join(dir, snapshotName(3)), text);
+    const later = { id: "a1", rev: 8, deleted: false, data: { ...rows[0]!.row.data, title: "changed in the log", updated_date: "2026-11-25T00:00:00.000Z" } };
+    await writeFile(join(dir, segmentName(3)), frameLine({ seq: 3, puts: [{ e: "Task", row: later }] }));
+
+    const store = await openStore(dir);
+    const expected = stateOf({ get: (entity: string, id: string) => (id === "a1" ? later : rows.find((put) => put.entity === entity && put.row.id === id)?.row) } as FileStore, rows);
+    assert.deepEqual(stateOf(store, rows), expected);
+    assert.deepEqual(store.findAnswer(answer.scope, Date.now()), answer);
+    assert.equal(store.nextRev(), 9);
+    assert.deepEqual(await liveIdsWith(store, "status", "todo"), ["a1", "a2"]);
+    assert.deepEqual(await liveIdsWith(store, "done", true), ["a2"]);
+    // The next snapshot is written in format 2, and reads back the same.
+    await store.compact();
+    await store.close();
+    assert.equal((await snapshotLines(dir))[0]!.format, "tabula-snapshot/2");
+    const reopened = await openStore(dir);
+    assert.deepEqual(stateOf(reopened, rows), expected);
+    await reopened.close();
+  });
+});
+
+describe("rows loaded at start-up", () => {
+  test("share repeated strings without changing any value or key order", async () => {
+    const dir = await mkdtemp(join(root, "shared-"));
+    const store = await openStore(dir);
+    // Absent and non-string dates must stay absent or as they are, not become shared strings.
+    const odd: Row[] = [
+      { id: "c1", rev: 1, deleted: false, data: { id: "c1", updated_date: CREATED } },
+      { id: "c2", rev: 2, deleted: false, data: { id: "c2", created_date: 5, updated_date: 5, created_by_id: 7 } },
+      { id: "c3", rev: 3, deleted: false, data: { id: "c3", created_date: CREATED } },
+      { id: "c4", rev: 4, deleted: false, data: { id: "c4", created_by_id: "key_1", created_date: CREATED, updated_date: "2026-11-23T12:21:11.185Z" } },
+    ];
+    const rows = [...sampleRows(), ...odd.map((row) => ({ entity: "Task", row }))];
+    for (const put of rows) await store.write({ puts: [put] });
+    const expected = stateOf(store, rows);
+    await store.close();
+    const replayed = await openStore(dir); // from the log
+    assert.deepEqual(stateOf(replayed, rows), expected);
+    await replayed.compact();
+    await replayed.close();
+    const loaded = await openStore(dir); // from the snapshot
+    assert.deepEqual(stateOf(loaded, rows), expected);
+    await loaded.close();
+  });
+});
+
+describe("reading framed lines", () => {
+  test("a line parses the same from its decoded text as from its bytes", () => {
+    const line = frameLine({ seq: 1, text: "abc" }).slice(0, -1);
+    assert.deepEqual(parseFramedLine(Buffer.from(line), line), parseFramedLine(Buffer.from(line)));
+  });
+
+  test("the checksum is checked on the bytes even when the text is given", () => {
+    const line = frameLine({ seq: 1, text: "abc" }).slice(0, -1);
+    assert.equal(parseFramedLine(Buffer.from(line.replace("abc", "abd")), line), undefined);
+  });
+
+  const suffixes: Array<[string, string]> = [
+    ["uppercase hex digits", '"crc":"ABCDEF12"}'],
+    ["a non-hex digit", '"crc":"0000000g"}'],
+    ["a missing closing brace", '"crc":"00000000""'],
+  ];
+  for (const [name, suffix] of suffixes) {
+    test(`a crc with ${name} is refused`, () => {
+      const line = `{"seq":1,${suffix}`;
+      assert.equal(parseFramedLine(Buffer.from(line)), undefined);
+    });
+  }
+});
