@@ -201,7 +201,13 @@ export class FileStore extends MemoryStore {
     // every later entry lands in the new segment log-<seq>.
     const state = this.captureState();
     await this.wal.rotate();
-    const bytes = await writeSnapshot(this.options.dir, state);
+    this.wal.hasBackgroundWork = true;
+    let bytes: number;
+    try {
+      bytes = await writeSnapshot(this.options.dir, state);
+    } finally {
+      this.wal.hasBackgroundWork = false;
+    }
     this.snapshotSeq = state.seq;
     this.snapshotBytes = bytes;
     this.wal.forgetSegmentsBefore(state.seq);

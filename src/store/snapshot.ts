@@ -14,8 +14,12 @@ const SNAPSHOT_FORMAT = "tabula-snapshot/2";
 const SNAPSHOT_FORMAT_1 = "tabula-snapshot/1";
 const SNAPSHOT_PREFIX = "snapshot-";
 const TMP_SUFFIX = ".tmp";
-/** Lines are gathered up to this size before each write, so a snapshot never sits in memory whole. */
-const WRITE_CHUNK_CHARS = 1 << 20;
+/**
+ * Lines are gathered up to this size before each write, so a snapshot never sits in memory whole;
+ * small, because a snapshot is written on the main thread between requests: a request that
+ * arrives while a chunk is being serialized waits for it (about a millisecond, not fifteen).
+ */
+const WRITE_CHUNK_CHARS = 1 << 16;
 
 /** The state a snapshot records, captured in one tick while writes go on into a new segment. */
 export interface SnapshotState {

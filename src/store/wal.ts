@@ -366,6 +366,11 @@ export class WriteAheadLog {
   private isClosed = false;
   /** Whether writes are overlapping (see flush): then they share async writes; else one is written at once. */
   private isContended = true;
+  /**
+   * Set while the store does background work on the main thread (writing a snapshot): lone writes
+   * then go to the thread pool as well, so that the work goes on while the disk writes.
+   */
+  hasBackgroundWork = false;
   /** The open segment's file size: its data plus preallocated room. */
   private allocated: number;
 
@@ -475,7 +480,7 @@ export class WriteAheadLog {
           await this.startSegment(rotation.seq);
           rotation.done.resolve();
           await this.writeAndSync(lines.slice(rotation.queuedBefore));
-        } else if (lines.length === 1 && !this.isContended) {
+        } else if (lines.length === 1 && !this.isContended && !this.hasBackgroundWork) {
           this.writeAndSyncNow(lines[0]!);
         } else {
           await this.writeAndSync(lines);
