@@ -12,9 +12,33 @@ export function recordJson(entity: EntityDef, row: Row, caller: Caller): string 
   // (records.ts). It is not cached: most written records are not read back soon, and a read caches.
   const dataJson = row.memo?.dataJson;
   if (dataJson !== undefined) return caller.kind === "secret" ? dataJson : withoutCreatedBy(dataJson, row.data.created_by_id);
-  const memo = (row.memo ??= {});
   const slot = caller.kind === "secret" ? "secretJson" : "publicJson";
-  return (memo[slot] ??= JSON.stringify(recordObject(entity, row, caller, null)));
+  const cached = row.memo?.[slot];
+  if (cached !== undefined) return cached;
+  const json = JSON.stringify(recordObject(entity, row, caller, null));
+  cacheJson(row, slot, json);
+  return json;
+}
+
+/**
+ * Read JSON is cached on at most this many row versions, and the one cached longest ago loses it:
+ * enough for the records and pages clients read again and again, while a walk over a big table
+ * does not leave every record's JSON (about 300 bytes each) in memory for good. Shared by every
+ * server in the process; it is only a cache.
+ */
+export const MAX_CACHED_JSON_ROWS = 65_536;
+const cachedRows: Array<Row | undefined> = [];
+let nextSlot = 0;
+
+function cacheJson(row: Row, slot: "secretJson" | "publicJson", json: string): void {
+  const memo = (row.memo ??= {});
+  if (memo.secretJson === undefined && memo.publicJson === undefined) {
+    const evicted = cachedRows[nextSlot];
+    if (evicted?.memo) evicted.memo.secretJson = evicted.memo.publicJson = undefined;
+    cachedRows[nextSlot] = row;
+    nextSlot = (nextSlot + 1) % MAX_CACHED_JSON_ROWS;
+  }
+  memo[slot] = json;
 }
 
 /** Record JSON in record order ends with created_by_id; publishable callers never see it. */

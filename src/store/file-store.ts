@@ -119,10 +119,7 @@ export class FileStore extends MemoryStore {
   protected override persist(batch: WriteBatch): Promise<void> {
     // Rows as they are: the log writes a row's image (never its memo) and reuses its data JSON.
     const puts = batch.puts.map(({ entity, row }) => ({ e: entity, row }));
-    const appended = this.wal.append(batch.answer ? { puts, answer: batch.answer } : { puts });
-    // The line is framed: drop the data JSON so that rows do not keep it all (reads cache theirs).
-    for (const { row } of batch.puts) if (row.memo) delete row.memo.dataJson;
-    return appended;
+    return this.wal.append(batch.answer ? { puts, answer: batch.answer } : { puts });
   }
 
   private async recover(): Promise<void> {

@@ -56,7 +56,11 @@ export class MemoryStore implements Store {
 
   write(batch: WriteBatch): Promise<void> {
     this.apply(batch);
-    return this.persist(batch) ?? Promise.resolve();
+    const durable = this.persist(batch);
+    // The answer and the log line (framed by persist) are built: a new version's data JSON has
+    // served both, and rows must not keep it (reads cache theirs, bounded; see serialize.ts).
+    for (const { row } of batch.puts) if (row.memo?.dataJson !== undefined) row.memo.dataJson = undefined;
+    return durable ?? Promise.resolve();
   }
 
   whenDurable(): Promise<void> | null {

@@ -11,8 +11,11 @@ export interface Row {
   readonly deleted: boolean;
   /** Declared field values as stored, plus id, created_date, updated_date, created_by_id. */
   readonly data: Readonly<Record<string, unknown>>;
-  /** Strings derived from this version (its JSON, its search text), computed once by the layers above. */
-  memo?: Record<string, string>;
+  /**
+   * Strings derived from this version (its JSON, its search text), computed by the layers above.
+   * A cache: an entry set back to undefined is simply computed again.
+   */
+  memo?: Record<string, string | undefined>;
 }
 
 /** A stored answer to a write that carried an Idempotency-Key (CONTRACT §6). */

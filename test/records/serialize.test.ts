@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { Caller } from "../../src/records/caller.ts";
 import { Records } from "../../src/records/records.ts";
-import { recordJson, recordJsonWith, recordObject, recordsJson } from "../../src/records/serialize.ts";
+import { MAX_CACHED_JSON_ROWS, recordJson, recordJsonWith, recordObject, recordsJson } from "../../src/records/serialize.ts";
 import { loadSchemaObject } from "../../src/schema/load.ts";
 import { validateChanges, validateCreate } from "../../src/schema/validate.ts";
 import { MemoryStore } from "../../src/store/memory-store.ts";
@@ -118,5 +118,36 @@ describe("the JSON of new row versions", () => {
     const updated = records.changedRow(task, created, validateChanges(task, { priority: 1 }), Date.now());
     assert.equal(updated.data.updated_date, created.data.updated_date);
     assert.deepEqual(Object.keys(updated.data), ["id", "title", "status", "priority", "created_date", "updated_date", "created_by_id"]);
+  });
+});
+
+describe("the read JSON cache", () => {
+  test("is bounded: past MAX_CACHED_JSON_ROWS versions, the one cached longest ago gives its JSON up, and answers stay the same", () => {
+    const rows: Row[] = Array.from({ length: MAX_CACHED_JSON_ROWS + 10 }, (_, i) => ({
+      id: `id${i}`,
+      rev: i + 1,
+      deleted: false,
+      data: { id: `id${i}`, title: `record ${i}`, created_date: "2026-01-01T00:00:00.000Z", updated_date: "2026-01-01T00:00:00.000Z", created_by_id: "key_1" },
+    }));
+    const first = rows[0]!;
+    const expected = reference(first, SECRET);
+    assert.equal(recordJson(task, first, SECRET), expected);
+    assert.equal(first.memo?.secretJson, expected, "a read caches the JSON");
+    assert.equal(recordJson(task, first, PUBLISHABLE), reference(first, PUBLISHABLE));
+    for (const row of rows.slice(1)) recordJson(task, row, SECRET);
+    assert.equal(first.memo?.secretJson, undefined, "the oldest cached version was emptied");
+    assert.equal(first.memo?.publicJson, undefined);
+    assert.equal(rows.at(-1)!.memo?.secretJson, reference(rows.at(-1)!, SECRET), "the newest keeps its JSON");
+    assert.equal(recordJson(task, first, SECRET), expected, "an emptied version answers the same, built again");
+  });
+
+  test("a written version gives up its data JSON once the store has it", () => {
+    const records = freshRecords();
+    const change = records.create(task, { title: "Keep it short" }, SECRET);
+    const row = change.rows[0]!;
+    assert.notEqual(row.memo?.dataJson, undefined);
+    void records.store.write({ puts: [{ entity: "Task", row }] });
+    assert.equal(row.memo?.dataJson, undefined);
+    assert.equal(recordJson(task, row, SECRET), reference(row, SECRET));
   });
 });
