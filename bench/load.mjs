@@ -28,9 +28,13 @@ export function buildRequest(method, path, { host = "127.0.0.1", headers = {}, b
  * Runs `requests` (cycled, each connection starting at a different offset) on `connections`
  * sockets for warmupMs + durationMs, recording only answers completed after the warm-up.
  * Returns { count, seconds, rate, p50, p99, statuses, bytes } with latencies in milliseconds.
+ *
+ * With `limit`, sends exactly that many requests instead, `requests` may be a function of the
+ * request's number (built when it is sent), and `seconds` is the time spent in requests only.
  */
-export async function runLoad({ port, host = "127.0.0.1", requests, connections, durationMs, warmupMs = 1000 }) {
+export async function runLoad({ port, host = "127.0.0.1", requests, connections, durationMs = Infinity, warmupMs = 1000, limit }) {
   if (requests.length === 0) throw new Error("runLoad: no requests");
+  const requestAt = typeof requests === "function" ? requests : (i) => requests[i % requests.length];
   const latencies = [];
   const statuses = new Map();
   let bytes = 0;
@@ -48,12 +52,13 @@ export async function runLoad({ port, host = "127.0.0.1", requests, connections,
       let pending = null; // bytes of the answer being read
       let sentAt = 0;
       const send = () => {
-        if (isStopping || performance.now() >= stopAt) {
+        if (isStopping || performance.now() >= stopAt || (limit !== undefined && next >= limit)) {
           socket.end();
           return resolve();
         }
+        const request = requestAt(next++);
         sentAt = performance.now();
-        socket.write(requests[next++ % requests.length]);
+        socket.write(request);
       };
       socket.on("connect", send);
       socket.on("error", reject);
@@ -85,14 +90,14 @@ export async function runLoad({ port, host = "127.0.0.1", requests, connections,
   const grace = setTimeout(() => {
     isStopping = true;
     for (const socket of sockets) socket.destroy();
-  }, warmupMs + durationMs + STOP_GRACE_MS);
+  }, limit === undefined ? warmupMs + durationMs + STOP_GRACE_MS : 2 ** 31 - 1);
   try {
     await Promise.all(Array.from({ length: connections }, runConnection));
   } finally {
     clearTimeout(grace);
   }
   const sorted = Float64Array.from(latencies).sort();
-  const seconds = durationMs / 1000;
+  const seconds = limit === undefined ? durationMs / 1000 : latencies.reduce((sum, ms) => sum + ms, 0) / 1000;
   return {
     count: sorted.length,
     seconds,
