@@ -10,10 +10,15 @@ import { isTemporarySnapshot, parseSnapshotName, readSnapshot, snapshotName, wri
 import type { Row, WriteBatch } from "./store.ts";
 import { WriteAheadLog, parseSegmentName, readSegment, segmentName, syncDirectory, type LogEntry, type RowImage, type Segment } from "./wal.ts";
 
-/** Compact once the log is this many times the size of the last snapshot... */
+/** Compact once the log is this many times the size of the last snapshot, however busy... */
 export const COMPACTION_LOG_RATIO = 2;
+/** ...or from this many times on, at a quiet moment (writing a snapshot takes the main thread)... */
+export const QUIET_COMPACTION_LOG_RATIO = 1;
 /** ...and at least this big, so that a small store is not rewritten every few writes. */
 export const COMPACTION_MIN_LOG_BYTES = 8 * 1024 * 1024;
+/** Quiet: the event loop was busy less than this share of the last QUIET_CHECK_MS. */
+const QUIET_UTILIZATION = 0.2;
+const QUIET_CHECK_MS = 250;
 /** Entries are numbered from 1: a store without a snapshot covers nothing before seq 1. */
 const FIRST_SEQ = 1;
 /** created_by_id values shared while loading: there is one per API key, so a few. */
@@ -48,6 +53,8 @@ export class FileStore extends MemoryStore {
   private compaction: Promise<void> | null = null;
   /** After a failed background compaction, wait until the log reaches this size to try again. */
   private compactionRetryBytes = 0;
+  /** Waiting for a quiet moment to compact (see maybeCompact). */
+  private quietWatch: NodeJS.Timeout | null = null;
   private isClosed = false;
 
   private constructor(
@@ -85,6 +92,7 @@ export class FileStore extends MemoryStore {
   override async close(): Promise<void> {
     if (this.isClosed) return;
     this.isClosed = true;
+    if (this.quietWatch) clearTimeout(this.quietWatch);
     try {
       // A compaction's failure was already given to whoever asked for it, or warned about.
       await this.compaction?.catch(() => undefined);
@@ -180,11 +188,39 @@ export class FileStore extends MemoryStore {
     this.apply(entry.answer ? { puts, answer: entry.answer } : { puts });
   }
 
-  /** Starts a compaction when the log has outgrown the live data (called after every log flush). */
+  /**
+   * Called after every log flush: compacts at once when the log has outgrown the live data twice
+   * over, or, once it is as big as the last snapshot, at the first quiet moment, so that a burst
+   * of requests is seldom slowed by a snapshot being written.
+   */
   private maybeCompact(): void {
     if (this.compaction || this.isClosed) return;
     const logBytes = this.wal.logBytes;
-    if (logBytes < COMPACTION_MIN_LOG_BYTES || logBytes < COMPACTION_LOG_RATIO * this.snapshotBytes || logBytes < this.compactionRetryBytes) return;
+    if (logBytes < COMPACTION_MIN_LOG_BYTES || logBytes < this.compactionRetryBytes) return;
+    if (logBytes >= COMPACTION_LOG_RATIO * this.snapshotBytes) this.startCompaction(logBytes);
+    else if (logBytes >= QUIET_COMPACTION_LOG_RATIO * this.snapshotBytes) this.watchForQuiet();
+  }
+
+  /** Looks at the event loop every QUIET_CHECK_MS and compacts once it was mostly idle. */
+  private watchForQuiet(): void {
+    if (this.quietWatch) return;
+    let since = performance.eventLoopUtilization();
+    const check = (): void => {
+      const busy = performance.eventLoopUtilization(since).utilization;
+      since = performance.eventLoopUtilization();
+      if (this.compaction || this.isClosed) {
+        this.quietWatch = null;
+      } else if (busy > QUIET_UTILIZATION) {
+        this.quietWatch = setTimeout(check, QUIET_CHECK_MS).unref();
+      } else {
+        this.quietWatch = null;
+        this.startCompaction(this.wal.logBytes);
+      }
+    };
+    this.quietWatch = setTimeout(check, QUIET_CHECK_MS).unref();
+  }
+
+  private startCompaction(logBytes: number): void {
     this.compact().catch((error: Error) => {
       this.compactionRetryBytes = 2 * logBytes;
       this.options.warn(`Compacting the log in ${this.options.dir} failed (every write is still in the log; retrying once it reaches ${this.compactionRetryBytes} bytes): ${error.message}`);

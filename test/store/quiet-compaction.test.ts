@@ -1,0 +1,75 @@
+// When compaction runs (file-store.ts): at once when the log is twice the last snapshot, and from
+// once its size at a quiet moment only, so that a busy server is not slowed by a snapshot.
+import assert from "node:assert/strict";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { COMPACTION_MIN_LOG_BYTES, FileStore } from "../../src/store/file-store.ts";
+import type { Row } from "../../src/store/store.ts";
+
+let root: string;
+before(async () => {
+  root = await mkdtemp(join(tmpdir(), "tabula-quiet-"));
+});
+after(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+let idCounter = 0;
+/** One write of records whose log line is about `bytes` long. */
+async function writeBytes(store: FileStore, bytes: number): Promise<void> {
+  const puts: Array<{ entity: string; row: Row }> = [];
+  const title = "x".repeat(200);
+  for (let written = 0; written < bytes; written += 300) {
+    const id = (++idCounter).toString(16).padStart(24, "0");
+    puts.push({ entity: "Task", row: { id, rev: store.nextRev(), deleted: false, data: { id, title } } });
+  }
+  await store.write({ puts });
+}
+
+async function snapshots(dir: string): Promise<string[]> {
+  return (await readdir(dir)).filter((name) => name.startsWith("snapshot-") && !name.endsWith(".tmp"));
+}
+
+/** Keeps the event loop busy (short synchronous slices back to back) for `ms`. */
+async function stayBusy(ms: number): Promise<void> {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    const sliceEnd = Math.min(until, performance.now() + 20);
+    while (performance.now() < sliceEnd);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+async function waitFor(condition: () => Promise<boolean>, ms: number): Promise<boolean> {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    if (await condition()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return condition();
+}
+
+test("a log as big as the snapshot is compacted once the server is quiet, not while it is busy", async () => {
+  const dir = await mkdtemp(join(root, "data-"));
+  const store = await FileStore.open({ dir, valueIndexed: new Map(), warn: () => {} });
+  try {
+    // No snapshot yet: the first compaction comes at once (the log is over twice nothing).
+    await writeBytes(store, COMPACTION_MIN_LOG_BYTES + 1024);
+    assert.ok(await waitFor(async () => (await snapshots(dir)).length === 1, 10_000), "the first snapshot is written");
+    const first = (await snapshots(dir))[0]!;
+    const snapshotBytes = store.describe().snapshotBytes;
+
+    // The log grows past the snapshot's size (but not twice it) while the event loop is busy.
+    await writeBytes(store, snapshotBytes + 1024);
+    await stayBusy(1_000);
+    assert.deepEqual(await snapshots(dir), [first], "no compaction while busy");
+
+    // Then the server goes quiet: a new snapshot replaces the first.
+    assert.ok(await waitFor(async () => !(await snapshots(dir)).includes(first), 10_000), "compacted once quiet");
+    assert.ok(store.describe().logBytes < snapshotBytes, "the log was cut down");
+  } finally {
+    await store.close();
+  }
+});
