@@ -10,8 +10,10 @@ const MAX_CHUNK_ENTRIES = 2048;
 export type KeyOf = (row: Row) => SortKey;
 export type CompareKeys = (a: SortKey, b: SortKey) => number;
 
+/** Keys and ids sit in arrays of their own: a binary search reads them without visiting rows. */
 interface Chunk {
   keys: SortKey[];
+  ids: string[];
   rows: Row[];
 }
 
@@ -42,7 +44,7 @@ export class SortedIndex {
     this.chunks = [];
     for (let i = 0; i < entries.length; i += MAX_CHUNK_ENTRIES / 2) {
       const slice = entries.slice(i, i + MAX_CHUNK_ENTRIES / 2);
-      this.chunks.push({ keys: slice.map((e) => e.key), rows: slice.map((e) => e.row) });
+      this.chunks.push({ keys: slice.map((e) => e.key), ids: slice.map((e) => e.row.id), rows: slice.map((e) => e.row) });
     }
     this.entries = entries.length;
   }
@@ -50,7 +52,7 @@ export class SortedIndex {
   insert(row: Row): void {
     const key = this.keyOf(row);
     if (this.chunks.length === 0) {
-      this.chunks.push({ keys: [key], rows: [row] });
+      this.chunks.push({ keys: [key], ids: [row.id], rows: [row] });
       this.entries = 1;
       return;
     }
@@ -60,6 +62,7 @@ export class SortedIndex {
     const chunk = this.chunks[chunkIndex]!;
     const offset = place.chunk === chunkIndex ? place.offset : chunk.rows.length;
     chunk.keys.splice(offset, 0, key);
+    chunk.ids.splice(offset, 0, row.id);
     chunk.rows.splice(offset, 0, row);
     this.entries++;
     if (chunk.rows.length > MAX_CHUNK_ENTRIES) this.split(chunkIndex);
@@ -71,6 +74,7 @@ export class SortedIndex {
     if (!place) throw new Error(`sorted index: row ${row.id} is not indexed`);
     const chunk = this.chunks[place.chunk]!;
     chunk.keys.splice(place.offset, 1);
+    chunk.ids.splice(place.offset, 1);
     chunk.rows.splice(place.offset, 1);
     this.entries--;
     if (chunk.rows.length === 0) this.chunks.splice(place.chunk, 1);
@@ -135,27 +139,26 @@ export class SortedIndex {
   }
 
   private bound(key: SortKey, id: string, strict: boolean): Place {
-    const before = (k: SortKey, i: string) => {
-      const c = this.compare(k, i, key, id);
-      return strict ? c <= 0 : c < 0;
-    };
+    // An entry is before the target when it compares below it (or equal, for the strict bound).
     // The first chunk whose last entry is not before the target.
     let low = 0;
     let high = this.chunks.length;
     while (low < high) {
       const mid = (low + high) >>> 1;
       const chunk = this.chunks[mid]!;
-      const last = chunk.rows.length - 1;
-      if (before(chunk.keys[last]!, chunk.rows[last]!.id)) low = mid + 1;
+      const last = chunk.ids.length - 1;
+      const c = this.compare(chunk.keys[last]!, chunk.ids[last]!, key, id);
+      if (strict ? c <= 0 : c < 0) low = mid + 1;
       else high = mid;
     }
     if (low === this.chunks.length) return { chunk: low, offset: 0 };
-    const chunk = this.chunks[low]!;
+    const { keys, ids } = this.chunks[low]!;
     let from = 0;
-    let to = chunk.rows.length;
+    let to = ids.length;
     while (from < to) {
       const mid = (from + to) >>> 1;
-      if (before(chunk.keys[mid]!, chunk.rows[mid]!.id)) from = mid + 1;
+      const c = this.compare(keys[mid]!, ids[mid]!, key, id);
+      if (strict ? c <= 0 : c < 0) from = mid + 1;
       else to = mid;
     }
     return { chunk: low, offset: from };
@@ -164,14 +167,14 @@ export class SortedIndex {
   private find(key: SortKey, id: string): Place | null {
     const place = this.lowerBound(key, id);
     const chunk = this.chunks[place.chunk];
-    if (!chunk || chunk.rows[place.offset]?.id !== id) return null;
+    if (!chunk || chunk.ids[place.offset] !== id) return null;
     return place;
   }
 
   private split(chunkIndex: number): void {
     const chunk = this.chunks[chunkIndex]!;
     const half = chunk.rows.length >>> 1;
-    const tail: Chunk = { keys: chunk.keys.splice(half), rows: chunk.rows.splice(half) };
+    const tail: Chunk = { keys: chunk.keys.splice(half), ids: chunk.ids.splice(half), rows: chunk.rows.splice(half) };
     this.chunks.splice(chunkIndex + 1, 0, tail);
   }
 }
