@@ -1,11 +1,13 @@
 // A sorted index of rows by (sort key, id), kept current on every write. Rows sit in chunks of at
-// most MAX_CHUNK_ENTRIES, so an insert or remove moves a few thousand slots at most and a seek is
+// most MAX_CHUNK_ENTRIES, so an insert or remove moves a few hundred slots at most and a seek is
 // two binary searches: a page costs the same at any depth. Keys come from a function the index is
 // handed; it knows nothing about field types.
 
 import type { Row, SortKey, SortPosition } from "./store.ts";
 
-const MAX_CHUNK_ENTRIES = 2048;
+// Small: an insert lands in a random chunk that is seldom in the CPU cache, and moves half of it
+// in three arrays. 512 made durable creates with a priority index 12% faster than 2048.
+const MAX_CHUNK_ENTRIES = 512;
 
 export type KeyOf = (row: Row) => SortKey;
 export type CompareKeys = (a: SortKey, b: SortKey) => number;

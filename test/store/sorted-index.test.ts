@@ -120,7 +120,7 @@ test("ascending inserts (the created_date case) split the last chunk and stay in
   assert.deepEqual(ids(index.walk(false, null)), ids(rows));
   assert.deepEqual(ids(index.walk(true, null)), ids(rows).reverse());
   // Seeks at every chunk boundary region.
-  for (const at of [0, 1, 1023, 1024, 1025, 2047, 2048, 2049, 4095, 4096, 6998, 6999]) {
+  for (const at of [0, 1, 255, 256, 257, 511, 512, 513, 1023, 1024, 1025, 2047, 2048, 2049, 4095, 4096, 6998, 6999]) {
     const after = { key: keyOf(rows[at]!), id: rows[at]!.id };
     assert.deepEqual(ids(take(index.walk(false, after), 3)), ids(rows.slice(at + 1, at + 4)), `asc after ${at}`);
     assert.deepEqual(ids(take(index.walk(true, after), 3)), ids(rows.slice(Math.max(0, at - 3), at)).reverse(), `desc after ${at}`);
