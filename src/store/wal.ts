@@ -63,10 +63,6 @@ export interface Segment {
   bytes: number;
 }
 
-export function toRowImage(row: Row): RowImage {
-  return { id: row.id, rev: row.rev, deleted: row.deleted, data: row.data };
-}
-
 /** Data-folder files are named by a seq, zero-padded so that names sort as their seqs do. */
 export function seqFileName(prefix: string, seq: number): string {
   return prefix + String(seq).padStart(SEQ_DIGITS, "0");
