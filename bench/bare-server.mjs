@@ -7,7 +7,8 @@ const bytes = Number(process.argv[2]);
 if (!(bytes >= 16)) throw new Error("usage: node bench/bare-server.mjs BYTES (at least 16)");
 // {"pad":"xxx…"} padded to exactly BYTES bytes.
 const body = `{"pad":"${"x".repeat(bytes - 10)}"}`;
-const headers = { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(body) };
+// The same header fields as tabula's answer to a read (an ETag of a typical length included).
+const headers = { "Content-Type": "application/json; charset=utf-8", ETag: '"2n9c"', "Content-Length": Buffer.byteLength(body) };
 
 const server = createServer((req, res) => {
   req.resume();
