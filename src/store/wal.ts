@@ -295,11 +295,11 @@ async function truncateFile(path: string, bytes: number): Promise<void> {
   }
 }
 
-/** Writes the whole buffer: a write may take fewer bytes than it was given. */
-export async function writeFully(handle: FileHandle, buffer: Buffer): Promise<void> {
+/** Writes the whole buffer, at `position` or at the file's offset: a write may take fewer bytes than asked. */
+export async function writeFully(handle: FileHandle, buffer: Buffer, position: number | null = null): Promise<void> {
   let offset = 0;
   while (offset < buffer.length) {
-    const { bytesWritten } = await handle.write(buffer, offset, buffer.length - offset, null);
+    const { bytesWritten } = await handle.write(buffer, offset, buffer.length - offset, position === null ? null : position + offset);
     offset += bytesWritten;
   }
 }
@@ -503,11 +503,7 @@ export class WriteAheadLog {
       await this.handle.truncate(size);
       this.allocated = size;
     }
-    // Durable on return: the segment is O_DSYNC.
-    for (let offset = 0; offset < buffer.length; ) {
-      const { bytesWritten } = await this.handle.write(buffer, offset, buffer.length - offset, at + offset);
-      offset += bytesWritten;
-    }
+    await writeFully(this.handle, buffer, at); // durable on return: the segment is O_DSYNC
     this.syncs++;
     this.segments.at(-1)!.bytes += buffer.length;
   }
