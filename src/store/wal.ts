@@ -9,7 +9,6 @@ import { join } from "node:path";
 import { crc32 } from "node:zlib";
 import type { IdempotentAnswer, Row } from "./store.ts";
 
-const READ_CHUNK_BYTES = 1 << 20;
 /**
  * scanLines decodes each chunk into one string. Node makes a decoded string of about 1 MiB or more
  * an external string in native memory, and at start-up those left ~70 MiB of freed native heap
@@ -172,6 +171,8 @@ export interface ScanResult {
   readonly size: number;
   /** Where the bytes after the last newline start (size when the file ends with one). */
   readonly tailOffset: number;
+  /** Whether those bytes are all zero (a log segment's preallocated room); true when there are none. */
+  readonly tailIsZeros: boolean;
 }
 
 /**
@@ -210,10 +211,15 @@ export async function scanLines(path: string, onLine: (line: Buffer, offset: num
       }
       if (from < data.length) pending.push(Buffer.from(data.subarray(from))); // a copy: the next read refills chunk
     }
-    return { size: position, tailOffset: lineStart };
+    return { size: position, tailOffset: lineStart, tailIsZeros: pending.every(isAllZeros) };
   } finally {
     await handle.close();
   }
+}
+
+function isAllZeros(bytes: Buffer): boolean {
+  for (let i = 0; i < bytes.length; i++) if (bytes[i] !== 0) return false;
+  return true;
 }
 
 export interface ReadSegmentOptions {
@@ -233,7 +239,7 @@ export async function readSegment(path: string, options: ReadSegmentOptions): Pr
   let seq = options.firstSeq;
   let validEnd = 0;
   let damagedAt = -1;
-  const { size } = await scanLines(path, (line, offset, text) => {
+  const { size, tailOffset, tailIsZeros } = await scanLines(path, (line, offset, text) => {
     const entry = parseFramedLine(line, text);
     if (!entry || typeof entry.seq !== "number") {
       if (damagedAt < 0) damagedAt = offset;
@@ -248,7 +254,7 @@ export async function readSegment(path: string, options: ReadSegmentOptions): Pr
     validEnd = offset + line.length + 1;
   });
   if (validEnd < size) {
-    if (await isZeroFilled(path, validEnd, size)) {
+    if (validEnd === tailOffset && tailIsZeros) {
       await truncateFile(path, validEnd); // the room a crash left preallocated, not damage
       return { bytes: validEnd, nextSeq: seq };
     }
@@ -266,23 +272,6 @@ function damagedMiddle(path: string, damagedAt: number, validAt: number): Error 
       `Restore the folder from a backup, or accept losing everything from that point by truncating the file to ${damagedAt} bytes ` +
       `(truncate -s ${damagedAt} ${path}) and deleting later log segments.`,
   );
-}
-
-/** Whether bytes from..to of the file are all zero (a segment's preallocated room). */
-async function isZeroFilled(path: string, from: number, to: number): Promise<boolean> {
-  const handle = await open(path, "r");
-  try {
-    const chunk = Buffer.allocUnsafe(READ_CHUNK_BYTES);
-    for (let position = from; position < to; ) {
-      const { bytesRead } = await handle.read(chunk, 0, Math.min(chunk.length, to - position), position);
-      if (bytesRead === 0) return false;
-      for (let i = 0; i < bytesRead; i++) if (chunk[i] !== 0) return false;
-      position += bytesRead;
-    }
-    return true;
-  } finally {
-    await handle.close();
-  }
 }
 
 async function truncateFile(path: string, bytes: number): Promise<void> {
