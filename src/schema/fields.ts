@@ -80,7 +80,7 @@ const UPPER_Z = 0x5a;
 /** Milliseconds since the epoch of a `YYYY-MM-DD` date or a full ISO timestamp; NaN if neither. */
 export function parseDateValue(value: unknown): number {
   if (typeof value !== "string") return NaN;
-  if (value.length === 10) return parseDateOnly(value);
+  if (value.length === 10) return parseDayAtStart(value);
   if (value.length === 24 && value.charCodeAt(23) === UPPER_Z) {
     const ms = parseStoredTimestamp(value);
     if (!Number.isNaN(ms)) return ms;
