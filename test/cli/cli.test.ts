@@ -137,10 +137,12 @@ async function call(server: Running, apiKey: string, method: string, path: strin
 }
 
 /** The full keys printed in the banner, by kind. */
+// A key is base64url, so it may end in "-": the end of a key is the first character that cannot be in
+// one (\b there would cut a trailing "-" off and the key would not work).
 function printedKeys(output: string): { secret: string[]; publishable: string[] } {
   return {
-    secret: [...output.matchAll(/\b(sk_[A-Za-z0-9_-]{8,})\b/g)].map((m) => m[1]!),
-    publishable: [...output.matchAll(/\b(pk_[A-Za-z0-9_-]{8,})\b/g)].map((m) => m[1]!),
+    secret: [...output.matchAll(/\b(sk_[A-Za-z0-9_-]{8,})(?![A-Za-z0-9_-])/g)].map((m) => m[1]!),
+    publishable: [...output.matchAll(/\b(pk_[A-Za-z0-9_-]{8,})(?![A-Za-z0-9_-])/g)].map((m) => m[1]!),
   };
 }
 
