@@ -149,6 +149,9 @@ export class FileStore extends MemoryStore {
     ];
     await removeFiles(dir, leftovers);
     this.wal = await WriteAheadLog.open(dir, segments, nextSeq, () => this.maybeCompact());
+    // A log left big by the last run is compacted now (or at the first quiet moment), not only
+    // after the next write: a server that only reads would otherwise replay it at every start.
+    this.maybeCompact();
   }
 
   private async loadSnapshot(seq: number, loader: RowLoader): Promise<void> {
@@ -190,7 +193,7 @@ export class FileStore extends MemoryStore {
   }
 
   /**
-   * Called after every log flush: compacts at once when the log has outgrown the live data twice
+   * Called after every log flush and once at start-up: compacts at once when the log has outgrown the live data twice
    * over, or, once it is as big as the last snapshot, at the first quiet moment, so that a burst
    * of requests is seldom slowed by a snapshot being written.
    */

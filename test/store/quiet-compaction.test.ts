@@ -74,3 +74,27 @@ test("a log as big as the snapshot is compacted once the server is quiet, not wh
     await store.close();
   }
 });
+
+test("a big log left by the last run is compacted after start-up, without waiting for a write", async () => {
+  const dir = await mkdtemp(join(root, "data-"));
+  let store = await FileStore.open({ dir, valueIndexed: new Map(), warn: () => {} });
+  let first: string | undefined;
+  try {
+    await writeBytes(store, COMPACTION_MIN_LOG_BYTES + 1024);
+    await store.compact();
+    [first] = await snapshots(dir);
+    // Over the snapshot's size, then closed before a quiet moment could come.
+    await writeBytes(store, Math.max(store.describe().snapshotBytes, COMPACTION_MIN_LOG_BYTES) + 1024);
+  } finally {
+    await store.close();
+  }
+  assert.deepEqual(await snapshots(dir), [first], "the last run closed before compacting");
+
+  store = await FileStore.open({ dir, valueIndexed: new Map(), warn: () => {} });
+  try {
+    assert.ok(await waitFor(async () => !(await snapshots(dir)).includes(first), 10_000), "compacted after start-up");
+    assert.ok(store.describe().logBytes < store.describe().snapshotBytes, "the log was cut down");
+  } finally {
+    await store.close();
+  }
+});
