@@ -19,6 +19,10 @@ import { dataFiles, measureDiskSync, readCpuMs, readRss, startChild, stopChild }
 const SECRET_KEY = "sk_bench_secret";
 const BULK_RECORDS = 1000;
 const POOL_SIZE = 4096;
+/** W1 and the bare server take turns this many times, --duration split among the turns... */
+const W1_ROUNDS = 5;
+/** ...each turn after this much warm-up (new connections). */
+const W1_SLICE_WARMUP_MS = 250;
 const STATUSES = ["todo", "doing", "done"];
 const TAGS = ["red", "green", "blue", "ops", "web", "api", "docs", "urgent"];
 const TMPFS_MAGIC = 0x01021994;
@@ -104,23 +108,37 @@ async function main() {
     if (options.cpuProf) notes.push(`profiled: seeding in the first profile in ${options.cpuProf}, the workloads in the second (pid ${server.proc.pid}); windows below`);
     const pick = poolPicker(seeded.ids);
     const get = (path) => buildRequest("GET", path, { headers: { "X-Api-Key": SECRET_KEY } });
-    const measure = (requests, connections = options.connections) => measureWithCpu(server, { port: server.port, requests, connections });
+    const measure = (requests, connections = options.connections, timing = {}) => measureWithCpu(server, { port: server.port, requests, connections, ...timing });
 
     if (only("W1")) {
       const sample = await fetch(`${server.url}/api/entities/Task/${seeded.ids[0]}`, { headers: { "X-Api-Key": SECRET_KEY } });
       const bytes = Buffer.byteLength(await sample.text());
       bare = await startChild("bare", [new URL("./bare-server.mjs", import.meta.url).pathname, String(bytes)]);
-      // Bare, W1, bare again: the ratio is to the mean of the two, so drift during the run shows.
-      const measureBare = () => measureWithCpu(bare, { port: bare.port, requests: [get("/")], connections: options.connections });
-      const before = await measureBare();
-      const w1 = await measure(Array.from({ length: POOL_SIZE }, () => get(`/api/entities/Task/${pick()}`)));
-      const after = await measureBare();
+      const bareRequests = [get("/")];
+      const w1Requests = Array.from({ length: POOL_SIZE }, () => get(`/api/entities/Task/${pick()}`));
+      const measureBare = (timing) => measureWithCpu(bare, { port: bare.port, requests: bareRequests, connections: options.connections, ...timing });
+      // Bare and W1 take turns in short slices (bare first, then W1 first, and so on), and each W1
+      // slice is compared with the bare slice next to it: on a shared VM the machine's speed drifts
+      // by tens of percent within seconds, which a ratio of two long runs would take for a difference.
+      const warmUp = { durationMs: options.warmup * 1000, warmupMs: 0 };
+      await measureBare(warmUp);
+      await measure(w1Requests, options.connections, warmUp);
+      const slice = { durationMs: (options.duration * 1000) / W1_ROUNDS, warmupMs: W1_SLICE_WARMUP_MS };
+      const bareSlices = [];
+      const w1Slices = [];
+      for (let round = 0; round < W1_ROUNDS; round++) {
+        if (round % 2 === 0) bareSlices.push(await measureBare(slice));
+        w1Slices.push(await measure(w1Requests, options.connections, slice));
+        if (round % 2 === 1) bareSlices.push(await measureBare(slice));
+      }
       await stopChild(bare.proc);
       bare = null;
-      const baseline = meanLoad(before, after);
-      rows.push(row(`bare node:http, same ${bytes}-byte body (mean of 2)`, options.connections, baseline, `before W1 ${fmt(before.rate)}, after ${fmt(after.rate)} req/s`));
+      const ratios = w1Slices.map((w1, i) => w1.rate / bareSlices[i].rate).sort((a, b) => a - b);
+      const baseline = meanLoad(bareSlices);
+      const w1 = meanLoad(w1Slices);
+      rows.push(row(`bare node:http, same ${bytes}-byte body (${W1_ROUNDS} slices taking turns with W1)`, options.connections, baseline, `slices: ${bareSlices.map((load) => fmt(load.rate)).join(", ")} req/s`));
       rows.push(row("W1 read one by id", options.connections, w1,
-        `${pct(w1.rate / baseline.rate)} of bare req/s (target ≥ 80%); p50 ${ratio(w1.p50 / baseline.p50)}, p99 ${ratio(w1.p99 / baseline.p99)} of bare`));
+        `${pct(ratios[Math.floor(W1_ROUNDS / 2)])} of bare req/s, the median of ${W1_ROUNDS} slice pairs (${pct(ratios[0])}–${pct(ratios.at(-1))}; target ≥ 80%); p50 ${ratio(w1.p50 / baseline.p50)}, p99 ${ratio(w1.p99 / baseline.p99)} of bare`));
     }
     if (only("W2")) {
       const q = encodeURIComponent(JSON.stringify({ status: "todo" }));
@@ -265,19 +283,22 @@ async function measureWithCpu(child, load) {
   const cpuBefore = readCpuMs(child.proc.pid);
   const ownBefore = process.cpuUsage();
   const startedAt = performance.now();
-  const result = await runLoad({ ...load, durationMs: options.duration * 1000, warmupMs: options.warmup * 1000 });
+  const timed = { durationMs: options.duration * 1000, warmupMs: options.warmup * 1000, ...load };
+  const result = await runLoad(timed);
   const wallMs = performance.now() - startedAt;
   const own = process.cpuUsage(ownBefore);
   // Where the measured part lies in the child's --cpu-prof profile (which starts about when it was spawned).
-  const window = [Math.round(startedAt - child.spawnedAt + options.warmup * 1000), Math.round(startedAt - child.spawnedAt + wallMs)];
+  const window = [Math.round(startedAt - child.spawnedAt + timed.warmupMs), Math.round(startedAt - child.spawnedAt + wallMs)];
   return { ...result, serverCpu: (readCpuMs(child.proc.pid) - cpuBefore) / wallMs, generatorCpu: (own.user + own.system) / 1000 / wallMs, window };
 }
 
-function meanLoad(a, b) {
-  const statuses = { ...a.statuses };
-  for (const [status, n] of Object.entries(b.statuses)) statuses[status] = (statuses[status] ?? 0) + n;
-  const mean = (name) => (a[name] + b[name]) / 2;
-  return { count: a.count + b.count, rate: mean("rate"), p50: mean("p50"), p99: mean("p99"), serverCpu: mean("serverCpu"), generatorCpu: mean("generatorCpu"), statuses };
+/** Several measurements as one: rates, latencies and CPU shares averaged, counts summed. */
+function meanLoad(loads) {
+  const statuses = {};
+  for (const load of loads) for (const [status, n] of Object.entries(load.statuses)) statuses[status] = (statuses[status] ?? 0) + n;
+  const mean = (name) => loads.reduce((sum, load) => sum + load[name], 0) / loads.length;
+  const window = [loads[0].window[0], loads.at(-1).window[1]];
+  return { count: loads.reduce((sum, load) => sum + load.count, 0), rate: mean("rate"), p50: mean("p50"), p99: mean("p99"), serverCpu: mean("serverCpu"), generatorCpu: mean("generatorCpu"), statuses, window };
 }
 
 function poolPicker(ids) {
