@@ -53,9 +53,10 @@ function parseArgs(argv: string[]): Parsed {
   return parsed;
 }
 
-function parsePort(text: string): number {
+/** `source` is where the text came from (the flag or an environment variable), for the message. */
+function parsePort(text: string, source: string): number {
   const port = /^\d+$/.test(text) ? Number(text) : NaN;
-  if (!(port >= 0 && port <= 65535)) throw new UsageError(`--port must be a number from 0 to 65535 (got "${text}").`);
+  if (!(port >= 0 && port <= 65535)) throw new UsageError(`${source} must be a number from 0 to 65535 (got "${text}").`);
   return port;
 }
 
@@ -68,12 +69,13 @@ function parseSize(text: string): number {
 
 function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv): ServerOptions {
   const { values } = parsed;
-  const port = values.port ?? env.TABULA_PORT ?? env.PORT;
+  const [port, portSource] =
+    values.port !== undefined ? [values.port, "--port"] : env.TABULA_PORT !== undefined ? [env.TABULA_PORT, "TABULA_PORT"] : [env.PORT, "PORT"];
   return {
     schema: values.schema ?? env.TABULA_SCHEMA ?? "./entities",
     memory: parsed.memory,
     data: values.data ?? env.TABULA_DATA ?? "./data",
-    port: port === undefined ? 8080 : parsePort(port),
+    port: port === undefined ? 8080 : parsePort(port, portSource),
     host: values.host ?? env.TABULA_HOST ?? "127.0.0.1",
     secretKey: values["secret-key"] ?? env.TABULA_SECRET_KEY,
     publishableKey: values["publishable-key"] ?? env.TABULA_PUBLISHABLE_KEY,

@@ -207,6 +207,16 @@ describe("flags", { concurrency: true }, () => {
     assert.ok(stderr.includes(missing), stderr);
   });
 
+  for (const [variable, value] of [["TABULA_PORT", "http"], ["PORT", "99999"]] as const) {
+    test(`a bad ${variable} exits 1 naming ${variable}, not --port`, async () => {
+      const { code, stdout, stderr } = await run(["--schema", schemaDir, "--memory"], { [variable]: value });
+      assert.equal(code, 1);
+      assert.match(stderr, new RegExp(`${variable} must be a number.*"${value}"`));
+      assert.doesNotMatch(stderr, /--port must/);
+      assert.doesNotMatch(stdout, /listening on/);
+    });
+  }
+
   // [file name, declaration, entity, field]
   const badDeclarations: Array<[string, unknown, string, string]> = [
     ["Task.json", { properties: { title: { type: "string" }, size: { type: "float" } } }, "Task", "size"],
