@@ -193,9 +193,9 @@ export class FileStore extends MemoryStore {
   }
 
   /**
-   * Called after every log flush and once at start-up: compacts at once when the log has outgrown the live data twice
-   * over, or, once it is as big as the last snapshot, at the first quiet moment, so that a burst
-   * of requests is seldom slowed by a snapshot being written.
+   * Called after every log flush and once at start-up: compacts at once when the log has outgrown
+   * the live data twice over, or, once it is as big as the last snapshot, at the first quiet
+   * moment, so that a burst of requests is seldom slowed by a snapshot being written.
    */
   private maybeCompact(): void {
     if (this.compaction || this.isClosed) return;
