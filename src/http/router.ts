@@ -6,6 +6,8 @@ export type Params = Record<string, string>;
 
 interface Route<H> {
   readonly segments: readonly string[];
+  /** Per segment, its parameter's name (":id" gives "id"), or null for a literal segment. */
+  readonly paramNames: ReadonlyArray<string | null>;
   readonly handlers: Map<string, H>;
 }
 
@@ -21,7 +23,8 @@ export class Router<H> {
     if (!routes) this.routesByLength.set(segments.length, (routes = []));
     let route = routes.find((r) => r.segments.join("/") === segments.join("/"));
     if (!route) {
-      route = { segments, handlers: new Map() };
+      const paramNames = segments.map((segment) => (segment.startsWith(":") ? segment.slice(1) : null));
+      route = { segments, paramNames, handlers: new Map() };
       routes.push(route);
       // More literal segments first: the first route that matches is the most specific.
       routes.sort((a, b) => literalScore(b) - literalScore(a));
@@ -37,7 +40,7 @@ export class Router<H> {
     const to = path.length > from && path.charCodeAt(path.length - 1) === SLASH ? path.length - 1 : path.length;
     const parts = path.slice(from, to).split("/");
     for (const route of this.routesByLength.get(parts.length) ?? NO_ROUTES) {
-      const params = matchSegments(route.segments, parts);
+      const params = matchSegments(route, parts);
       if (!params) continue;
       const handler = route.handlers.get(method) ?? (method === "HEAD" ? route.handlers.get("GET") : undefined);
       if (handler) return { handler, params };
@@ -54,20 +57,22 @@ function literalScore(route: Route<unknown>): number {
   return route.segments.reduce((score, segment, i) => score + (segment.startsWith(":") ? 0 : 1 / 2 ** i), 0);
 }
 
-const COLON = 0x3a;
 const SLASH = 0x2f;
 const NO_ROUTES: never[] = [];
 
-/** The params of a route of the path's length, or null; literal segments are compared first. */
-function matchSegments(segments: readonly string[], parts: string[]): Params | null {
-  for (let i = 0; i < segments.length; i++) {
-    const segment = segments[i]!;
-    if (segment.charCodeAt(0) === COLON ? parts[i] === "" : segment !== parts[i]) return null;
+/**
+ * The params of a route of the path's length, or null. Segments are compared last first: routes
+ * of the same length differ in their last segments (/count, /bulk, /:id), all start with /api.
+ */
+function matchSegments(route: Route<unknown>, parts: string[]): Params | null {
+  const { segments, paramNames } = route;
+  for (let i = segments.length - 1; i >= 0; i--) {
+    if (paramNames[i] !== null ? parts[i] === "" : segments[i] !== parts[i]) return null;
   }
   const params: Params = {};
   for (let i = 0; i < segments.length; i++) {
-    const segment = segments[i]!;
-    if (segment.charCodeAt(0) === COLON) {
+    const name = paramNames[i];
+    if (name !== null) {
       const part = parts[i]!;
       let value = part;
       if (part.includes("%")) {
@@ -77,7 +82,7 @@ function matchSegments(segments: readonly string[], parts: string[]): Params | n
           return null; // not a valid escape: no route names it
         }
       }
-      params[segment.slice(1)] = value;
+      params[name] = value;
     }
   }
   return params;
