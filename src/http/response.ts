@@ -6,6 +6,7 @@ import { ApiError } from "../errors.ts";
 
 export interface Reply {
   readonly status: number;
+  /** This answer's own headers: Content-Type and Content-Length are added when it is sent. */
   readonly headers: Record<string, string>;
   /** JSON text; null for 304. */
   readonly body: string | null;
@@ -13,8 +14,10 @@ export interface Reply {
 
 const JSON_TYPE = "application/json; charset=utf-8";
 
-export function jsonReply(status: number, body: string, headers: Record<string, string> = {}): Reply {
-  return { status, headers: { "Content-Type": JSON_TYPE, ...headers }, body };
+const NO_HEADERS: Record<string, string> = Object.freeze({});
+
+export function jsonReply(status: number, body: string, headers: Record<string, string> = NO_HEADERS): Reply {
+  return { status, headers, body };
 }
 
 export function errorReply(error: ApiError): Reply {
@@ -24,6 +27,8 @@ export function errorReply(error: ApiError): Reply {
 export function sendReply(res: ServerResponse, reply: Reply): void {
   // A flat [name, value, ...] list: node:http takes it without copying into a header object.
   const headers: Array<string | number> = [];
+  // Idempotent answers stored in a data folder by earlier builds carry their own Content-Type.
+  if (reply.body !== null && reply.headers["Content-Type"] === undefined) headers.push("Content-Type", JSON_TYPE);
   for (const name in reply.headers) headers.push(name, reply.headers[name]!);
   if (reply.body !== null) headers.push("Content-Length", Buffer.byteLength(reply.body));
   res.writeHead(reply.status, headers as unknown as string[]);

@@ -92,7 +92,7 @@ function createRecord(ctx: RequestContext): Outcome {
   const entity = ctx.records.entity(ctx.params.entity!);
   const change = ctx.records.create(entity, requireBody(ctx.body, `{"${entity.fieldNames[0] ?? "field"}": ...}`), ctx.caller);
   const location = `/api/entities/${encodeURIComponent(entity.name)}/${change.result.id}`;
-  return { reply: recordReply(201, ctx, entity, change.result, { Location: location }), change };
+  return { reply: recordReply(201, ctx, entity, change.result, location), change };
 }
 
 function updateRecord(ctx: RequestContext): Outcome {
@@ -159,8 +159,9 @@ function deleteManyRecords(ctx: RequestContext): Outcome {
   return { reply: jsonReply(200, JSON.stringify(change.result)), change };
 }
 
-function recordReply(status: number, ctx: RequestContext, entity: EntityDef, row: Row, headers: Record<string, string> = {}): Reply {
-  return jsonReply(status, recordJson(entity, row, ctx.caller), { ETag: etagOf(row), ...headers });
+function recordReply(status: number, ctx: RequestContext, entity: EntityDef, row: Row, location?: string): Reply {
+  const etag = etagOf(row);
+  return jsonReply(status, recordJson(entity, row, ctx.caller), location === undefined ? { ETag: etag } : { ETag: etag, Location: location });
 }
 
 function requireSecret(ctx: RequestContext, action: string): void {

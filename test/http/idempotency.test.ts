@@ -7,10 +7,11 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, beforeEach, mock, test } from "node:test";
-import { IDEMPOTENCY_TTL_MS } from "../../src/http/idempotency.ts";
+import { IDEMPOTENCY_TTL_MS, idempotentRequest } from "../../src/http/idempotency.ts";
+import { FileStore } from "../../src/store/file-store.ts";
 import { MemoryStore } from "../../src/store/memory-store.ts";
 import type { IdempotentAnswer } from "../../src/store/store.ts";
-import { PUBLISHABLE, q, startTestServer, TASK, type Answer, type TestServer } from "../support/server.ts";
+import { PUBLISHABLE, q, SECRET, startTestServer, TASK, type Answer, type TestServer } from "../support/server.ts";
 
 const OTHER_SECRET = "sk_test_other_secret";
 const NOTE = { name: "Note", type: "object", properties: { title: { type: "string" } } };
@@ -396,3 +397,33 @@ test("a stored answer survives a restart of the file store, and parallel retries
   }
 });
 
+
+test("an answer stored with its own Content-Type (as earlier builds stored them) is replayed with one", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "tabula-idempotency-"));
+  const options = { memory: false, data: dir, warn: () => {} };
+  try {
+    const first = await startTestServer(options);
+    const caller = first.keys.authenticate(SECRET);
+    await first.close();
+    const body = JSON.stringify({ title: "stored earlier" });
+    const request = idempotentRequest(caller, "legacy-key", "POST", T, Buffer.from(body));
+    const store = await FileStore.open({ dir, valueIndexed: new Map(), warn: () => {} });
+    const headers = { "Content-Type": "application/json; charset=utf-8", ETag: '"7"', Location: `${T}/legacy` };
+    await store.write({ puts: [], answer: { ...request, status: 201, headers, body: '{"id":"legacy"}', expiresAt: Date.now() + IDEMPOTENCY_TTL_MS } });
+    await store.close();
+
+    const server = await startTestServer(options);
+    try {
+      const replay = await server.call("POST", T, { body, headers: { "Idempotency-Key": "legacy-key" } });
+      assert.equal(replay.status, 201);
+      assert.equal(replay.headers.get("idempotent-replayed"), "true");
+      assert.equal(replay.headers.get("content-type"), "application/json; charset=utf-8", "named once, not twice");
+      assert.equal(replay.headers.get("etag"), '"7"');
+      assert.equal(replay.text, '{"id":"legacy"}');
+    } finally {
+      await server.close();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
