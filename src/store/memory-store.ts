@@ -88,9 +88,20 @@ export class MemoryStore implements Store {
     this.dropExpiredAnswers(Date.now());
   }
 
-  /** One row of a batch; alone, for rows loaded from a snapshot, which come without a batch. */
+  /** One row of a batch. */
   protected applyRow(entity: string, row: Row): void {
     this.table(entity).apply(row);
+    this.noteRow(row);
+  }
+
+  /** A row loaded from a snapshot, whose id is new (see Table.insertNew); false if it was not. */
+  protected loadRow(entity: string, row: Row): boolean {
+    if (!this.table(entity).insertNew(row)) return false;
+    this.noteRow(row);
+    return true;
+  }
+
+  private noteRow(row: Row): void {
     if (row.rev > this.rev) this.rev = row.rev;
     if (this.largestId === undefined || row.id > this.largestId) this.largestId = row.id;
   }
