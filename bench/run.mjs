@@ -10,7 +10,7 @@
 //                      [--cpu-prof DIR]   (then: node bench/profile-summary.mjs DIR/*.cpuprofile)
 // --only takes workload names and SUSTAINED (updates until a compaction, or for --sustain seconds).
 
-import { copyFileSync, mkdtempSync, rmSync, statfsSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readdirSync, rmSync, statfsSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path, { join } from "node:path";
 import { buildRequest, runLoad } from "./load.mjs";
@@ -29,6 +29,9 @@ const TMPFS_MAGIC = 0x01021994;
 const DISK_PROBE_MS = 1000;
 const SLICE_MS = 2000;
 const SUSTAIN_MAX_MS = 90_000;
+/** Longer than the server's wait for a quiet moment (250 ms) before a start-up compaction. */
+const SETTLE_QUIET_MS = 2000;
+const SETTLE_MAX_MS = 300_000;
 const SCHEMA = {
   Task: {
     name: "Task",
@@ -105,6 +108,10 @@ async function main() {
     await stopChild(server.proc);
     server = await startTabula(dir, dataDir, profFlags);
     const seededStart = { startMs: server.startMs, rss: readRss(server.proc.pid), files: dataFiles(dataDir) };
+    // The seeding leaves a log about as big as the snapshot, which the server compacts at its first
+    // quiet moment. The workloads start once that is over, and memory is measured again then,
+    // against the one snapshot that then holds all the data.
+    const settled = await waitForStartCompaction(server, dataDir);
     if (options.cpuProf) notes.push(`profiled: seeding in the first profile in ${options.cpuProf}, the workloads in the second (pid ${server.proc.pid}); windows below`);
     const pick = poolPicker(seeded.ids);
     const get = (path) => buildRequest("GET", path, { headers: { "X-Api-Key": SECRET_KEY } });
@@ -194,12 +201,32 @@ async function main() {
     await stopChild(server.proc);
     server = null;
 
-    printReport({ rows, notes, afterSeed, seededStart, afterLoad, afterKill, crashStart, afterStop, restarted, seeded, sustained });
+    printReport({ rows, notes, afterSeed, seededStart, settled, afterLoad, afterKill, crashStart, afterStop, restarted, seeded, sustained });
   } finally {
     if (bare) await stopChild(bare.proc);
     if (server) await stopChild(server.proc);
     if (options.keep) console.log(`\nkept ${dir}`);
     else rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Waits for the compaction a server may start right after start-up: until a new snapshot has
+ * replaced the old one, or, if none has begun (no snapshot-*.tmp) within SETTLE_QUIET_MS, until then.
+ */
+async function waitForStartCompaction(server, dataDir) {
+  const snapshots = () => readdirSync(dataDir).filter((name) => name.startsWith("snapshot-")).sort().join(",");
+  const before = snapshots();
+  const startedAt = performance.now();
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const now = snapshots();
+    const ms = performance.now() - startedAt;
+    const isRunning = now.includes(".tmp");
+    const compacted = !isRunning && now !== before;
+    if (compacted || (!isRunning && ms >= SETTLE_QUIET_MS) || ms >= SETTLE_MAX_MS) {
+      return { ms, compacted, rss: readRss(server.proc.pid), files: dataFiles(dataDir) };
+    }
   }
 }
 
@@ -318,7 +345,7 @@ function row(workload, connections, load, note = "") {
   return `| ${workload} | ${connections} | ${fmt(load.rate)} | ${load.p50.toFixed(2)} | ${load.p99.toFixed(2)} | ${cpu} | ${note}${failures} |`;
 }
 
-function printReport({ rows, notes, afterSeed, seededStart, afterLoad, afterKill, crashStart, afterStop, restarted, seeded, sustained }) {
+function printReport({ rows, notes, afterSeed, seededStart, settled, afterLoad, afterKill, crashStart, afterStop, restarted, seeded, sustained }) {
   const mib = (bytes) => `${(bytes / 1048576).toFixed(1)} MiB`;
   const files = (f) => `log ${mib(f.logBytes)}, snapshot ${mib(f.snapshotBytes)} (${f.sized.map((x) => `${x.name.replace(/-0+/, "-")} ${mib(x.bytes)}`).join(", ")})`;
   const cpu = os.cpus();
@@ -332,9 +359,15 @@ function printReport({ rows, notes, afterSeed, seededStart, afterLoad, afterKill
   for (const note of notes) console.log(`- ${note}`);
   for (const window of profileWindows) console.log(`- profile window of ${window}`);
   console.log(`- start-up (process start included) on the seeded folder: ${seededStart.startMs.toFixed(0)} ms; after the workloads, killed with SIGKILL (snapshot + log replay): ${crashStart.startMs.toFixed(0)} ms; after a clean stop: ${restarted.startMs.toFixed(0)} ms`);
-  console.log(`- resident memory of tabula: ${mib(seededStart.rss)} after starting on the seeded folder (the seeding process itself: ${mib(afterSeed.rss)}), ${mib(afterLoad.rss)} after the workloads (${fmt(afterLoad.records)} records by then), ${mib(crashStart.rss)} after the start that followed SIGKILL, ${mib(restarted.rss)} after a clean restart (target ≤ 200 MiB at 100,000; ≤ 2× the snapshot)`);
+  console.log(`- resident memory of tabula: ${mib(seededStart.rss)} after starting on the seeded folder (the seeding process itself: ${mib(afterSeed.rss)}), ${mib(afterLoad.rss)} after the workloads (${fmt(afterLoad.records)} records by then), ${mib(crashStart.rss)} after the start that followed SIGKILL, ${mib(restarted.rss)} after a clean restart (target ≤ 200 MiB at 100,000)`);
+  const times = (rss, bytes) => `${(rss / bytes).toFixed(2)}×`;
+  console.log(`- resident memory against the data on disk: at the seeded start ${times(seededStart.rss, seededStart.files.snapshotBytes)} the snapshot (${times(seededStart.rss, seededStart.files.snapshotBytes + seededStart.files.logBytes)} snapshot + log); ` +
+    (settled.compacted
+      ? `once the compaction that followed was over (${(settled.ms / 1000).toFixed(1)} s after start-up) ${mib(settled.rss)}, ${times(settled.rss, settled.files.snapshotBytes)} the snapshot it wrote (target at 1,000,000 records: ≤ 2× the snapshot)`
+      : `no compaction followed start-up; ${mib(settled.rss)} ${(settled.ms / 1000).toFixed(1)} s later (target at 1,000,000 records: ≤ 2× the snapshot)`));
   console.log(`- data folder after seeding: ${files(afterSeed.files)}`);
   console.log(`- after the seeded folder's start: ${files(seededStart.files)}`);
+  console.log(`- after the compaction that follows start-up: ${files(settled.files)}`);
   console.log(`- after the workloads: ${files(afterLoad.files)}`);
   console.log(`- after SIGKILL: ${files(afterKill)}`);
   console.log(`- after a clean stop: ${files(afterStop)}`);
