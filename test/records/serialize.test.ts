@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { Caller } from "../../src/records/caller.ts";
 import { Records } from "../../src/records/records.ts";
-import { MAX_CACHED_JSON_ROWS, recordJson, recordJsonWith, recordObject, recordsJson } from "../../src/records/serialize.ts";
+import { MAX_CACHED_JSON_ROWS, MAX_CACHED_PAGE_ROWS, recordJson, recordJsonWith, recordObject, recordsJson } from "../../src/records/serialize.ts";
 import { loadSchemaObject } from "../../src/schema/load.ts";
 import { validateChanges, validateCreate } from "../../src/schema/validate.ts";
 import { MemoryStore } from "../../src/store/memory-store.ts";
@@ -139,6 +139,22 @@ describe("the read JSON cache", () => {
     assert.equal(first.memo?.publicJson, undefined);
     assert.equal(rows.at(-1)!.memo?.secretJson, reference(rows.at(-1)!, SECRET), "the newest keeps its JSON");
     assert.equal(recordJson(task, first, SECRET), expected, "an emptied version answers the same, built again");
+  });
+
+  test("holds the rows of pages up to MAX_CACHED_PAGE_ROWS, not of bigger ones, whose answers are the same", () => {
+    const page = (size: number, from: number): Row[] => Array.from({ length: size }, (_, i) => ({
+      id: `p${from + i}`,
+      rev: 1,
+      deleted: false,
+      data: { id: `p${from + i}`, title: `page row ${from + i}`, created_date: "2026-01-01T00:00:00.000Z", updated_date: "2026-01-01T00:00:00.000Z", created_by_id: "key_1" },
+    }));
+    const small = page(MAX_CACHED_PAGE_ROWS, 0);
+    const big = page(MAX_CACHED_PAGE_ROWS + 1, MAX_CACHED_PAGE_ROWS);
+    const expected = (rows: Row[]) => `[${rows.map((row) => reference(row, SECRET)).join(",")}]`;
+    assert.equal(recordsJson(task, small, SECRET, null), expected(small));
+    assert.equal(recordsJson(task, big, SECRET, null), expected(big));
+    assert.ok(small.every((row) => row.memo?.secretJson === reference(row, SECRET)), "a page's rows are cached");
+    assert.ok(big.every((row) => row.memo?.secretJson === undefined), "a bigger page's rows are not");
   });
 
   test("a written version gives up its data JSON once the store has it", () => {
