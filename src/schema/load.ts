@@ -40,6 +40,8 @@ export function loadSchemaPath(path: string): Schema {
   if (!isFolder) {
     const declarations = readJson(path);
     if (!isPlainObject(declarations)) throw new SchemaError(`${path}: a schema file must be a JSON object { "<Entity>": <declaration>, ... }.`);
+    // One entity's <Entity>.json, given on its own, is a schema of that entity.
+    if (isOneDeclaration(declarations)) return buildSchema([{ file: path, fallbackName: basename(path, ".json"), declaration: declarations }]);
     return buildSchema(Object.entries(declarations).map(([name, declaration]) => ({ file: path, fallbackName: name, declaration })));
   }
   const files = readdirSync(path).filter((file) => file.endsWith(".json")).sort();
@@ -54,6 +56,14 @@ export function loadSchemaObject(declarations: Declarations): Schema {
   return buildSchema(
     Object.entries(declarations).map(([name, declaration]) => ({ file: "(schema object)", fallbackName: name, declaration })),
   );
+}
+
+/**
+ * A declaration, not a map of them: it has properties, and a "type" of "object" or a "name" (in a
+ * map those keys would name entities, whose values are objects, not strings).
+ */
+function isOneDeclaration(value: Record<string, unknown>): boolean {
+  return isPlainObject(value.properties) && (value.type === "object" || typeof value.name === "string");
 }
 
 function readJson(file: string): unknown {

@@ -272,6 +272,20 @@ describe("running", { concurrency: true }, () => {
     }
   });
 
+  test("--schema with one entity's <Entity>.json serves that entity alone", async () => {
+    const server = await start(["--schema", join(schemaDir, "Note.json"), "--memory", "--port", "0"]);
+    try {
+      const output = server.output();
+      assert.match(output, /Note \(2 fields\)/);
+      assert.doesNotMatch(output, /Task/);
+      const secret = printedKeys(output).secret[0]!;
+      assert.equal((await call(server, secret, "POST", "/api/entities/Note", { body: "one file" })).status, 201);
+      assert.equal((await call(server, secret, "GET", "/api/entities/Task")).status, 404);
+    } finally {
+      assert.equal(await stop(server, "SIGTERM"), 0);
+    }
+  });
+
   test("TABULA_SECRET_KEY, TABULA_PUBLISHABLE_KEY and TABULA_PORT are used when no flag is given", async () => {
     const port = await freePort();
     const env = { TABULA_SECRET_KEY: "sk_from_env_0001", TABULA_PUBLISHABLE_KEY: "pk_from_env_0001", TABULA_PORT: String(port) };

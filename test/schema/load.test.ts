@@ -197,6 +197,20 @@ describe("loadSchemaPath", () => {
     assert.deepEqual([...schema.entities.keys()], ["Task", "Note"]);
   });
 
+  test("one entity's <Entity>.json on its own loads that entity, named by \"name\" or by the file name", async () => {
+    const dir = await folder({ "Task.json": TASK, "Note.json": { type: "object", properties: { body: { type: "string" } } } });
+    const task = loadSchemaPath(join(dir, "Task.json"));
+    assert.deepEqual([...task.entities.keys()], ["Task"]);
+    assert.equal(task.entities.get("Task")!.fieldNames.length, 10);
+    assert.deepEqual([...loadSchemaPath(join(dir, "Note.json")).entities.keys()], ["Note"]);
+  });
+
+  test("a schema file whose entities are named name, type and properties is still a map of them", async () => {
+    const declaration = { properties: { body: { type: "string" } } };
+    const dir = await folder({ "schema.json": { name: declaration, type: declaration, properties: declaration } });
+    assert.deepEqual([...loadSchemaPath(join(dir, "schema.json")).entities.keys()], ["name", "type", "properties"]);
+  });
+
   // [what, files, path inside the folder ("" for the folder), what the message must say (the path is added)]
   const refused: Array<[string, Record<string, unknown>, string, RegExp[]]> = [
     ["a missing folder", {}, "missing", [/does not exist/]],
