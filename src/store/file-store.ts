@@ -157,9 +157,7 @@ export class FileStore extends MemoryStore {
   private async loadSnapshot(seq: number, loader: RowLoader): Promise<void> {
     const path = join(this.options.dir, snapshotName(seq));
     const header = await readSnapshot(path, {
-      onRow: (entity, image) => {
-        if (!this.loadRow(entity, loader.toRow(image))) throw new Error(`Cannot open the data folder: the snapshot ${path} holds ${entity} ${image.id} twice. Restore the folder from a backup.`);
-      },
+      onRow: (entity, image) => this.applyRow(entity, loader.toRow(image)),
       onAnswer: (answer) => this.apply({ puts: [], answer }),
     });
     if (header.seq !== seq) throw new Error(`Cannot open the data folder: ${path} says it covers entries before ${header.seq}, its name says ${seq}. Was it renamed by hand?`);

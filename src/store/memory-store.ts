@@ -88,24 +88,9 @@ export class MemoryStore implements Store {
     this.dropExpiredAnswers(Date.now());
   }
 
-  /** One row of a batch. */
+  /** One row of a batch; alone, for rows loaded from a snapshot, which come without a batch. */
   protected applyRow(entity: string, row: Row): void {
-    const table = this.table(entity);
-    // An id above every id stored is new: nearly every create's, as ids grow with time. Such a
-    // row skips the look-up of an old version (a sixth of replaying a log of creates).
-    if (this.largestId === undefined || row.id > this.largestId) table.insertNew(row);
-    else table.apply(row);
-    this.noteRow(row);
-  }
-
-  /** A row loaded from a snapshot, whose id is new (see Table.insertNew); false if it was not. */
-  protected loadRow(entity: string, row: Row): boolean {
-    if (!this.table(entity).insertNew(row)) return false;
-    this.noteRow(row);
-    return true;
-  }
-
-  private noteRow(row: Row): void {
+    this.table(entity).apply(row);
     if (row.rev > this.rev) this.rev = row.rev;
     if (this.largestId === undefined || row.id > this.largestId) this.largestId = row.id;
   }

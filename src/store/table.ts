@@ -49,24 +49,6 @@ export class Table {
   apply(row: Row): void {
     const old = this.rows.get(row.id);
     this.rows.set(row.id, row);
-    this.index(row, old);
-  }
-
-  /**
-   * apply() for a row whose id is not stored yet, as with every row of a snapshot: it skips the
-   * look-up of an old version, a sixth of loading a big snapshot. Returns false when the id was
-   * stored after all; the old version's index entries are then left behind, so the caller must
-   * give up the table (a snapshot that holds an id twice is damaged).
-   */
-  insertNew(row: Row): boolean {
-    const size = this.rows.size;
-    this.rows.set(row.id, row);
-    if (this.rows.size === size) return false;
-    this.index(row, undefined);
-    return true;
-  }
-
-  private index(row: Row, old: Row | undefined): void {
     for (const index of this.sortIndexes.values()) {
       if (old) index.replace(old, row);
       else index.insert(row);

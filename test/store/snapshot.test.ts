@@ -138,25 +138,6 @@ describe("snapshot format 1", () => {
   });
 });
 
-describe("a damaged snapshot", () => {
-  test("one that holds a record twice is refused, naming the record, and the folder is left as it was", async () => {
-    const dir = await mkdtemp(join(root, "twice-"));
-    const row = sampleRows()[0]!.row;
-    const text = [
-      frameLine({ format: "tabula-snapshot/2", seq: 1, rev: 2 }),
-      frameLine({ e: "Task", rev: 1, data: row.data }),
-      frameLine({ e: "Task", rev: 2, data: { ...row.data, title: "again" } }),
-      frameLine({ end: true, rows: 2, answers: 0 }),
-    ].join("");
-    await writeFile(join(dir, snapshotName(1)), text);
-    await assert.rejects(openStore(dir), (error: Error) => {
-      assert.match(error.message, new RegExp(`snapshot .*${snapshotName(1)} holds Task a1 twice`));
-      return true;
-    });
-    assert.equal(await readFile(join(dir, snapshotName(1)), "utf8"), text);
-  });
-});
-
 describe("rows loaded at start-up", () => {
   test("share repeated strings without changing any value or key order", async () => {
     const dir = await mkdtemp(join(root, "shared-"));
