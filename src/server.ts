@@ -4,6 +4,7 @@
 
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { performance } from "node:perf_hooks";
 import { ApiError, internalError, methodNotAllowed, notFound } from "./errors.ts";
 import { IdempotencyGuard, idempotentRequest, type IdempotentRequest } from "./http/idempotency.ts";
 import { buildOpenApi, describeEntity } from "./http/openapi.ts";
@@ -43,6 +44,14 @@ export interface ServerOptions {
   readonly onFatal?: (error: Error) => void;
 }
 
+export interface LoadedData {
+  readonly records: number;
+  readonly deletedRecords: number;
+  /** Snapshot and log bytes read. */
+  readonly bytes: number;
+  readonly ms: number;
+}
+
 export interface TabulaServer {
   readonly url: string;
   readonly port: number;
@@ -54,6 +63,8 @@ export interface TabulaServer {
   readonly dataDir: string | null;
   /** Stored fields that the schema no longer declares, as "Entity.field" (kept, never shown). */
   readonly undeclaredFields: readonly string[];
+  /** What the data folder held at start-up and how long loading it took; null in memory mode. */
+  readonly loaded: LoadedData | null;
   readonly seeded: number;
   /** Empties every entity, forgets idempotency keys, and loads the seed again. */
   reset(): Promise<void>;
@@ -66,9 +77,11 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
   const warn = options.warn ?? ((message: string) => process.stderr.write(`warning: ${message}\n`));
   const dataDir = options.memory ? null : (options.data ?? "./data");
   // The store first: it creates the data folder and takes its lock before keys.json is written.
+  const openedAt = performance.now();
   const store = dataDir
     ? await FileStore.open({ dir: dataDir, valueIndexed: valueIndexedFields(schema), warn })
     : new MemoryStore(valueIndexedFields(schema));
+  const loaded = store instanceof FileStore ? describeLoad(store, performance.now() - openedAt) : null;
   try {
     const keys = loadKeys({ dataDir, secretKey: options.secretKey, publishableKey: options.publishableKey, keys: options.keys });
     const records = new Records(schema, store);
@@ -93,6 +106,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
       publishableKey: keys.first("publishable").key,
       dataDir,
       undeclaredFields: findUndeclaredFields(schema, store),
+      loaded,
       seeded,
       async reset() {
         await store.reset();
@@ -123,6 +137,11 @@ function valueIndexedFields(schema: Schema): ValueIndexedFields {
     fields.set(entity.name, indexed.map((field) => field.name));
   }
   return fields;
+}
+
+function describeLoad(store: FileStore, ms: number): LoadedData {
+  const { records, deletedRecords, snapshotBytes, logBytes } = store.describe();
+  return { records, deletedRecords, bytes: snapshotBytes + logBytes, ms };
 }
 
 function findUndeclaredFields(schema: Schema, store: Store): string[] {

@@ -3,7 +3,10 @@
 // like creates (an invalid one rejects naming entity, index and field).
 
 import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
 import { createServer as createNetServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { startServer } from "../../src/api.ts";
@@ -55,6 +58,7 @@ test("startServer with a schema folder resolves to url, both keys, reset and clo
     assert.match(server.secretKey, /^sk_/);
     assert.match(server.publishableKey, /^pk_/);
     assert.equal(server.dataDir, null, "memory mode by default: nothing on disk");
+    assert.equal(server.loaded, null, "nothing loaded in memory mode");
     const entities = await get(`${server.url}/api/entities`, server.secretKey);
     assert.deepEqual(entities.body.map((entity: { name: string }) => entity.name).sort(), ["Note", "Task"]);
     assert.equal((await get(`${server.url}/api/entities/Task`, server.publishableKey)).status, 200);
@@ -186,4 +190,25 @@ test("start-up to first answered request, in an empty memory store", async () =>
   await server.close();
   assert.equal(first.status, 200);
   console.log(`startServer(): listening after ${(listening - startedAt).toFixed(1)} ms, first request answered after ${(answered - startedAt).toFixed(1)} ms`);
+});
+
+test("with a data folder, loaded says how many records the folder held at start-up", async () => {
+  const data = await mkdtemp(join(tmpdir(), "tabula-loaded-"));
+  try {
+    const first = await startServer({ schema: { Task: TASK }, memory: false, data });
+    assert.deepEqual({ ...first.loaded, ms: 0, bytes: 0 }, { records: 0, deletedRecords: 0, bytes: 0, ms: 0 });
+    for (const title of ["one", "two", "three"]) assert.equal((await post(`${first.url}/api/entities/Task`, first.secretKey, { title })).status, 201);
+    await first.close();
+    const second = await startServer({ schema: { Task: TASK }, memory: false, data });
+    try {
+      assert.equal(second.loaded?.records, 3);
+      assert.equal(second.loaded?.deletedRecords, 0);
+      assert.ok(second.loaded!.bytes > 0, "the log's bytes are counted");
+      assert.ok(second.loaded!.ms >= 0);
+    } finally {
+      await second.close();
+    }
+  } finally {
+    await rm(data, { recursive: true, force: true });
+  }
 });

@@ -326,6 +326,7 @@ describe("running", { concurrency: true }, () => {
   test("with --data, generated keys are saved in keys.json, reused on restart and not printed in full again", async () => {
     const data = join(await folder(), "data");
     const first = await start(["--schema", schemaDir, "--data", data, "--port", "0"]);
+    assert.doesNotMatch(first.output(), /^loaded/m, "an empty folder loads nothing worth a line");
     const printed = printedKeys(first.output());
     assert.equal(await stop(first), 0);
     assert.equal(printed.secret.length, 1, first.output());
@@ -402,6 +403,7 @@ describe("running", { concurrency: true }, () => {
 
       const second = await start(args);
       try {
+        assert.match(second.output(), /^loaded {5}1 record \(and 1 deleted\) from \d+\.\d MiB of snapshot and log in \d+\.\d\d s$/m);
         const read = await call(second, "sk_durable_0001", "GET", `/api/entities/Task/${created.body.id}`);
         assert.equal(read.status, 200);
         assert.deepEqual(read.body, created.body);
