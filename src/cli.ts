@@ -88,6 +88,10 @@ function count(n: number): string {
   return n.toLocaleString("en-US");
 }
 
+function size(bytes: number): string {
+  return bytes < 1048576 ? `${Math.ceil(bytes / 1024)} KiB` : `${(bytes / 1048576).toFixed(1)} MiB`;
+}
+
 function printBanner(server: TabulaServer, options: ServerOptions): void {
   const lines = [`tabula ${VERSION}`];
   const entities = [...server.schema.entities.values()].map((e) => `${e.name} (${e.fieldNames.length} fields)`);
@@ -96,7 +100,7 @@ function printBanner(server: TabulaServer, options: ServerOptions): void {
   const loaded = server.loaded;
   if (loaded && loaded.records + loaded.deletedRecords > 0) {
     const deleted = loaded.deletedRecords > 0 ? ` (and ${count(loaded.deletedRecords)} deleted)` : "";
-    lines.push(`loaded     ${count(loaded.records)} record${loaded.records === 1 ? "" : "s"}${deleted} from ${(loaded.bytes / 1048576).toFixed(1)} MiB of snapshot and log in ${(loaded.ms / 1000).toFixed(2)} s`);
+    lines.push(`loaded     ${count(loaded.records)} record${loaded.records === 1 ? "" : "s"}${deleted} from ${size(loaded.bytes)} of snapshot and log in ${(loaded.ms / 1000).toFixed(2)} s`);
   }
   if (server.seeded > 0) lines.push(`seed       ${server.seeded} records loaded from ${options.seed}`);
   for (const field of server.undeclaredFields) lines.push(`note       ${field} is stored but no longer declared: kept on disk, neither returned nor writable`);

@@ -403,7 +403,7 @@ describe("running", { concurrency: true }, () => {
 
       const second = await start(args);
       try {
-        assert.match(second.output(), /^loaded {5}1 record \(and 1 deleted\) from \d+\.\d MiB of snapshot and log in \d+\.\d\d s$/m);
+        assert.match(second.output(), /^loaded {5}1 record \(and 1 deleted\) from [1-9]\d* KiB of snapshot and log in \d+\.\d\d s$/m);
         const read = await call(second, "sk_durable_0001", "GET", `/api/entities/Task/${created.body.id}`);
         assert.equal(read.status, 200);
         assert.deepEqual(read.body, created.body);
