@@ -1,9 +1,10 @@
 // The side-by-side benchmark of issue 7 (`npm run bench`, which builds first). It seeds a
 // deterministic Task table through POST /bulk (that is W8) into tabula run as a child on a fresh data
 // folder (file store, fsync before every answer), restarts it on the seeded folder (start-up time and
-// memory of the seeded store), measures each workload for a fixed time at a fixed
-// concurrency with bench/load.mjs, and prints a Markdown table. W1 is also given as a ratio to a
-// bare node:http server measured in the same run, so that the machine's noise cancels out.
+// memory of the seeded store), waits for the compaction that may follow, measures each workload for
+// a fixed time at a fixed concurrency with bench/load.mjs, and prints a Markdown table. W1 is also
+// given as a ratio to a bare node:http server measured in the same run, so that the machine's noise
+// cancels out.
 //
 //   node bench/run.mjs [--records 100000] [--duration 5] [--connections 32] [--only W1,W3] [--keep]
 //                      [--sustain S] [--node-flags "FLAGS for the tabula child"]
@@ -360,7 +361,7 @@ function printReport({ rows, notes, afterSeed, seededStart, settled, afterLoad, 
   for (const window of profileWindows) console.log(`- profile window of ${window}`);
   console.log(`- start-up (process start included) on the seeded folder: ${seededStart.startMs.toFixed(0)} ms; after the workloads, killed with SIGKILL (snapshot + log replay): ${crashStart.startMs.toFixed(0)} ms; after a clean stop: ${restarted.startMs.toFixed(0)} ms`);
   console.log(`- resident memory of tabula: ${mib(seededStart.rss)} after starting on the seeded folder (the seeding process itself: ${mib(afterSeed.rss)}), ${mib(afterLoad.rss)} after the workloads (${fmt(afterLoad.records)} records by then), ${mib(crashStart.rss)} after the start that followed SIGKILL, ${mib(restarted.rss)} after a clean restart (target ≤ 200 MiB at 100,000)`);
-  const times = (rss, bytes) => `${(rss / bytes).toFixed(2)}×`;
+  const times = (rss, bytes) => (bytes > 0 ? `${(rss / bytes).toFixed(2)}×` : "(no file)");
   console.log(`- resident memory against the data on disk: at the seeded start ${times(seededStart.rss, seededStart.files.snapshotBytes)} the snapshot (${times(seededStart.rss, seededStart.files.snapshotBytes + seededStart.files.logBytes)} snapshot + log); ` +
     (settled.compacted
       ? `once the compaction that followed was over (${(settled.ms / 1000).toFixed(1)} s after start-up) ${mib(settled.rss)}, ${times(settled.rss, settled.files.snapshotBytes)} the snapshot it wrote (target at 1,000,000 records: ≤ 2× the snapshot)`
