@@ -554,3 +554,20 @@ test("deleted rows leave the value index, restored rows return to it", () => {
     assert.equal(store.count(ENTITY, null, "exclude"), row.deleted ? 0 : 1, `rev ${row.rev}: live count`);
   }
 });
+
+test("a value index built on first use, after writes, deletes and restores, holds the live rows only", () => {
+  const store = new MemoryStore(new Map([[ENTITY, VALUE_INDEXED]]));
+  const filter = parseFilter(entity, { status: "todo" }, ACCESS);
+  const at = "2026-01-01T00:00:00.000Z";
+  const row = (n: number, rev: number, status: string, deleted = false): Row => {
+    const id = n.toString(16).padStart(24, "0");
+    return { id, rev, deleted, data: { id, created_date: at, updated_date: at, status } };
+  };
+  // 1 and 2 stay todo, 3 moves away from todo, 4 is deleted, 5 is deleted and restored.
+  const writes = [row(1, 1, "todo"), row(2, 2, "todo"), row(3, 3, "todo"), row(4, 4, "todo"), row(5, 5, "todo"), row(3, 6, "done"), row(4, 7, "todo", true), row(5, 8, "todo", true), row(5, 9, "todo")];
+  for (const version of writes) void store.write({ puts: [{ entity: ENTITY, row: version }] });
+  assert.equal(store.count(ENTITY, filter, "exclude"), 3, "built now: rows 1, 2 and 5");
+  void store.write({ puts: [{ entity: ENTITY, row: row(1, 10, "doing") }] });
+  assert.equal(store.count(ENTITY, filter, "exclude"), 2, "maintained from then on");
+  assert.equal(store.count(ENTITY, filter, "only"), 1, "row 4, deleted, answered by a scan");
+});
