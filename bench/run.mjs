@@ -11,7 +11,7 @@
 //                      [--cpu-prof DIR]   (then: node bench/profile-summary.mjs DIR/*.cpuprofile)
 // --only takes workload names and SUSTAINED (updates until a compaction, or for --sustain seconds).
 
-import { copyFileSync, mkdtempSync, readdirSync, rmSync, statfsSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, mkdtempSync, readdirSync, rmSync, statfsSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path, { join } from "node:path";
 import { buildRequest, runLoad } from "./load.mjs";
@@ -107,6 +107,8 @@ async function main() {
     // The workloads run on a fresh start on the seeded folder: that start is the seeded store's
     // start-up time and resident memory, and no workload inherits the seeding's heap.
     await stopChild(server.proc);
+    // Under --keep, a copy of the seeded folder, for timing start-ups from it again by hand.
+    if (options.keep) cpSync(dataDir, join(dir, "seeded-data"), { recursive: true });
     server = await startTabula(dir, dataDir, profFlags);
     const seededStart = { startMs: server.startMs, rss: readRss(server.proc.pid), files: dataFiles(dataDir) };
     // The seeding leaves a log about as big as the snapshot, which the server compacts at its first
@@ -206,7 +208,7 @@ async function main() {
   } finally {
     if (bare) await stopChild(bare.proc);
     if (server) await stopChild(server.proc);
-    if (options.keep) console.log(`\nkept ${dir}`);
+    if (options.keep) console.log(`\nkept ${dir} (the folder as seeded: ${join(dir, "seeded-data")})`);
     else rmSync(dir, { recursive: true, force: true });
   }
 }
