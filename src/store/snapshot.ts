@@ -1,17 +1,36 @@
 // Snapshots: every row of every entity (deleted rows and undeclared entities included), the live
-// idempotency answers and the revision counter, as framed JSON lines in `snapshot-<seq>`, which
-// covers every log entry before seq. Written to a .tmp file, synced, then renamed, so a snapshot
-// that has its name is whole. Format 2 (written since issue 7) drops what format 1 repeated on every
-// row line; format 1 files are still read.
+// idempotency answers and the revision counter in `snapshot-<seq>`, which covers every log entry
+// before seq. Written to a .tmp file, synced, then renamed, so a snapshot that has its name is
+// whole; its end marker holds the CRC-32 of every byte before it, checked on reading.
+//
+// Format 3 (the one written) is a stream of JSON values, one line each, made to load fast:
+//   {"format":"tabula-snapshot/3","seq":…,"rev":…,"crc":…}   the header, framed like a log line
+//   {"entity":"Task"}                                        the rows that follow are Task's
+//   7 {"id":"01a2…","title":…}                               a row: its rev, then its data
+//   9 "deleted" {"id":"01a3…",…}                             a deleted row
+//   {"row":{"id","rev","deleted","data"}}                    a row whose id is not data.id
+//   {"answer":{…}}                                           an unexpired idempotent answer
+//   {"end":true,"rows":…,"answers":…,"checksum":…,"crc":…}   the end marker, framed
+// A row line is parsed as its data object alone: no wrapper object, no per-line checksum.
+// Formats 1 and 2 (framed JSON lines, a checksum each) are still read.
 
+import { isAscii } from "node:buffer";
 import { open, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
+import { crc32 } from "node:zlib";
 import type { IdempotentAnswer, Row } from "./store.ts";
-import { frameLine, parseFramedLine, parseSeqFileName, scanLines, seqFileName, syncDirectory, writeFully, type RowImage } from "./wal.ts";
+import { frameLine, parseFramedLine, parseSeqFileName, scanLineRuns, scanLines, seqFileName, syncDirectory, writeFully, type RowImage } from "./wal.ts";
 
-const SNAPSHOT_FORMAT = "tabula-snapshot/2";
-/** Row lines `{"e","row":{"id","rev","deleted","data"}}`, the row image of the log. */
+const SNAPSHOT_FORMAT = "tabula-snapshot/3";
+/** Framed row lines `{"e","rev","data"}` (see fromSnapshotRow). */
+const SNAPSHOT_FORMAT_2 = "tabula-snapshot/2";
+/** Framed row lines `{"e","row":{"id","rev","deleted","data"}}`, the row image of the log. */
 const SNAPSHOT_FORMAT_1 = "tabula-snapshot/1";
+/** Between a row line's rev and its data when the row is deleted. */
+const DELETED_MARK = '"deleted" ';
+const NEWLINE = 0x0a;
+/** The header is read on its own first, to choose the reader; it is far shorter than this. */
+const HEADER_READ_BYTES = 4096;
 const SNAPSHOT_PREFIX = "snapshot-";
 const TMP_SUFFIX = ".tmp";
 /**
@@ -53,24 +72,28 @@ export async function writeSnapshot(dir: string, state: SnapshotState): Promise<
   const tmpPath = path + TMP_SUFFIX;
   const handle = await open(tmpPath, "w");
   let bytes = 0;
+  let checksum = 0;
   try {
     let text = frameLine({ format: SNAPSHOT_FORMAT, seq: state.seq, rev: state.rev });
     const flush = async (): Promise<void> => {
       const buffer = Buffer.from(text);
       text = "";
+      checksum = crc32(buffer, checksum);
       await writeFully(handle, buffer);
       bytes += buffer.length;
     };
     let rows = 0;
     for (const [entity, entityRows] of state.entities) {
+      text += `${JSON.stringify({ entity })}\n`;
       for (const row of entityRows) {
-        text += frameLine(toSnapshotRow(entity, row));
+        text += rowLine(row);
         rows++;
         if (text.length >= WRITE_CHUNK_CHARS) await flush();
       }
     }
-    for (const answer of state.answers) text += frameLine({ answer });
-    text += frameLine({ end: true, rows, answers: state.answers.length });
+    for (const answer of state.answers) text += `${JSON.stringify({ answer })}\n`;
+    await flush();
+    text = frameLine({ end: true, rows, answers: state.answers.length, checksum: toHex(checksum) });
     await flush();
     await handle.sync();
   } catch (error) {
@@ -84,39 +107,144 @@ export async function writeSnapshot(dir: string, state: SnapshotState): Promise<
   return bytes;
 }
 
-/**
- * A format 2 row line: `{"e","rev","data"}`, plus `"deleted":true` for a deleted row and `"id"`
- * only when it is not data.id (it always is for records). Each property left out is less to write,
- * to parse at start-up and to hold in memory (the id is one string, not two).
- */
-function toSnapshotRow(entity: string, row: Row): object {
-  // JSON.stringify leaves out properties whose value is undefined.
-  return { e: entity, id: row.data.id === row.id ? undefined : row.id, rev: row.rev, deleted: row.deleted || undefined, data: row.data };
+/** A format 3 row line; JSON.stringify writes no raw newline, so the data stays on one line. */
+function rowLine(row: Row): string {
+  if (row.data.id !== row.id) return `${JSON.stringify({ row: { id: row.id, rev: row.rev, deleted: row.deleted, data: row.data } })}\n`;
+  return `${row.rev}${row.deleted ? ` ${DELETED_MARK}` : " "}${JSON.stringify(row.data)}\n`;
 }
 
-/** The row image of a format 2 row line (see toSnapshotRow). */
+/** The row of a format 3 row line (`from` to `to` in `text`), or undefined if the line is not one. */
+function parseRowLine(text: string, from: number, to: number): RowImage | undefined {
+  let at = from;
+  let rev = 0;
+  for (let code = text.charCodeAt(at); code >= 0x30 && code <= 0x39; code = text.charCodeAt(++at)) rev = rev * 10 + (code - 0x30);
+  if (at === from || text.charCodeAt(at) !== 0x20) return undefined;
+  at++;
+  const deleted = text.startsWith(DELETED_MARK, at);
+  if (deleted) at += DELETED_MARK.length;
+  const data = parseObject(text.slice(at, to));
+  return data && typeof data.id === "string" ? { id: data.id, rev, deleted, data } : undefined;
+}
+
+function parseObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function toHex(crc: number): string {
+  return crc.toString(16).padStart(8, "0");
+}
+
+/**
+ * The row image of a format 2 row line: `{"e","rev","data"}`, plus `"deleted":true` for a deleted
+ * row and `"id"` only when it is not data.id.
+ */
 function fromSnapshotRow(value: Record<string, unknown>): RowImage {
   const data = value.data as Record<string, unknown>;
   return { id: (value.id ?? data.id) as string, rev: value.rev as number, deleted: value.deleted === true, data };
 }
 
-/** Reads a snapshot back through `reader`; throws, naming the file and byte, if it is not whole. */
+/** Reads a snapshot back through `reader`; throws, naming the file and where, if it is not whole. */
 export async function readSnapshot(path: string, reader: SnapshotReader): Promise<{ seq: number; rev: number; bytes: number }> {
+  const header = await readHeader(path);
+  return header?.format === SNAPSHOT_FORMAT ? readFormat3(path, header, reader) : readFramedSnapshot(path, reader);
+}
+
+function damagedError(path: string, where: string, why: string): Error {
+  return new Error(`Cannot open the data folder: the snapshot ${path} is damaged at ${where} (${why}). Restore the folder from a backup.`);
+}
+
+/** The first line's object, or undefined when it is incomplete or fails its checksum. */
+async function readHeader(path: string): Promise<Record<string, unknown> | undefined> {
+  const handle = await open(path, "r");
+  try {
+    const buffer = Buffer.alloc(HEADER_READ_BYTES);
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
+    const newline = buffer.subarray(0, bytesRead).indexOf(NEWLINE);
+    return newline < 0 ? undefined : parseFramedLine(buffer.subarray(0, newline));
+  } finally {
+    await handle.close();
+  }
+}
+
+async function readFormat3(path: string, header: Record<string, unknown>, reader: SnapshotReader): Promise<{ seq: number; rev: number; bytes: number }> {
+  const damaged = (line: number, why: string): Error => damagedError(path, `line ${line}`, why);
+  let entity: string | undefined;
+  let rows = 0;
+  let answers = 0;
+  let line = 0;
+  let checksum = 0;
+  const onLine = (text: string, from: number, to: number): void => {
+    if (line === 1) return; // the header, read already
+    const first = text.charCodeAt(from);
+    if (first >= 0x30 && first <= 0x39) {
+      const row = parseRowLine(text, from, to);
+      if (!row) throw damaged(line, "a row line is not a revision and a data object with an id");
+      if (entity === undefined) throw damaged(line, "a row comes before any entity line");
+      reader.onRow(entity, row);
+      rows++;
+      return;
+    }
+    const value = parseObject(text.slice(from, to));
+    if (typeof value?.entity === "string") {
+      entity = value.entity;
+    } else if (value?.row) {
+      const row = value.row as RowImage;
+      if (typeof row.id !== "string" || typeof row.rev !== "number" || typeof row.data !== "object" || row.data === null) throw damaged(line, "a row has no id, rev or data");
+      if (entity === undefined) throw damaged(line, "a row comes before any entity line");
+      reader.onRow(entity, { id: row.id, rev: row.rev, deleted: row.deleted === true, data: row.data });
+      rows++;
+    } else if (value?.answer) {
+      reader.onAnswer(value.answer as IdempotentAnswer);
+      answers++;
+    } else {
+      throw damaged(line, "a line is neither a row, an entity, an answer nor the end marker");
+    }
+  };
+  // The end marker, the last line, is held back from the runs: the checksum covers what precedes it.
+  const { size, rest } = await scanLineRuns(path, true, (run) => {
+    checksum = crc32(run, checksum);
+    // Decoded a run at a time, not a line at a time; latin1 is the faster decoder where it may serve.
+    const text = isAscii(run) ? run.toString("latin1") : run.toString("utf8");
+    for (let from = 0; from < text.length; ) {
+      const to = text.indexOf("\n", from);
+      line++;
+      onLine(text, from, to);
+      from = to + 1;
+    }
+  });
+  const newline = rest.indexOf(NEWLINE);
+  const lastLine = newline < 0 ? undefined : rest.subarray(0, newline);
+  if (rest.length > (lastLine ? newline + 1 : 0)) throw damaged(lastLine ? line + 2 : line + 1, "the last line is incomplete");
+  const footer = lastLine && parseFramedLine(lastLine);
+  if (footer?.end !== true) throw damaged(lastLine ? line + 1 : line, "the end marker is missing");
+  if (footer.rows !== rows || footer.answers !== answers) throw damaged(line + 1, `the end marker counts ${footer.rows} rows and ${footer.answers} answers, the file holds ${rows} and ${answers}`);
+  if (footer.checksum !== toHex(checksum)) throw damagedError(path, "an unknown place", "the checksum of its lines does not match the end marker's");
+  return { seq: header.seq as number, rev: header.rev as number, bytes: size };
+}
+
+/** Reads a format 1 or 2 snapshot: framed lines, each checked against its own checksum. */
+async function readFramedSnapshot(path: string, reader: SnapshotReader): Promise<{ seq: number; rev: number; bytes: number }> {
   let header: { seq: number; rev: number; format: string } | undefined;
   let footer: { rows: number; answers: number } | undefined;
   let rows = 0;
   let answers = 0;
-  const damaged = (offset: number, why: string): Error =>
-    new Error(`Cannot open the data folder: the snapshot ${path} is damaged at byte ${offset} (${why}). Restore the folder from a backup.`);
+  const damaged = (offset: number, why: string): Error => damagedError(path, `byte ${offset}`, why);
   const { size, tailOffset } = await scanLines(path, (line, offset, text) => {
     const value = parseFramedLine(line, text);
     if (!value) throw damaged(offset, "a line is incomplete or fails its checksum");
     if (footer) throw damaged(offset, "lines follow the end marker");
     if (!header) {
-      if (value.format !== SNAPSHOT_FORMAT && value.format !== SNAPSHOT_FORMAT_1) throw damaged(offset, `the first line does not name the format ${SNAPSHOT_FORMAT} or ${SNAPSHOT_FORMAT_1}`);
+      if (value.format !== SNAPSHOT_FORMAT_2 && value.format !== SNAPSHOT_FORMAT_1) {
+        throw damaged(offset, `the first line does not name the format ${SNAPSHOT_FORMAT}, ${SNAPSHOT_FORMAT_2} or ${SNAPSHOT_FORMAT_1}`);
+      }
       header = { seq: value.seq as number, rev: value.rev as number, format: value.format };
     } else if (typeof value.e === "string") {
-      const isFormat2 = header.format === SNAPSHOT_FORMAT;
+      const isFormat2 = header.format === SNAPSHOT_FORMAT_2;
       const object = isFormat2 ? value.data : value.row;
       if (typeof object !== "object" || object === null) throw damaged(offset, "a row line has no row");
       const row = isFormat2 ? fromSnapshotRow(value) : (object as RowImage);

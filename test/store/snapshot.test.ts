@@ -3,6 +3,7 @@ import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { crc32 } from "node:zlib";
 import { FileStore } from "../../src/store/file-store.ts";
 import { snapshotName } from "../../src/store/snapshot.ts";
 import type { IdempotentAnswer, Row } from "../../src/store/store.ts";
@@ -50,15 +51,40 @@ async function liveIdsWith(store: FileStore, field: string, value: unknown): Pro
   return [...table.liveRowsWith(field, value)!].map((row) => row.id).sort();
 }
 
-async function snapshotLines(dir: string): Promise<Array<Record<string, unknown>>> {
+async function snapshotPath(dir: string): Promise<string> {
   const name = (await readdir(dir)).find((file) => file.startsWith("snapshot-") && !file.endsWith(".tmp"))!;
-  const text = await readFile(join(dir, name), "utf8");
-  return text.trimEnd().split("\n").map((line) => JSON.parse(line));
+  return join(dir, name);
 }
 
-describe("snapshot format 2", () => {
+async function snapshotLines(dir: string): Promise<string[]> {
+  return (await readFile(await snapshotPath(dir), "utf8")).trimEnd().split("\n");
+}
+
+/** A store of sampleRows() and one answer, compacted and closed; answers its folder and state. */
+async function compactedSample(prefix: string): Promise<{ dir: string; rows: Array<{ entity: string; row: Row }>; expected: unknown[] }> {
+  const dir = await mkdtemp(join(root, prefix));
+  const store = await openStore(dir);
+  const rows = sampleRows();
+  for (const put of rows) await store.write({ puts: [put] });
+  await store.write({ puts: [], answer });
+  await store.compact();
+  const expected = stateOf(store, rows);
+  await store.close();
+  return { dir, rows, expected };
+}
+
+/** The message of the error that opening `dir` fails with. */
+async function openingError(dir: string): Promise<string> {
+  const error = await openStore(dir).then(
+    (store) => store.close().then(() => assert.fail("the folder opened")),
+    (error: Error) => error,
+  );
+  return error.message;
+}
+
+describe("snapshot format 3", () => {
   test("every field round-trips: deleted rows, undeclared fields and entities, ids, answers, revisions", async () => {
-    const dir = await mkdtemp(join(root, "v2-"));
+    const dir = await mkdtemp(join(root, "v3-"));
     const store = await openStore(dir);
     const rows = sampleRows();
     for (const put of rows) await store.write({ puts: [put] });
@@ -78,25 +104,35 @@ describe("snapshot format 2", () => {
     await reopened.close();
   });
 
-  test("row lines are plain JSON with the entity, no repeated id and no deleted:false", async () => {
-    const dir = await mkdtemp(join(root, "v2-lines-"));
-    const store = await openStore(dir);
-    for (const put of sampleRows()) await store.write({ puts: [put] });
-    await store.compact();
-    await store.close();
-    const [header, ...rest] = await snapshotLines(dir);
-    assert.equal(header!.format, "tabula-snapshot/2");
-    const byId = new Map(rest.filter((line) => line.e).map((line) => [(line.id ?? (line.data as { id: string }).id) as string, line]));
-    assert.deepEqual(Object.keys(byId.get("a1")!), ["e", "rev", "data", "crc"]);
-    assert.deepEqual(Object.keys(byId.get("a4")!), ["e", "rev", "deleted", "data", "crc"]);
-    assert.deepEqual(Object.keys(byId.get("a6")!), ["e", "id", "rev", "data", "crc"], "an id not in data is written");
-    assert.deepEqual(rest.at(-1), { end: true, rows: 7, answers: 0, crc: rest.at(-1)!.crc });
+  test("lines: a framed header, an entity line per entity, rev and data per row, and a framed end marker with the checksum", async () => {
+    const { dir } = await compactedSample("v3-lines-");
+    const lines = await snapshotLines(dir);
+    const file = await readFile(await snapshotPath(dir));
+    const header = parseFramedLine(Buffer.from(lines[0]!));
+    assert.equal(header?.format, "tabula-snapshot/3");
+    const data = (id: string): string => JSON.stringify(sampleRows().find(({ row }) => row.id === id)!.row.data);
+    assert.deepEqual(lines.slice(1, -1), [
+      '{"entity":"Task"}',
+      `1 ${data("a1")}`,
+      `2 ${data("a2")}`,
+      `5 ${data("a3")}`,
+      `4 "deleted" ${data("a4")}`,
+      `6 ${data("a5")}`,
+      `{"row":{"id":"a6","rev":7,"deleted":false,"data":${data("a6")}}}`,
+      '{"entity":"Gone"}',
+      `3 ${data("b1")}`,
+      JSON.stringify({ answer }),
+    ]);
+    const footer = parseFramedLine(Buffer.from(lines.at(-1)!));
+    const bodyBytes = file.length - Buffer.byteLength(lines.at(-1)!) - 1;
+    assert.deepEqual(footer, { end: true, rows: 7, answers: 1, checksum: crc32(file.subarray(0, bodyBytes)).toString(16).padStart(8, "0"), crc: footer!.crc });
   });
 
   test("a snapshot with lines longer than a read chunk and non-ASCII text reads back whole", async () => {
-    const dir = await mkdtemp(join(root, "v2-long-"));
+    const dir = await mkdtemp(join(root, "v3-long-"));
     const store = await openStore(dir);
-    const rows = Array.from({ length: 40 }, (_, i) => ({ entity: "Task", row: { id: `l${i}`, rev: i + 1, deleted: false, data: { id: `l${i}`, title: (i % 3 ? "a" : "é✓").repeat(30_000 + i) } } }));
+    // 40 lines of 60,000 to 120,000 bytes: lines across chunk boundaries, and longer than a chunk.
+    const rows = Array.from({ length: 40 }, (_, i) => ({ entity: "Task", row: { id: `l${i}`, rev: i + 1, deleted: false, data: { id: `l${i}`, title: (i % 3 ? "a" : "é✓").repeat(30_000 + i) + (i === 39 ? "x".repeat(3 << 20) : "") } } }));
     for (const put of rows) await store.write({ puts: [put] });
     await store.compact();
     const expected = stateOf(store, rows);
@@ -105,36 +141,68 @@ describe("snapshot format 2", () => {
     assert.deepEqual(stateOf(reopened, rows), expected);
     await reopened.close();
   });
+
+  const damages: Array<[string, (text: string) => string, RegExp]> = [
+    ["a changed letter that still parses", (text) => text.replace("never updated", "never updatex"), /damaged at an unknown place \(the checksum of its lines does not match/],
+    ["a row line that does not parse", (text) => text.replace(/\n2 \{/, "\n2 {{"), /damaged at line 4 \(a row line is not a revision and a data object with an id\)/],
+    ["a cut-off end marker", (text) => text.slice(0, -10), /damaged at line 12 \(the last line is incomplete\)/],
+    ["no end marker", (text) => text.slice(0, text.lastIndexOf("{")), /damaged at line 11 \(the end marker is missing\)/],
+    ["a lost row", (text) => text.replace(/\n6 [^\n]*/, ""), /the end marker counts 7 rows and 1 answers, the file holds 6 and 1/],
+    ["an unknown line", (text) => text.replace('{"entity":"Gone"}', '{"entity":"Gone"}\n{"what":1}'), /damaged at line 10 \(a line is neither a row, an entity, an answer nor the end marker\)/],
+  ];
+  for (const [name, damage, expected] of damages) {
+    test(`${name} stops start-up, naming the file`, async () => {
+      const { dir } = await compactedSample("v3-damaged-");
+      const path = await snapshotPath(dir);
+      await writeFile(path, damage(await readFile(path, "utf8")));
+      const message = await openingError(dir);
+      assert.match(message, expected);
+      assert.ok(message.includes(path), message);
+    });
+  }
 });
 
-describe("snapshot format 1", () => {
-  test("a folder whose snapshot is format 1 still opens, and the log after it replays", async () => {
-    const dir = await mkdtemp(join(root, "v1-"));
-    const rows = sampleRows();
-    const text = [
-      frameLine({ format: "tabula-snapshot/1", seq: 3, rev: 7 }),
-      ...rows.map(({ entity, row }) => frameLine({ e: entity, row })),
-      frameLine({ answer }),
-      frameLine({ end: true, rows: rows.length, answers: 1 }),
-    ].join("");
-    await writeFile(join(dir, snapshotName(3)), text);
-    const later = { id: "a1", rev: 8, deleted: false, data: { ...rows[0]!.row.data, title: "changed in the log", updated_date: "2026-11-25T00:00:00.000Z" } };
-    await writeFile(join(dir, segmentName(3)), frameLine({ seq: 3, puts: [{ e: "Task", row: later }] }));
+describe("snapshot formats 1 and 2", () => {
+  const rowLines: Record<string, (entity: string, row: Row) => object> = {
+    "tabula-snapshot/1": (entity, row) => ({ e: entity, row }),
+    "tabula-snapshot/2": (entity, row) => ({ e: entity, id: row.data.id === row.id ? undefined : row.id, rev: row.rev, deleted: row.deleted || undefined, data: row.data }),
+  };
+  for (const [format, rowLine] of Object.entries(rowLines)) {
+    test(`a folder whose snapshot is ${format} still opens, and the log after it replays`, async () => {
+      const dir = await mkdtemp(join(root, "old-format-"));
+      const rows = sampleRows();
+      const text = [
+        frameLine({ format, seq: 3, rev: 7 }),
+        ...rows.map(({ entity, row }) => frameLine(rowLine(entity, row))),
+        frameLine({ answer }),
+        frameLine({ end: true, rows: rows.length, answers: 1 }),
+      ].join("");
+      await writeFile(join(dir, snapshotName(3)), text);
+      const later = { id: "a1", rev: 8, deleted: false, data: { ...rows[0]!.row.data, title: "changed in the log", updated_date: "2026-11-25T00:00:00.000Z" } };
+      await writeFile(join(dir, segmentName(3)), frameLine({ seq: 3, puts: [{ e: "Task", row: later }] }));
 
-    const store = await openStore(dir);
-    const expected = stateOf({ get: (entity: string, id: string) => (id === "a1" ? later : rows.find((put) => put.entity === entity && put.row.id === id)?.row) } as FileStore, rows);
-    assert.deepEqual(stateOf(store, rows), expected);
-    assert.deepEqual(store.findAnswer(answer.scope, Date.now()), answer);
-    assert.equal(store.nextRev(), 9);
-    assert.deepEqual(await liveIdsWith(store, "status", "todo"), ["a1", "a2"]);
-    assert.deepEqual(await liveIdsWith(store, "done", true), ["a2"]);
-    // The next snapshot is written in format 2, and reads back the same.
-    await store.compact();
-    await store.close();
-    assert.equal((await snapshotLines(dir))[0]!.format, "tabula-snapshot/2");
-    const reopened = await openStore(dir);
-    assert.deepEqual(stateOf(reopened, rows), expected);
-    await reopened.close();
+      const store = await openStore(dir);
+      const expected = stateOf({ get: (entity: string, id: string) => (id === "a1" ? later : rows.find((put) => put.entity === entity && put.row.id === id)?.row) } as FileStore, rows);
+      assert.deepEqual(stateOf(store, rows), expected);
+      assert.deepEqual(store.findAnswer(answer.scope, Date.now()), answer);
+      assert.equal(store.nextRev(), 9);
+      assert.deepEqual(await liveIdsWith(store, "status", "todo"), ["a1", "a2"]);
+      assert.deepEqual(await liveIdsWith(store, "done", true), ["a2"]);
+      // The next snapshot is written in format 3, and reads back the same.
+      await store.compact();
+      await store.close();
+      assert.equal(parseFramedLine(Buffer.from((await snapshotLines(dir))[0]!))?.format, "tabula-snapshot/3");
+      const reopened = await openStore(dir);
+      assert.deepEqual(stateOf(reopened, rows), expected);
+      await reopened.close();
+    });
+  }
+
+  test("a damaged line of a format 2 snapshot stops start-up, naming its byte", async () => {
+    const dir = await mkdtemp(join(root, "v2-damaged-"));
+    const header = frameLine({ format: "tabula-snapshot/2", seq: 1, rev: 1 });
+    await writeFile(join(dir, snapshotName(1)), header + frameLine({ e: "Task", rev: 1, data: { id: "a" } }).replace('"a"', '"b"') + frameLine({ end: true, rows: 1, answers: 0 }));
+    assert.match(await openingError(dir), new RegExp(`damaged at byte ${header.length} \\(a line is incomplete or fails its checksum\\)`));
   });
 });
 
