@@ -60,8 +60,8 @@ async function snapshotLines(dir: string): Promise<string[]> {
   return (await readFile(await snapshotPath(dir), "utf8")).trimEnd().split("\n");
 }
 
-/** A store of sampleRows() and one answer, compacted and closed; answers its folder and state. */
-async function compactedSample(prefix: string): Promise<{ dir: string; rows: Array<{ entity: string; row: Row }>; expected: unknown[] }> {
+/** A store of sampleRows() and one answer, compacted and closed: its folder, state and next revision. */
+async function compactedSample(prefix: string): Promise<{ dir: string; rows: Array<{ entity: string; row: Row }>; expected: unknown[]; nextRev: number }> {
   const dir = await mkdtemp(join(root, prefix));
   const store = await openStore(dir);
   const rows = sampleRows();
@@ -69,8 +69,9 @@ async function compactedSample(prefix: string): Promise<{ dir: string; rows: Arr
   await store.write({ puts: [], answer });
   await store.compact();
   const expected = stateOf(store, rows);
+  const nextRev = store.nextRev();
   await store.close();
-  return { dir, rows, expected };
+  return { dir, rows, expected, nextRev };
 }
 
 /** The message of the error that opening `dir` fails with. */
@@ -84,16 +85,7 @@ async function openingError(dir: string): Promise<string> {
 
 describe("snapshot format 3", () => {
   test("every field round-trips: deleted rows, undeclared fields and entities, ids, answers, revisions", async () => {
-    const dir = await mkdtemp(join(root, "v3-"));
-    const store = await openStore(dir);
-    const rows = sampleRows();
-    for (const put of rows) await store.write({ puts: [put] });
-    await store.write({ puts: [], answer });
-    await store.compact();
-    const expected = stateOf(store, rows);
-    const nextRev = store.nextRev();
-    await store.close();
-
+    const { dir, rows, expected, nextRev } = await compactedSample("v3-");
     const reopened = await openStore(dir);
     assert.deepEqual(stateOf(reopened, rows), expected);
     assert.deepEqual(reopened.findAnswer(answer.scope, Date.now()), answer);
