@@ -198,9 +198,9 @@ export async function scanLines(path: string, onLine: (line: Buffer, offset: num
 /**
  * Reads a file a chunk at a time (never whole) and hands over runs of whole lines: each a view of
  * the read buffer that ends with a newline (valid during the call only), with its offset in the
- * file. A line is never split, copied or joined: the bytes after a run's last newline move to the
- * front of the buffer and the next read fills in after them; a line longer than the buffer grows
- * it. With `holdLastLine` each run leaves its last whole line to the next, so the file's last whole
+ * file. A line is never joined from pieces: the bytes after a run's last newline move to the front
+ * of the buffer and the next read fills in after them. A line longer than the buffer grows it, but
+ * reads still stop at SCAN_CHUNK_BYTES once the long line is through, so runs stay short. With `holdLastLine` each run leaves its last whole line to the next, so the file's last whole
  * line is never handed over (a snapshot's end marker). Answers the file's size and the bytes no run
  * held: that line, if any, and whatever follows the last newline.
  */
@@ -212,7 +212,8 @@ export async function scanLineRuns(path: string, holdLastLine: boolean, onRun: (
     let position = 0;
     for (;;) {
       if (kept === buffer.length) buffer = Buffer.concat([buffer, Buffer.allocUnsafe(buffer.length)]);
-      const { bytesRead } = await handle.read(buffer, kept, buffer.length - kept, position);
+      const fill = kept < SCAN_CHUNK_BYTES ? SCAN_CHUNK_BYTES : buffer.length;
+      const { bytesRead } = await handle.read(buffer, kept, fill - kept, position);
       if (bytesRead === 0) break;
       position += bytesRead;
       const end = kept + bytesRead;

@@ -123,8 +123,8 @@ describe("snapshot format 3", () => {
   test("a snapshot with lines longer than a read chunk and non-ASCII text reads back whole", async () => {
     const dir = await mkdtemp(join(root, "v3-long-"));
     const store = await openStore(dir);
-    // 40 lines of 60,000 to 120,000 bytes: lines across chunk boundaries, and longer than a chunk.
-    const rows = Array.from({ length: 40 }, (_, i) => ({ entity: "Task", row: { id: `l${i}`, rev: i + 1, deleted: false, data: { id: `l${i}`, title: (i % 3 ? "a" : "é✓").repeat(30_000 + i) + (i === 39 ? "x".repeat(3 << 20) : "") } } }));
+    // 40 lines of 60,000 to 120,000 bytes across chunk boundaries, and in the middle one of 3 MiB, longer than a chunk.
+    const rows = Array.from({ length: 40 }, (_, i) => ({ entity: "Task", row: { id: `l${i}`, rev: i + 1, deleted: false, data: { id: `l${i}`, title: (i % 3 ? "a" : "é✓").repeat(30_000 + i) + (i === 20 ? "x".repeat(3 << 20) : "") } } }));
     for (const put of rows) await store.write({ puts: [put] });
     await store.compact();
     const expected = stateOf(store, rows);
