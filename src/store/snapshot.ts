@@ -19,7 +19,7 @@ import { open, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
 import type { IdempotentAnswer, Row } from "./store.ts";
-import { frameLine, parseFramedLine, parseSeqFileName, scanLineRuns, scanLines, seqFileName, syncDirectory, writeFully, type RowImage } from "./wal.ts";
+import { crcHex, frameLine, parseFramedLine, parseSeqFileName, scanLineRuns, scanLines, seqFileName, syncDirectory, writeFully, type RowImage } from "./wal.ts";
 
 const SNAPSHOT_FORMAT = "tabula-snapshot/3";
 /** Framed row lines `{"e","rev","data"}` (see fromSnapshotRow). */
@@ -93,7 +93,7 @@ export async function writeSnapshot(dir: string, state: SnapshotState): Promise<
     }
     for (const answer of state.answers) text += `${JSON.stringify({ answer })}\n`;
     await flush();
-    text = frameLine({ end: true, rows, answers: state.answers.length, checksum: toHex(checksum) });
+    text = frameLine({ end: true, rows, answers: state.answers.length, checksum: crcHex(checksum) });
     await flush();
     await handle.sync();
   } catch (error) {
@@ -133,10 +133,6 @@ function parseObject(text: string): Record<string, unknown> | undefined {
   } catch {
     return undefined;
   }
-}
-
-function toHex(crc: number): string {
-  return crc.toString(16).padStart(8, "0");
 }
 
 /**
@@ -223,7 +219,7 @@ async function readFormat3(path: string, header: Record<string, unknown>, reader
   const footer = lastLine && parseFramedLine(lastLine);
   if (footer?.end !== true) throw damaged(lastLine ? line + 1 : line, "the end marker is missing");
   if (footer.rows !== rows || footer.answers !== answers) throw damaged(line + 1, `the end marker counts ${footer.rows} rows and ${footer.answers} answers, the file holds ${rows} and ${answers}`);
-  if (footer.checksum !== toHex(checksum)) throw damagedError(path, "an unknown place", "the checksum of its lines does not match the end marker's");
+  if (footer.checksum !== crcHex(checksum)) throw damagedError(path, "an unknown place", "the checksum of its lines does not match the end marker's");
   return { seq: header.seq as number, rev: header.rev as number, bytes: size };
 }
 

@@ -99,7 +99,12 @@ export function frameLine(value: object): string {
  * line to bytes once and checksumming those, and for a 1,000-record line about the same.
  */
 function frameHead(head: string): string {
-  return `${head}${CRC_SUFFIX}${crc32(head).toString(16).padStart(8, "0")}"}\n`;
+  return `${head}${CRC_SUFFIX}${crcHex(crc32(head))}"}\n`;
+}
+
+/** A CRC-32 as written in data files: 8 lowercase hex digits. */
+export function crcHex(crc: number): string {
+  return crc.toString(16).padStart(8, "0");
 }
 
 /**
@@ -196,13 +201,14 @@ export async function scanLines(path: string, onLine: (line: Buffer, offset: num
 }
 
 /**
- * Reads a file a chunk at a time (never whole) and hands over runs of whole lines: each a view of
- * the read buffer that ends with a newline (valid during the call only), with its offset in the
- * file. A line is never joined from pieces: the bytes after a run's last newline move to the front
- * of the buffer and the next read fills in after them. A line longer than the buffer grows it, but
- * reads still stop at SCAN_CHUNK_BYTES once the long line is through, so runs stay short. With `holdLastLine` each run leaves its last whole line to the next, so the file's last whole
- * line is never handed over (a snapshot's end marker). Answers the file's size and the bytes no run
- * held: that line, if any, and whatever follows the last newline.
+ * Reads a file a chunk at a time (never whole) and hands over runs of whole lines: each a view
+ * of the read buffer that ends with a newline (valid during the call only), with its offset in
+ * the file. A line is never joined from pieces: the bytes after a run's last newline move to
+ * the front of the buffer and the next read fills in after them. A line longer than the buffer
+ * grows it, but reads still stop at SCAN_CHUNK_BYTES once the long line is through, so runs
+ * stay short. With `holdLastLine` each run leaves its last whole line to the next, so the
+ * file's last whole line is never handed over (a snapshot's end marker). Answers the file's
+ * size and the bytes no run held: that line, if any, and whatever follows the last newline.
  */
 export async function scanLineRuns(path: string, holdLastLine: boolean, onRun: (run: Buffer, offset: number) => void): Promise<{ size: number; rest: Buffer }> {
   const handle = await open(path, "r");
