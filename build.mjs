@@ -9,8 +9,8 @@ const common = { bundle: true, platform: "node", format: "esm", target: "node20"
 await build({ ...common, entryPoints: ["src/cli.ts"], outfile: "dist/tabula.mjs", banner: { js: "#!/usr/bin/env node" } });
 await build({ ...common, entryPoints: ["src/api.ts"], outfile: "dist/tabula-api.mjs" });
 // Declarations for the API, one .d.ts per source file under dist/types (tsc's --outFile would wrap
-// them in ambient `declare module "api"` blocks, which `import ... from "tabula"` cannot use), and
-// dist/tabula-api.d.ts re-exporting them. TypeScript resolves the ".ts" specifiers they keep.
+// them in ambient `declare module "api"` blocks, which `import ... from "tabula-server"` cannot
+// use), and dist/tabula-api.d.ts re-exporting them. TypeScript resolves the ".ts" specifiers they keep.
 execFileSync(process.execPath, [
   "node_modules/typescript/bin/tsc", "src/api.ts", "--declaration", "--emitDeclarationOnly", "--outDir", "dist/types", "--rootDir", "src",
   "--module", "ESNext", "--moduleResolution", "Bundler", "--target", "ES2022", "--allowImportingTsExtensions", "--strict",

@@ -1,4 +1,4 @@
-// The embedding API (`import { startServer } from "tabula"`): tabula as an in-process test
+// The embedding API (`import { startServer } from "tabula-server"`): tabula as an in-process test
 // fixture. Memory mode and a free port by default; everything else as the CLI.
 
 import { createServer, type ServerOptions, type TabulaServer } from "./server.ts";

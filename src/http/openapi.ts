@@ -66,7 +66,7 @@ export function buildOpenApi(schema: Schema, serverVersion: string): Record<stri
     info: {
       title: "tabula",
       version: serverVersion,
-      description: "Each declared entity served as a REST collection of JSON records. Lists are bare arrays; paging and counts travel in headers. Every refusal is `{ error: { code, message, details } }`.",
+      description: "tabula (npm package `tabula-server`, command `tabula`): each declared entity served as a REST collection of JSON records. Lists are bare arrays; paging and counts travel in headers. Every refusal is `{ error: { code, message, details } }`.",
     },
     security: [{ secretKey: [] }, { publishableKey: [] }],
     tags: [

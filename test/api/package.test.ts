@@ -1,7 +1,8 @@
 // Packaging (issue 8): `npm pack` makes a package whose bin and API work from a clean install with
 // no runtime dependencies. Packs the built tree (npm test builds dist/ first), installs the tarball
-// offline into a temp project, runs `npx tabula`, imports startServer from "tabula" and type-checks
-// a consumer against the shipped .d.ts. Skips only when npm itself is missing.
+// offline into a temp project, runs `npx tabula-server` and the `tabula` command it installs, imports
+// startServer from "tabula-server" (the npm name `tabula` is someone else's) and type-checks a
+// consumer against the shipped .d.ts. Skips only when npm itself is missing.
 
 import assert from "node:assert/strict";
 import { execFile, spawn, spawnSync } from "node:child_process";
@@ -47,21 +48,23 @@ test("the packed tarball holds the bundle, types, bin and examples, and no sourc
     assert.ok(files.includes(file), `the tarball has ${file}`);
   }
   assert.deepEqual(files.filter((file) => /^(src|test|bench|node_modules)\//.test(file)), []);
-  const manifest = JSON.parse(readFileSync(join(project, "node_modules", "tabula", "package.json"), "utf8"));
+  const manifest = JSON.parse(readFileSync(join(project, "node_modules", "tabula-server", "package.json"), "utf8"));
+  assert.equal(manifest.name, "tabula-server");
+  assert.deepEqual(manifest.bin, { tabula: "bin/tabula.mjs" }, "one command, named tabula");
   assert.equal(manifest.dependencies, undefined, "no runtime dependencies");
 });
 
-test("npx tabula --help exits 0 from a clean install", { skip: !hasNpm && "npm is not available" }, async () => {
-  const help = await run(NPX, ["--no", "--offline", "tabula", "--help"], { cwd: project });
+test("npx tabula-server --help runs the tabula command from a clean install", { skip: !hasNpm && "npm is not available" }, async () => {
+  const help = await run(NPX, ["--no", "--offline", "tabula-server", "--help"], { cwd: project });
   assert.match(help.stdout, /Usage: tabula/);
   assert.match(help.stdout, /--schema/);
-  const version = await run(NPX, ["--no", "--offline", "tabula", "--version"], { cwd: project });
+  const version = await run(NPX, ["--no", "--offline", "tabula-server", "--version"], { cwd: project });
   assert.match(version.stdout.trim(), /^\d+\.\d+\.\d+$/);
 });
 
 test("the installed tabula command serves the shipped example schema", { skip: !hasNpm && "npm is not available" }, async () => {
   const bin = join(project, "node_modules", ".bin", "tabula");
-  const child = spawn(bin, ["--schema", "node_modules/tabula/examples/entities", "--memory", "--port", "0", "--secret-key", "sk_pack"], { cwd: project });
+  const child = spawn(bin, ["--schema", "node_modules/tabula-server/examples/entities", "--memory", "--port", "0", "--secret-key", "sk_pack"], { cwd: project });
   try {
     const url = await new Promise<string>((resolve, reject) => {
       let output = "";
@@ -82,10 +85,10 @@ test("the installed tabula command serves the shipped example schema", { skip: !
   }
 });
 
-test("import { startServer } from \"tabula\" starts, answers a request and closes", { skip: !hasNpm && "npm is not available" }, async () => {
+test("import { startServer } from \"tabula-server\" starts, answers a request and closes", { skip: !hasNpm && "npm is not available" }, async () => {
   const script = `
-    import { startServer } from "tabula";
-    const server = await startServer({ schema: "node_modules/tabula/examples/entities" });
+    import { startServer } from "tabula-server";
+    const server = await startServer({ schema: "node_modules/tabula-server/examples/entities" });
     const headers = { "X-Api-Key": server.secretKey, "Content-Type": "application/json" };
     const created = await fetch(server.url + "/api/entities/Task", { method: "POST", headers, body: JSON.stringify({ title: "packed" }) });
     const record = await created.json();
@@ -99,7 +102,7 @@ test("import { startServer } from \"tabula\" starts, answers a request and close
 
 test("the shipped .d.ts types startServer for a TypeScript consumer", { skip: !hasNpm && "npm is not available" }, async () => {
   const source = `
-    import { startServer, type TabulaServer } from "tabula";
+    import { startServer, type TabulaServer } from "tabula-server";
     const server: TabulaServer = await startServer({ schema: { Task: { properties: { title: { type: "string" } } } }, seed: { Task: [] } });
     const url: string = server.url;
     const keys: [string, string] = [server.secretKey, server.publishableKey];
