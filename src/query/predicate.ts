@@ -5,6 +5,7 @@
 
 import { compareCodePoints, parseDateValue } from "../schema/fields.ts";
 import type { Row } from "../store/store.ts";
+import { compileFoldedIncludes, foldCase } from "./case-fold.ts";
 import type { CompareNode, FilterNode, ValueKind } from "./filter-tree.ts";
 
 export type Predicate = (row: Row) => boolean;
@@ -28,7 +29,7 @@ function compileNode(node: FilterNode): Predicate {
       return (row) => parts.some((part) => part(row));
     }
     case "search": {
-      const needle = node.text.toLowerCase();
+      const needle = foldCase(node.text);
       const fields = node.fields;
       return (row) => searchTextOf(row, fields).includes(needle);
     }
@@ -38,7 +39,7 @@ function compileNode(node: FilterNode): Predicate {
 }
 
 /**
- * The lower-cased text of a row's string fields, joined by a separator no search text can span
+ * The case-folded text of a row's string fields, joined by a separator no search text can span
  * (U+0000 is not typed into search boxes), cached on the row version.
  */
 function searchTextOf(row: Row, fields: readonly string[]): string {
@@ -48,7 +49,7 @@ function searchTextOf(row: Row, fields: readonly string[]): string {
     const parts: string[] = [];
     for (const field of fields) {
       const value = row.data[field];
-      if (typeof value === "string") parts.push(value.toLowerCase());
+      if (typeof value === "string") parts.push(foldCase(value));
     }
     text = memo.search = parts.join("\u0000");
   }
@@ -109,8 +110,8 @@ function compileValueTest(node: CompareNode): (value: unknown) => boolean {
       return op === "$in" ? (value) => wanted.has(toComparable(value)) : (value) => !wanted.has(toComparable(value));
     }
     case "$contains": {
-      const needle = String(node.value).toLowerCase();
-      return (value) => typeof value === "string" && value.toLowerCase().includes(needle);
+      const includes = compileFoldedIncludes(node.value as string);
+      return (value) => typeof value === "string" && includes(value);
     }
     default: {
       const bound = toComparable(node.value);

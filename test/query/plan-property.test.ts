@@ -36,7 +36,7 @@ function seeded(seed: number): Random {
 
 // ---------------------------------------------------------------- value domains
 
-const TITLES = ["alpha", "Beta", "gamma", "ALPHA beta", "é", "\uff3a", "\u{1f600}x", "", "delta", "alp"];
+const TITLES = ["alpha", "Beta", "gamma", "ALPHA beta", "é", "\uff3a", "\u{1f600}x", "", "delta", "alp", "ΟΔΟΣ", "İstanbul"];
 const STATUSES = ["todo", "doing", "done"];
 const PRIORITIES = [-2, 0, 1, 2, 3, 5];
 const ESTIMATES = [-1, 0.5, 1, 1.5, 2.25];
@@ -46,7 +46,7 @@ const EMAILS = ["ann@x.io", "bob@x.io", "Cy@Y.io"];
 const TAGS = ["a", "b", "c"];
 const OWNERS = ["ann", "bob", "Ann"];
 const KEY_IDS = ["key_a", "key_b"];
-const SEARCHES = ["alp", "BETA", "x.io", "do", "2026-01-02", "é", "zzz", "a"];
+const SEARCHES = ["alp", "BETA", "x.io", "do", "2026-01-02", "é", "zzz", "a", "ς", "ISTAN"];
 const BASE_MS = Date.UTC(2026, 0, 1);
 
 function pick<T>(next: Random, values: readonly T[]): T {
@@ -203,7 +203,7 @@ function testScalar(kind: Kind, op: string, operand: unknown, value: unknown): b
     case "$in":
       return v !== undefined && (operand as unknown[]).some((item) => comparable(kind, item) === v);
     case "$contains":
-      return typeof value === "string" && value.toLowerCase().includes(String(operand).toLowerCase());
+      return typeof value === "string" && containsFolded(value, String(operand));
     default: {
       const bound = comparable(kind, operand)!;
       if (v === undefined || typeof v !== typeof bound) return false;
@@ -242,9 +242,14 @@ function matchesFilter(data: Data, filter: Data): boolean {
   });
 }
 
+/** Case-insensitive by a /iu regular expression (Unicode simple case folding), İ read as i (README "Filters"). */
+function containsFolded(text: string, needle: string): boolean {
+  const dotless = (s: string) => s.replaceAll("\u0130", "i");
+  return new RegExp(dotless(needle).replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "iu").test(dotless(text));
+}
+
 function matchesSearch(data: Data, text: string): boolean {
-  const needle = text.toLowerCase();
-  return entity.textFields.some((name) => typeof data[name] === "string" && (data[name] as string).toLowerCase().includes(needle));
+  return entity.textFields.some((name) => typeof data[name] === "string" && containsFolded(data[name] as string, text));
 }
 
 /** A row's sort value: numbers, ms for dates, 0/1 for booleans, strings; null when missing. */
@@ -342,7 +347,7 @@ function randomOperand(next: Random, name: string, op: string, world: World): un
     case "$nin":
       return Array.from({ length: Math.floor(next() * 3) }, scalar);
     case "$contains":
-      return name === "title" ? pick(next, ["alp", "BET", "a", "😀", "É"]) : name === "email" ? pick(next, ["@X", "ann", "y.io"]) : name === "tags" ? pick(next, ["A", "b"]) : pick(next, ["an", "O", "x"]);
+      return name === "title" ? pick(next, ["alp", "BET", "a", "😀", "É", "Σ", "ος", "i"]) : name === "email" ? pick(next, ["@X", "ann", "y.io"]) : name === "tags" ? pick(next, ["A", "b"]) : pick(next, ["an", "O", "x"]);
     case "$eq":
     case "$ne":
       if (next() < 0.08) return null;

@@ -1,0 +1,63 @@
+// Regression tests of issue 16's filter defects, through the real HTTP interface: each describe
+// block is one defect, with its own entity and records so that the cases do not disturb one another.
+
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { q, startTestServer, TASK, type TestServer } from "../support/server.ts";
+
+const PATH = "/api/entities/Task";
+
+let server: TestServer;
+before(async () => {
+  server = await startTestServer({
+    schema: { Task: { ...TASK, properties: { ...TASK.properties, level: { type: "integer", enum: [1, 2, 3] } } } },
+  });
+});
+after(() => server.close());
+
+/** Creates records and returns their ids by name. */
+async function createAll(records: Record<string, Record<string, unknown>>): Promise<Record<string, string>> {
+  const ids: Record<string, string> = {};
+  for (const [name, record] of Object.entries(records)) {
+    const answer = await server.call("POST", PATH, { body: record });
+    assert.equal(answer.status, 201, answer.text);
+    ids[name] = answer.body.id;
+  }
+  return ids;
+}
+
+/** Checks [query, expected names] through the list, restricted to the named records' ids. */
+async function checkQueries(ids: Record<string, string>, table: Array<[string, string[]]>): Promise<void> {
+  const only = { id: { $in: Object.values(ids) } };
+  for (const [query, expected] of table) {
+    const [name, value] = query.split("=", 2) as [string, string];
+    const params = name === "q" ? `q=${q({ $and: [only, JSON.parse(value)] })}` : `${name}=${encodeURIComponent(value)}&q=${q(only)}`;
+    const answer = await server.call("GET", `${PATH}?${params}`);
+    assert.equal(answer.status, 200, `${query}: ${answer.text}`);
+    const names = answer.body.map((record: { id: string }) => Object.keys(ids).find((n) => ids[n] === record.id));
+    assert.deepEqual(names.sort(), [...expected].sort(), query);
+    const count = await server.call("GET", `${PATH}/count?${params}`);
+    assert.deepEqual(count.body, { count: expected.length }, `${query}: count`);
+  }
+}
+
+describe("issue 16, defect 1: case-insensitive matching folds case", () => {
+  test("$contains and search find a word-final capital sigma whichever sigma the text or the needle has", async () => {
+    const ids = await createAll({
+      road: { title: "ΟΔΟΣ" },
+      osa: { title: "ΟΣΑ" },
+      tagged: { title: "tagged", tags: ["ΟΣ"] },
+    });
+    await checkQueries(ids, [
+      [`q={"title":{"$contains":"Σ"}}`, ["road", "osa"]],
+      [`q={"title":{"$contains":"ΟΣ"}}`, ["road", "osa"]],
+      [`q={"title":{"$contains":"ος"}}`, ["road", "osa"]],
+      [`q={"title":{"$contains":"οδοσ"}}`, ["road"]],
+      [`q={"tags":{"$contains":"σ"}}`, ["tagged"]],
+      [`q={"tags":{"$contains":"ς"}}`, ["tagged"]],
+      ["search=Σ", ["road", "osa"]],
+      ["search=ς", ["road", "osa"]],
+      ["search=οδοσ", ["road"]],
+    ]);
+  });
+});
