@@ -141,7 +141,8 @@ function checkOperand(target: Target, op: CompareOp, operand: unknown): void {
     case "$in":
     case "$nin":
       if (!Array.isArray(operand)) throw refuse(`an array of ${describeKind(target)}`);
-      for (const item of operand) checkValue(target, op, item, refuse);
+      // null among the values means "has no value", as {"field": null} does, on every field kind.
+      for (const item of operand) if (item !== null) checkValue(target, op, item, refuse);
       return;
     case "$contains":
       if (target.kind !== "string" && target.kind !== "json") {

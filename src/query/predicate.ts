@@ -72,10 +72,15 @@ function compileCompare(node: CompareNode): Predicate {
     const wanted = node.value === true;
     return (row) => (valueAt(row, path) !== undefined) === wanted;
   }
-  // `null` as an operand means "no value": {"f": null} matches records without f.
+  // `null` as an operand, or in the list of $in/$nin, means "no value": {"f": null} matches records without f.
   if (node.value === null && (op === "$eq" || op === "$ne")) {
     const wanted = op === "$ne";
     return (row) => (valueAt(row, path) !== undefined) === wanted;
+  }
+  if ((op === "$in" || op === "$nin") && (node.value as unknown[]).includes(null)) {
+    const listed = compileCompare({ ...node, op: "$in", value: (node.value as unknown[]).filter((item) => item !== null) });
+    const matches = (row: Row) => valueAt(row, path) === undefined || listed(row);
+    return op === "$in" ? matches : (row) => !matches(row);
   }
   const test = compileValueTest(node);
   // Negations match records lacking the field, and arrays where no element matches.

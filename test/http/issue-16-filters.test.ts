@@ -61,3 +61,28 @@ describe("issue 16, defect 1: case-insensitive matching folds case", () => {
     ]);
   });
 });
+
+describe("issue 16, defect 2: null in $in and $nin means no value", () => {
+  test("$in with null matches records without a value, as {field: null} does, on JSON paths and typed fields", async () => {
+    const ids = await createAll({
+      a: { title: "a", priority: 3, meta: { sub: { x: 1 } } },
+      b: { title: "b", priority: 4, meta: {} },
+      c: { title: "c", meta: { sub: null } },
+      d: { title: "d" },
+    });
+    await checkQueries(ids, [
+      [`q={"meta.sub":null}`, ["b", "c", "d"]],
+      [`q={"meta.sub":{"$in":[null]}}`, ["b", "c", "d"]],
+      [`q={"meta.sub":{"$nin":[null]}}`, ["a"]],
+      [`q={"meta.sub":{"$in":[null,"x"]}}`, ["b", "c", "d"]],
+      [`q={"meta.sub":{"$in":["x"]}}`, []],
+      [`q={"meta.sub":{"$nin":["x"]}}`, ["a", "b", "c", "d"]],
+      [`q={"priority":{"$in":[null]}}`, ["c", "d"]],
+      [`q={"priority":{"$in":[null,3]}}`, ["a", "c", "d"]],
+      [`q={"priority":{"$nin":[null,3]}}`, ["b"]],
+      [`q={"priority":{"$nin":[null]}}`, ["a", "b"]],
+      [`q={"level":{"$in":[null,2]}}`, ["a", "b", "c", "d"]],
+      [`q={"tags":{"$in":[null]}}`, ["a", "b", "c", "d"]],
+    ]);
+  });
+});

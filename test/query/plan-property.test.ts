@@ -218,6 +218,12 @@ function matchesCondition(data: Data, name: string, op: string, operand: unknown
   const value = lookup(data, name);
   if (op === "$exists") return (value !== undefined) === operand;
   if ((op === "$eq" || op === "$ne") && operand === null) return (value !== undefined) === (op === "$ne");
+  // null listed in $in/$nin stands for "no value".
+  if ((op === "$in" || op === "$nin") && (operand as unknown[]).includes(null)) {
+    const rest = (operand as unknown[]).filter((item) => item !== null);
+    const listed = value === undefined || matchesCondition(data, name, "$in", rest);
+    return op === "$in" ? listed : !listed;
+  }
   // Arrays and objects as operands of $eq/$ne compare whole.
   if ((op === "$eq" || op === "$ne") && typeof operand === "object") {
     const equal = value !== undefined && JSON.stringify(value) === JSON.stringify(operand);
@@ -345,7 +351,7 @@ function randomOperand(next: Random, name: string, op: string, world: World): un
       return next() < 0.5;
     case "$in":
     case "$nin":
-      return Array.from({ length: Math.floor(next() * 3) }, scalar);
+      return Array.from({ length: Math.floor(next() * 3) }, () => (next() < 0.1 ? null : scalar()));
     case "$contains":
       return name === "title" ? pick(next, ["alp", "BET", "a", "😀", "É", "Σ", "ος", "i"]) : name === "email" ? pick(next, ["@X", "ann", "y.io"]) : name === "tags" ? pick(next, ["A", "b"]) : pick(next, ["an", "O", "x"]);
     case "$eq":
