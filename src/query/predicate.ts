@@ -56,63 +56,101 @@ function searchTextOf(row: Row, fields: readonly string[]): string {
   return text;
 }
 
-function valueAt(row: Row, path: readonly string[]): unknown {
-  let value: unknown = row.data[path[0]!];
-  for (let i = 1; i < path.length && value !== undefined; i++) {
-    // Own members only: "meta.constructor" or "meta.__proto__" must not reach Object.prototype.
-    const isObject = typeof value === "object" && value !== null && !Array.isArray(value);
-    value = isObject && Object.hasOwn(value as object, path[i]!) ? (value as Record<string, unknown>)[path[i]!] : undefined;
+/** Whether some value a path reaches in a row passes `test`; missing values and nulls reach nothing. */
+type Reach = (row: Row, test: (value: unknown) => boolean) => boolean;
+
+const IS_PRESENT = () => true;
+const ARRAY_INDEX_RE = /^(?:0|[1-9]\d*)$/;
+
+/**
+ * A dotted path steps into objects by their own members ("meta.constructor" must not reach
+ * Object.prototype) and over arrays (MongoDB's rule): a numeric step picks that element, any
+ * other step is taken in each element that is an object. Walked step by step, never recursively:
+ * the work is bounded by the path's length and the values it passes, however deep the data.
+ */
+function compileReach(path: readonly string[]): Reach {
+  const first = path[0]!;
+  if (path.length === 1) {
+    return (row, test) => {
+      const value = row.data[first];
+      return value !== undefined && value !== null && test(value);
+    };
   }
-  return value ?? undefined;
+  return (row, test) => {
+    let value: unknown = row.data[first];
+    let i = 1;
+    // Objects only, the usual case: follow one value.
+    for (; i < path.length && !Array.isArray(value); i++) value = memberOf(value, path[i]!);
+    if (i === path.length) return value !== undefined && value !== null && test(value);
+    let values: unknown[] = [value];
+    for (; i < path.length && values.length > 0; i++) {
+      const step = path[i]!;
+      const next: unknown[] = [];
+      for (const current of values) {
+        if (!Array.isArray(current)) next.push(memberOf(current, step));
+        else if (ARRAY_INDEX_RE.test(step)) next.push(current[Number(step)]);
+        else for (const element of current) if (!Array.isArray(element)) next.push(memberOf(element, step));
+      }
+      values = next;
+    }
+    return values.some((reached) => reached !== undefined && reached !== null && test(reached));
+  };
+}
+
+function memberOf(value: unknown, name: string): unknown {
+  const isObject = typeof value === "object" && value !== null && !Array.isArray(value);
+  return isObject && Object.hasOwn(value as object, name) ? (value as Record<string, unknown>)[name] : undefined;
 }
 
 function compileCompare(node: CompareNode): Predicate {
   const { path, op } = node;
-  if (op === "$exists") {
-    const wanted = node.value === true;
-    return (row) => (valueAt(row, path) !== undefined) === wanted;
-  }
-  // `null` as an operand, or in the list of $in/$nin, means "no value": {"f": null} matches records without f.
-  if (node.value === null && (op === "$eq" || op === "$ne")) {
-    const wanted = op === "$ne";
-    return (row) => (valueAt(row, path) !== undefined) === wanted;
+  const reach = compileReach(path);
+  // `null` as an operand, or in the list of $in/$nin, means "no value": {"f": null} matches
+  // records the path reaches no value in, exactly as {"f": {"$exists": false}}.
+  if (op === "$exists" || (node.value === null && (op === "$eq" || op === "$ne"))) {
+    const wanted = op === "$exists" ? node.value === true : op === "$ne";
+    return (row) => reach(row, IS_PRESENT) === wanted;
   }
   if ((op === "$in" || op === "$nin") && (node.value as unknown[]).includes(null)) {
     const listed = compileCompare({ ...node, op: "$in", value: (node.value as unknown[]).filter((item) => item !== null) });
-    const matches = (row: Row) => valueAt(row, path) === undefined || listed(row);
+    const matches = (row: Row) => !reach(row, IS_PRESENT) || listed(row);
     return op === "$in" ? matches : (row) => !matches(row);
   }
-  const test = compileValueTest(node);
-  // Negations match records lacking the field, and arrays where no element matches.
+  // A negation is the opposite of its operator: it matches records lacking the field, and arrays
+  // where no element matches.
   const isNegation = op === "$ne" || op === "$nin";
-  const whole = isStructured(node.value) && (op === "$eq" || op === "$ne");
-  return (row) => {
-    const value = valueAt(row, path);
-    if (value === undefined) return isNegation;
-    if (Array.isArray(value) && !whole) return isNegation ? value.every(test) : value.some(test);
-    return test(value);
-  };
+  const test = compileValueTest({ ...node, op: op === "$ne" ? "$eq" : op === "$nin" ? "$in" : op });
+  return isNegation ? (row) => !reach(row, test) : (row) => reach(row, test);
 }
 
-/** A test of one (non-array, present) value; negations are tested as "does not equal". */
+/**
+ * A test of one present value the path reached. An array there (of an array field, or inside
+ * JSON) matches when any element does; a structured operand also matches the array whole.
+ */
 function compileValueTest(node: CompareNode): (value: unknown) => boolean {
+  const test = compileScalarTest(node);
+  if (node.isArray || node.kind === "json") {
+    return (value) => (Array.isArray(value) ? test(value) || value.some(test) : test(value));
+  }
+  return test;
+}
+
+/** A test of one value by a positive operator ($eq, $in, $contains, a range). */
+function compileScalarTest(node: CompareNode): (value: unknown) => boolean {
   const { kind, op } = node;
   const toComparable = comparableOf(kind);
   switch (op) {
-    case "$eq":
-    case "$ne": {
+    case "$eq": {
       if (isStructured(node.value)) {
         const wanted = JSON.stringify(node.value);
-        const equal = (value: unknown) => JSON.stringify(value) === wanted;
-        return op === "$eq" ? equal : (value) => !equal(value);
+        return (value) => JSON.stringify(value) === wanted;
       }
       const wanted = toComparable(node.value);
-      return op === "$eq" ? (value) => toComparable(value) === wanted : (value) => toComparable(value) !== wanted;
+      return (value) => toComparable(value) === wanted;
     }
-    case "$in":
-    case "$nin": {
+    case "$in": {
       const wanted = new Set((node.value as unknown[]).map(toComparable));
-      return op === "$in" ? (value) => wanted.has(toComparable(value)) : (value) => !wanted.has(toComparable(value));
+      return (value) => wanted.has(toComparable(value));
     }
     case "$contains": {
       const includes = compileFoldedIncludes(node.value as string);

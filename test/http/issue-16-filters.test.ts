@@ -86,3 +86,31 @@ describe("issue 16, defect 2: null in $in and $nin means no value", () => {
     ]);
   });
 });
+
+describe("issue 16, defect 3: what dotted paths, object operands, fine timestamps and enums do", () => {
+  test("a dotted path steps into arrays: any element matches, a numeric step picks one, negations mean no element matches", async () => {
+    const ids = await createAll({
+      one: { title: "one", meta: { items: [{ k: 1 }, { k: 2, tags: ["x"] }] } },
+      two: { title: "two", meta: { items: [{ k: 3 }, "loose", [{ k: 1 }]] } },
+      flat: { title: "flat", meta: { items: { k: 1 } } },
+      none: { title: "none", meta: { items: [] } },
+      bare: { title: "bare" },
+    });
+    await checkQueries(ids, [
+      [`q={"meta.items.k":1}`, ["one", "flat"]],
+      [`q={"meta.items.k":{"$gte":2}}`, ["one", "two"]],
+      [`q={"meta.items.k":{"$in":[2,3]}}`, ["one", "two"]],
+      [`q={"meta.items.k":{"$ne":1}}`, ["two", "none", "bare"]],
+      [`q={"meta.items.k":{"$nin":[1,3]}}`, ["none", "bare"]],
+      [`q={"meta.items.k":{"$exists":true}}`, ["one", "two", "flat"]],
+      [`q={"meta.items.k":null}`, ["none", "bare"]],
+      [`q={"meta.items.0.k":1}`, ["one"]],
+      [`q={"meta.items.1.k":2}`, ["one"]],
+      [`q={"meta.items.1":"loose"}`, ["two"]],
+      [`q={"meta.items.tags":"x"}`, ["one"]],
+      [`q={"meta.items.tags":{"$contains":"X"}}`, ["one"]],
+      [`q={"meta.items":{"k":2,"tags":["x"]}}`, ["one"]],
+      [`q={"meta.items":"loose"}`, ["two"]],
+    ]);
+  });
+});

@@ -63,6 +63,7 @@ function randomMeta(next: Random): Data {
   if (next() < 0.5) meta.n = next() < 0.7 ? pick(next, [1, 2, 3]) : pick(next, ["2", "x"]);
   if (next() < 0.4) meta.flag = next() < 0.5;
   if (next() < 0.3) meta.a = next() < 0.8 ? { b: pick(next, [1, 2]) } : "flat";
+  if (next() < 0.3) meta.items = Array.from({ length: Math.floor(next() * 3) }, () => (next() < 0.8 ? { k: pick(next, [1, 2, 3]) } : pick(next, [1, "k", null])));
   if (next() < 0.1) meta.owner = null;
   return meta;
 }
@@ -159,12 +160,23 @@ function isObject(value: unknown): value is Data {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** A field's value, undefined when absent or null (null means "no value"). */
-function lookup(data: Data, name: string): unknown {
+/**
+ * The values a (dotted) name reaches, nulls and missing ones left out: objects by own members, and
+ * a step over an array into each element that is an object, or to the element a numeric step names.
+ */
+function reached(data: Data, name: string): unknown[] {
   const [first, ...rest] = name.split(".");
-  let value: unknown = data[first!];
-  for (const part of rest) value = isObject(value) && Object.hasOwn(value, part) ? value[part] : undefined;
-  return value === null ? undefined : value;
+  let values: unknown[] = [data[first!]];
+  for (const part of rest) {
+    values = values.flatMap((value) => {
+      if (Array.isArray(value)) {
+        if (/^(0|[1-9][0-9]*)$/.test(part)) return [value[Number(part)]];
+        return value.filter((element) => isObject(element) && Object.hasOwn(element, part)).map((element) => (element as Data)[part]);
+      }
+      return isObject(value) && Object.hasOwn(value, part) ? [value[part]] : [];
+    });
+  }
+  return values.filter((value) => value !== undefined && value !== null);
 }
 
 function dateMs(value: unknown): number | undefined {
@@ -215,25 +227,25 @@ function testScalar(kind: Kind, op: string, operand: unknown, value: unknown): b
 
 function matchesCondition(data: Data, name: string, op: string, operand: unknown): boolean {
   const { kind, isArray } = kindOfField(name);
-  const value = lookup(data, name);
-  if (op === "$exists") return (value !== undefined) === operand;
-  if ((op === "$eq" || op === "$ne") && operand === null) return (value !== undefined) === (op === "$ne");
+  const values = reached(data, name);
+  if (op === "$exists") return (values.length > 0) === operand;
+  if ((op === "$eq" || op === "$ne") && operand === null) return (values.length > 0) === (op === "$ne");
   // null listed in $in/$nin stands for "no value".
   if ((op === "$in" || op === "$nin") && (operand as unknown[]).includes(null)) {
     const rest = (operand as unknown[]).filter((item) => item !== null);
-    const listed = value === undefined || matchesCondition(data, name, "$in", rest);
+    const listed = values.length === 0 || matchesCondition(data, name, "$in", rest);
     return op === "$in" ? listed : !listed;
   }
-  // Arrays and objects as operands of $eq/$ne compare whole.
-  if ((op === "$eq" || op === "$ne") && typeof operand === "object") {
-    const equal = value !== undefined && JSON.stringify(value) === JSON.stringify(operand);
-    return op === "$eq" ? equal : !equal;
-  }
+  // A negation matches exactly where its operator does not.
   const positive = op === "$ne" ? "$eq" : op === "$nin" ? "$in" : op;
   const negated = positive !== op;
-  if (value === undefined) return negated;
-  const elements = Array.isArray(value) && (isArray || kind === "json") ? value : [value];
-  const any = elements.some((element) => testScalar(kind, positive, operand, element));
+  const any = values.some((value) => {
+    // An array reached matches when an element does (a typed scalar field never holds one).
+    const elements = !Array.isArray(value) ? [value] : isArray || kind === "json" ? value : [];
+    // Arrays and objects as operands of $eq compare whole, or with an element of a reached array.
+    if (positive === "$eq" && typeof operand === "object") return [value, ...elements].some((v) => JSON.stringify(v) === JSON.stringify(operand));
+    return elements.some((element) => testScalar(kind, positive, operand, element));
+  });
   return negated ? !any : any;
 }
 
@@ -342,6 +354,9 @@ function randomOperand(next: Random, name: string, op: string, world: World): un
         return next() < 0.5;
       case "meta.a.b":
         return pick(next, [1, 2]);
+      case "meta.items.k":
+      case "meta.items.0.k":
+        return pick(next, [1, 2, 3]);
       default:
         throw new Error(`no operand for ${name}`);
     }
@@ -381,6 +396,8 @@ const FIELDS_AND_OPS: Array<[string, string[]]> = [
   ["meta.n", ["$eq", "$ne", "$gt", "$lte", "$in", "$exists"]],
   ["meta.flag", ["$eq", "$ne", "$exists"]],
   ["meta.a.b", ["$eq", "$gte", "$exists"]],
+  ["meta.items.k", ["$eq", "$ne", "$gt", "$in", "$nin", "$exists"]],
+  ["meta.items.0.k", ["$eq", "$ne", "$exists"]],
   ["id", ["$eq", "$gt", "$lte", "$in"]],
   ["created_date", ["$gt", "$lte", "$eq"]],
   ["updated_date", ["$gte", "$lt"]],

@@ -16,7 +16,8 @@ type Case = [filter: Record<string, unknown>, data: Record<string, unknown>, mat
 function check(table: Case[]): void {
   for (const [filter, data, matches] of table) {
     const predicate = compileFilter(parseFilter(entity, filter, { mayUseCreatedBy: true })!);
-    assert.equal(predicate({ id: "1", rev: 1, deleted: false, data }), matches, `${JSON.stringify(filter)} on ${JSON.stringify(data)}`);
+    const actual = predicate({ id: "1", rev: 1, deleted: false, data });
+    if (actual !== matches) assert.fail(`${JSON.stringify(filter)} on ${JSON.stringify(data).slice(0, 200)}: ${actual}, expected ${matches}`);
   }
 }
 
@@ -42,3 +43,47 @@ test("null listed in $in or $nin means no value, on JSON paths and typed fields 
     [{ tags: { $in: [null, "a"] } }, { tags: ["b", "a"] }, true],
     [{ tags: { $nin: [null] } }, { tags: [] }, true],
   ]));
+
+test("a dotted path steps into arrays: any element, a numeric step picks one, negations mean none", () =>
+  check([
+    [{ "meta.items.k": 1 }, { meta: { items: [{ k: 1 }, { k: 2 }] } }, true],
+    [{ "meta.items.k": 2 }, { meta: { items: [{ k: 1 }, { k: 2 }] } }, true],
+    [{ "meta.items.k": 3 }, { meta: { items: [{ k: 1 }, { k: 2 }] } }, false],
+    [{ "meta.items.k": 1 }, { meta: { items: { k: 1 } } }, true],
+    [{ "meta.items.k": 1 }, { meta: { items: [[{ k: 1 }]] } }, false],
+    [{ "meta.items.k": 1 }, { meta: { items: ["k", 1, null] } }, false],
+    [{ "meta.items.k": 1 }, { meta: { items: [{ k: [0, 1] }] } }, true],
+    [{ "meta.items.k": { $gt: 1 } }, { meta: { items: [{ k: 1 }, { k: 2 }] } }, true],
+    [{ "meta.items.k": { $ne: 1 } }, { meta: { items: [{ k: 1 }, { k: 2 }] } }, false],
+    [{ "meta.items.k": { $ne: 3 } }, { meta: { items: [{ k: 1 }, { k: 2 }] } }, true],
+    [{ "meta.items.k": { $nin: [2] } }, { meta: { items: [{ k: 1 }, { k: 2 }] } }, false],
+    [{ "meta.items.k": { $nin: [2] } }, { meta: { items: [] } }, true],
+    [{ "meta.items.k": { $exists: true } }, { meta: { items: [{}, { k: 0 }] } }, true],
+    [{ "meta.items.k": { $exists: true } }, { meta: { items: [{}, { k: null }] } }, false],
+    [{ "meta.items.k": null }, { meta: { items: [{}, { k: null }] } }, true],
+    [{ "meta.items.k": null }, { meta: { items: [{ k: 1 }, {}] } }, false],
+    [{ "meta.items.0.k": 1 }, { meta: { items: [{ k: 1 }, { k: 2 }] } }, true],
+    [{ "meta.items.1.k": 1 }, { meta: { items: [{ k: 1 }, { k: 2 }] } }, false],
+    [{ "meta.items.2.k": { $exists: false } }, { meta: { items: [{ k: 1 }, { k: 2 }] } }, true],
+    [{ "meta.items.0": "a" }, { meta: { items: ["a", "b"] } }, true],
+    [{ "meta.items.01": "a" }, { meta: { items: ["a", "b"] } }, false],
+    [{ "meta.items.0": "a" }, { meta: { items: { "0": "a" } } }, true],
+    [{ "meta.items.length": 2 }, { meta: { items: ["a", "b"] } }, false],
+    [{ "meta.items.k": { $contains: "Σ" } }, { meta: { items: [{ k: "x" }, { k: "ΟΔΟΣ" }] } }, true],
+    [{ "meta.a.b.c": 1 }, { meta: { a: [{ b: [{ c: 2 }, { c: 1 }] }] } }, true],
+    [{ "meta.a.b.c": 1 }, { meta: { a: [{ b: [{ c: 2 }] }, { b: { c: 3 } }] } }, false],
+    // arrays of typed fields hold elements of the field's kind; a typed scalar field never expands an array
+    [{ tags: "a" }, { tags: ["b", "a"] }, true],
+    [{ tags: { $ne: "a" } }, { tags: ["b", "a"] }, false],
+    [{ title: "a" }, { title: ["a"] }, false],
+    [{ status: { $ne: "todo" } }, { status: ["todo"] }, true],
+  ]));
+
+test("a path over deep stored data is walked without recursion", () => {
+  let deep: Record<string, unknown> = { k: 1 };
+  for (let i = 0; i < 100_000; i++) deep = { a: [deep] };
+  check([
+    [{ "meta.a.a.a.a": { $exists: true } }, { meta: deep }, true],
+    [{ "meta.a.k": 1 }, { meta: deep }, false],
+  ]);
+});
