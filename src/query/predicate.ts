@@ -141,10 +141,7 @@ function compileScalarTest(node: CompareNode): (value: unknown) => boolean {
   const toComparable = comparableOf(kind);
   switch (op) {
     case "$eq": {
-      if (isStructured(node.value)) {
-        const wanted = JSON.stringify(node.value);
-        return (value) => JSON.stringify(value) === wanted;
-      }
+      if (isStructured(node.value)) return (value) => isStructurallyEqual(value, node.value);
       const wanted = toComparable(node.value);
       return (value) => toComparable(value) === wanted;
     }
@@ -168,9 +165,36 @@ function compileScalarTest(node: CompareNode): (value: unknown) => boolean {
   }
 }
 
-/** Arrays and objects compare whole, by their JSON text. */
+/** Arrays and objects compare whole, structurally. */
 function isStructured(value: unknown): boolean {
   return typeof value === "object" && value !== null;
+}
+
+/**
+ * JSON values equal as values: objects whatever their members' order, arrays in order. Walked
+ * with a stack of pairs, never recursively, so deep stored data cannot overflow the stack.
+ */
+export function isStructurallyEqual(a: unknown, b: unknown): boolean {
+  const pending: unknown[] = [a, b];
+  while (pending.length > 0) {
+    const y = pending.pop();
+    const x = pending.pop();
+    if (x === y) continue;
+    if (typeof x !== "object" || typeof y !== "object" || x === null || y === null || Array.isArray(x) !== Array.isArray(y)) return false;
+    if (Array.isArray(x)) {
+      const other = y as unknown[];
+      if (x.length !== other.length) return false;
+      for (let i = 0; i < x.length; i++) pending.push(x[i], other[i]);
+      continue;
+    }
+    const names = Object.keys(x);
+    if (names.length !== Object.keys(y).length) return false;
+    for (const name of names) {
+      if (!Object.hasOwn(y, name)) return false;
+      pending.push((x as Record<string, unknown>)[name], (y as Record<string, unknown>)[name]);
+    }
+  }
+  return true;
 }
 
 const ORDER_TESTS: Partial<Record<string, (order: number) => boolean>> = {

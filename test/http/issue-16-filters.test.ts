@@ -113,4 +113,23 @@ describe("issue 16, defect 3: what dotted paths, object operands, fine timestamp
       [`q={"meta.items":"loose"}`, ["two"]],
     ]);
   });
+
+  test("an object operand compares structurally: the order of its members does not matter, the order of array items does", async () => {
+    const ids = await createAll({
+      ab: { title: "ab", meta: { sub: { a: 1, b: 2 } } },
+      nested: { title: "nested", meta: { sub: { a: { x: [1, { y: 2, z: 3 }] }, b: null } } },
+      list: { title: "list", meta: { sub: [{ b: 2, a: 1 }, 3] } },
+    });
+    await checkQueries(ids, [
+      [`q={"meta.sub":{"b":2,"a":1}}`, ["ab", "list"]],
+      [`q={"meta.sub":{"$eq":{"a":1,"b":2}}}`, ["ab", "list"]],
+      [`q={"meta.sub":{"$ne":{"b":2,"a":1}}}`, ["nested"]],
+      [`q={"meta.sub":{"b":null,"a":{"x":[1,{"z":3,"y":2}]}}}`, ["nested"]],
+      [`q={"meta.sub":{"a":{"x":[{"z":3,"y":2},1]},"b":null}}`, []],
+      [`q={"meta.sub":{"a":1}}`, []],
+      [`q={"meta.sub":{"a":1,"b":2,"c":null}}`, []],
+      [`q={"meta.sub":[3,{"a":1,"b":2}]}`, []],
+      [`q={"meta.sub":[{"a":1,"b":2},3]}`, ["list"]],
+    ]);
+  });
 });

@@ -62,7 +62,7 @@ function randomMeta(next: Random): Data {
   if (next() < 0.7) meta.owner = pick(next, OWNERS);
   if (next() < 0.5) meta.n = next() < 0.7 ? pick(next, [1, 2, 3]) : pick(next, ["2", "x"]);
   if (next() < 0.4) meta.flag = next() < 0.5;
-  if (next() < 0.3) meta.a = next() < 0.8 ? { b: pick(next, [1, 2]) } : "flat";
+  if (next() < 0.3) meta.a = next() < 0.8 ? pick(next, [{ b: pick(next, [1, 2]) }, { b: 1, c: 1 }, { c: 1, b: 1 }]) : "flat";
   if (next() < 0.3) meta.items = Array.from({ length: Math.floor(next() * 3) }, () => (next() < 0.8 ? { k: pick(next, [1, 2, 3]) } : pick(next, [1, "k", null])));
   if (next() < 0.1) meta.owner = null;
   return meta;
@@ -179,6 +179,11 @@ function reached(data: Data, name: string): unknown[] {
   return values.filter((value) => value !== undefined && value !== null);
 }
 
+/** JSON text with every object's members sorted by name: equal for values equal whatever their order. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_, v) => (isObject(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1))) : v));
+}
+
 function dateMs(value: unknown): number | undefined {
   if (typeof value !== "string") return undefined;
   const ms = Date.parse(/^\d{4}-\d{2}-\d{2}$/.test(value) ? `${value}T00:00:00Z` : value);
@@ -243,7 +248,7 @@ function matchesCondition(data: Data, name: string, op: string, operand: unknown
     // An array reached matches when an element does (a typed scalar field never holds one).
     const elements = !Array.isArray(value) ? [value] : isArray || kind === "json" ? value : [];
     // Arrays and objects as operands of $eq compare whole, or with an element of a reached array.
-    if (positive === "$eq" && typeof operand === "object") return [value, ...elements].some((v) => JSON.stringify(v) === JSON.stringify(operand));
+    if (positive === "$eq" && typeof operand === "object") return [value, ...elements].some((v) => canonicalJson(v) === canonicalJson(operand));
     return elements.some((element) => testScalar(kind, positive, operand, element));
   });
   return negated ? !any : any;
@@ -354,6 +359,10 @@ function randomOperand(next: Random, name: string, op: string, world: World): un
         return next() < 0.5;
       case "meta.a.b":
         return pick(next, [1, 2]);
+      case "meta.a":
+        return pick(next, [{ b: 1 }, { b: 2 }, { c: 1, b: 1 }, { b: 1, c: 1 }, { b: 1, c: 2 }]);
+      case "meta.items":
+        return pick(next, [{ k: 1 }, [{ k: 1 }], [{ k: 1 }, { k: 2 }], "k"]);
       case "meta.items.k":
       case "meta.items.0.k":
         return pick(next, [1, 2, 3]);
@@ -396,6 +405,8 @@ const FIELDS_AND_OPS: Array<[string, string[]]> = [
   ["meta.n", ["$eq", "$ne", "$gt", "$lte", "$in", "$exists"]],
   ["meta.flag", ["$eq", "$ne", "$exists"]],
   ["meta.a.b", ["$eq", "$gte", "$exists"]],
+  ["meta.a", ["$eq", "$ne"]],
+  ["meta.items", ["$eq", "$ne", "$exists"]],
   ["meta.items.k", ["$eq", "$ne", "$gt", "$in", "$nin", "$exists"]],
   ["meta.items.0.k", ["$eq", "$ne", "$exists"]],
   ["id", ["$eq", "$gt", "$lte", "$in"]],

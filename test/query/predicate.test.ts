@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { parseFilter } from "../../src/query/filter.ts";
-import { compileFilter } from "../../src/query/predicate.ts";
+import { compileFilter, isStructurallyEqual } from "../../src/query/predicate.ts";
 import { loadSchemaObject } from "../../src/schema/load.ts";
 import { TASK } from "../support/server.ts";
 
@@ -86,4 +86,32 @@ test("a path over deep stored data is walked without recursion", () => {
     [{ "meta.a.a.a.a": { $exists: true } }, { meta: deep }, true],
     [{ "meta.a.k": 1 }, { meta: deep }, false],
   ]);
+});
+
+test("isStructurallyEqual compares JSON values whatever the order of object members, in the order of array items", () => {
+  const table: Array<[unknown, unknown, boolean]> = [
+    [{ a: 1, b: 2 }, { b: 2, a: 1 }, true],
+    [{ a: 1 }, { a: 1, b: 2 }, false],
+    [{ a: 1, b: undefined }, { a: 1, c: undefined }, false],
+    [{ a: null }, {}, false],
+    [[1, 2], [2, 1], false],
+    [[1, { x: [2, { y: 3 }] }], [1, { x: [2, { y: 3 }] }], true],
+    [[], {}, false],
+    [{}, {}, true],
+    [{ "0": 1 }, [1], false],
+    ["1", 1, false],
+    [0, -0, true],
+    [null, null, true],
+    [null, {}, false],
+    [JSON.parse(`{"__proto__": 1}`), {}, false],
+    [JSON.parse(`{"__proto__": 1}`), JSON.parse(`{"__proto__": 1}`), true],
+  ];
+  for (const [a, b, equal] of table) {
+    assert.equal(isStructurallyEqual(a, b), equal, `${JSON.stringify(a)} = ${JSON.stringify(b)}`);
+    assert.equal(isStructurallyEqual(b, a), equal, `${JSON.stringify(b)} = ${JSON.stringify(a)}`);
+  }
+  let deep: unknown = 1;
+  let other: unknown = 1;
+  for (let i = 0; i < 100_000; i++) [deep, other] = [{ a: [deep] }, { a: [other] }];
+  assert.equal(isStructurallyEqual(deep, other), true, "deep data is compared without recursion");
 });
