@@ -4,7 +4,7 @@
 
 import { forbidden, invalidFilter, invalidJson, unknownField } from "../errors.ts";
 import { isPlainObject } from "../schema/load.ts";
-import { PLATFORM_FIELD_DEFS, kindOf, parseDateValue, type EntityDef, type FieldDef } from "../schema/fields.ts";
+import { PLATFORM_FIELD_DEFS, hasSubMillisecondDigits, kindOf, parseDateValue, type EntityDef, type FieldDef } from "../schema/fields.ts";
 import type { CompareNode, CompareOp, FilterNode, ValueKind } from "./filter-tree.ts";
 
 const OPERATORS: readonly CompareOp[] = ["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$contains", "$exists"];
@@ -164,6 +164,13 @@ function checkOperand(target: Target, op: CompareOp, operand: unknown): void {
 }
 
 function checkValue(target: Target, op: CompareOp, value: unknown, refuse: (expected: string) => Error): void {
+  // Timestamps are stored to the millisecond, so a finer operand could not compare as written.
+  if (target.kind === "date" && hasSubMillisecondDigits(value)) {
+    throw invalidFilter(
+      `"${target.name}" is kept to the millisecond, so ${JSON.stringify(value)} cannot be compared as written; send at most three fractional digits, such as 2026-01-01T12:00:00.123Z.`,
+      { field: target.name, operator: op },
+    );
+  }
   const ok = (() => {
     switch (target.kind) {
       case "string":

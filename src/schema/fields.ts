@@ -69,7 +69,9 @@ export function isScalar(field: FieldDef): boolean {
   return field.type !== "array" && field.type !== "object";
 }
 
-const DATE_TIME_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
+// Time is kept to the millisecond: finer digits are refused rather than cut off (README "Filters").
+const DATE_TIME_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/i;
+const SUB_MILLISECOND_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{4,}(?:Z|[+-]\d{2}:\d{2})$/i;
 const DASH = 0x2d;
 const ZERO = 0x30;
 const COLON = 0x3a;
@@ -77,7 +79,10 @@ const DOT = 0x2e;
 const UPPER_T = 0x54;
 const UPPER_Z = 0x5a;
 
-/** Milliseconds since the epoch of a `YYYY-MM-DD` date or a full ISO timestamp; NaN if neither. */
+/**
+ * Milliseconds since the epoch of a `YYYY-MM-DD` date or a full ISO timestamp; NaN if neither,
+ * and for a timestamp with more than three fractional digits (see hasSubMillisecondDigits).
+ */
 export function parseDateValue(value: unknown): number {
   if (typeof value !== "string") return NaN;
   if (value.length === 10) return parseDayAtStart(value);
@@ -88,6 +93,14 @@ export function parseDateValue(value: unknown): number {
   const time = DATE_TIME_RE.exec(value);
   if (!time || !isRealDay(+time[1]!, +time[2]!, +time[3]!) || +time[4]! > 23 || +time[5]! > 59 || +(time[6] ?? 0) > 59) return NaN;
   return Date.parse(value);
+}
+
+/**
+ * Whether a value is a timestamp but for digits past the millisecond, such as
+ * `2026-01-01T00:00:00.0019Z`: parseDateValue refuses it, and messages say why.
+ */
+export function hasSubMillisecondDigits(value: unknown): boolean {
+  return typeof value === "string" && SUB_MILLISECOND_RE.test(value);
 }
 
 /**

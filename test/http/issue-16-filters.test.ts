@@ -132,4 +132,33 @@ describe("issue 16, defect 3: what dotted paths, object operands, fine timestamp
       [`q={"meta.sub":[{"a":1,"b":2},3]}`, ["list"]],
     ]);
   });
+
+  test("a timestamp with digits past the millisecond is refused, in a filter and in a write, and names the field", async () => {
+    const ids = await createAll({ early: { title: "early", start_at: "2026-01-01T00:00:00.001Z" } });
+    await checkQueries(ids, [
+      [`q={"start_at":{"$lt":"2026-01-01T00:00:00.002Z"}}`, ["early"]],
+      [`q={"start_at":{"$lte":"2026-01-01T00:00:00.001Z"}}`, ["early"]],
+      [`q={"start_at":"2026-01-01T01:00:00.001+01:00"}`, ["early"]],
+    ]);
+    for (const filter of [
+      { start_at: { $lt: "2026-01-01T00:00:00.0019Z" } },
+      { start_at: "2026-01-01T00:00:00.001000Z" },
+      { created_date: { $gt: "2026-01-01T00:00:00.123456+01:00" } },
+      { start_at: { $in: ["2026-01-01T00:00:00.001Z", "2026-01-01T00:00:00.0011Z"] } },
+    ]) {
+      const field = Object.keys(filter)[0]!;
+      const answer = await server.call("GET", `${PATH}?q=${q(filter)}`);
+      assert.equal(answer.status, 400, answer.text);
+      assert.equal(answer.body.error.code, "invalid_filter", answer.text);
+      assert.equal(answer.body.error.details.field, field, answer.text);
+      assert.match(answer.body.error.message, new RegExp(`"${field}".*millisecond`), answer.text);
+    }
+    for (const body of [{ title: "fine", start_at: "2026-01-01T00:00:00.0019Z" }, { title: "fine", start_at: "2026-01-01T00:00:00.123456+01:00" }]) {
+      const answer = await server.call("POST", PATH, { body });
+      assert.equal(answer.status, 400, answer.text);
+      assert.equal(answer.body.error.code, "invalid_field", answer.text);
+      assert.equal(answer.body.error.details.field, "start_at", answer.text);
+      assert.match(answer.body.error.message, /millisecond/, answer.text);
+    }
+  });
 });

@@ -138,6 +138,8 @@ const REFUSALS: Array<[unknown, Refusal, FieldAccess?]> = [
   [{ due_date: { $gt: "2026-02-30" } }, invalidFilter("due_date", "$gt")],
   [{ start_at: { $lt: 1767225600000 } }, invalidFilter("start_at", "$lt")],
   [{ created_date: { $gt: "soon" } }, invalidFilter("created_date", "$gt")],
+  [{ start_at: { $lt: "2026-01-01T00:00:00.0019Z" } }, invalidFilter("start_at", "$lt")],
+  [{ due_date: { $in: ["2026-01-01T00:00:00.000001Z"] } }, invalidFilter("due_date", "$in")],
   [{ tags: { $in: [1] } }, invalidFilter("tags", "$in")],
   [{ email: { $exists: 1 } }, invalidFilter("email", "$exists")],
   [{ email: { $exists: "true" } }, invalidFilter("email", "$exists")],
