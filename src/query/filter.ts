@@ -187,9 +187,12 @@ function checkValue(target: Target, op: CompareOp, value: unknown, refuse: (expe
   })();
   if (!ok) throw refuse(describeKind(target));
   const allowed = target.field?.enum;
+  // An enum is part of its field's type, so an operand outside it is "an operand of the wrong type"
+  // (CONTRACT §5), under $ne and $nin too, where it would match every record: it is a typo or a
+  // stale value far more often than a wish for everything.
   if (allowed && (op === "$eq" || op === "$ne" || op === "$in" || op === "$nin") && !allowed.includes(value)) {
     throw invalidFilter(
-      `"${target.name}" is never ${JSON.stringify(value)}: its values are ${allowed.map((v) => JSON.stringify(v)).join(", ")}.`,
+      `"${target.name}" takes one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}; ${JSON.stringify(value)} is outside the enum, so no record holds it: use one of those values.`,
       { field: target.name, operator: op, allowed },
     );
   }

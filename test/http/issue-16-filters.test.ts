@@ -161,4 +161,20 @@ describe("issue 16, defect 3: what dotted paths, object operands, fine timestamp
       assert.match(answer.body.error.message, /millisecond/, answer.text);
     }
   });
+
+  test("an operand outside an enum is invalid_filter for every equality operator, $ne and $nin included, and says so", async () => {
+    const table: Array<[unknown, string, string, string]> = [
+      [{ level: { $ne: 7 } }, "level", "$ne", `"level" takes one of 1, 2, 3; 7 is outside the enum`],
+      [{ level: 7 }, "level", "$eq", `"level" takes one of 1, 2, 3; 7 is outside the enum`],
+      [{ level: { $nin: [1, 7] } }, "level", "$nin", `"level" takes one of 1, 2, 3; 7 is outside the enum`],
+      [{ status: { $in: ["todo", "Done"] } }, "status", "$in", `"status" takes one of "todo", "doing", "done"; "Done" is outside the enum`],
+    ];
+    for (const [filter, field, operator, message] of table) {
+      const answer = await server.call("GET", `${PATH}/count?q=${q(filter)}`);
+      assert.equal(answer.status, 400, answer.text);
+      assert.equal(answer.body.error.code, "invalid_filter", answer.text);
+      assert.deepEqual(answer.body.error.details, { field, operator, allowed: field === "level" ? [1, 2, 3] : ["todo", "doing", "done"] });
+      assert.ok(answer.body.error.message.startsWith(message), answer.text);
+    }
+  });
 });
