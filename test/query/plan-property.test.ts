@@ -610,3 +610,23 @@ test("a value index built on first use, after writes, deletes and restores, hold
   assert.equal(store.count(ENTITY, filter, "exclude"), 2, "maintained from then on");
   assert.equal(store.count(ENTITY, filter, "only"), 1, "row 4, deleted, answered by a scan");
 });
+
+test("an equality answered by a value index agrees with the predicate on values an older declaration left", () => {
+  const store = new MemoryStore(new Map([[ENTITY, VALUE_INDEXED]]));
+  const at = "2026-01-01T00:00:00.000Z";
+  const values = ["todo", ["todo"], { todo: true }, 7, null, "TODO", true, [true], 1, [1]];
+  values.forEach((value, n) => {
+    const id = (n + 1).toString(16).padStart(24, "0");
+    const data = { id, created_date: at, updated_date: at, status: value, done: value, level: value };
+    void store.write({ puts: [{ entity: ENTITY, row: { id, rev: n + 1, deleted: false, data } }] });
+  });
+  for (const q of [{ status: "todo" }, { done: true }, { level: 1 }, { level: { $eq: 1 } }]) {
+    const indexed = parseFilter(entity, q, ACCESS);
+    const scanned = parseFilter(entity, { $or: [q] }, ACCESS); // an $or is never answered from an index
+    const sort = parseSort(entity, "id", ACCESS);
+    assert.equal(store.count(ENTITY, indexed, "exclude"), 1, JSON.stringify(q));
+    assert.equal(store.count(ENTITY, scanned, "exclude"), 1, `${JSON.stringify(q)} scanned`);
+    const list = (filter: FilterNode | null) => ids(store.list(ENTITY, { filter, sort, after: null, skip: 0, limit: 100, deleted: "exclude" }).rows);
+    assert.deepEqual(list(indexed), list(scanned), JSON.stringify(q));
+  }
+});
