@@ -51,23 +51,29 @@ export function foldCase(text: string): string {
 }
 
 /**
- * A test of whether a text contains `needle`, both folded. It runs per row in scans, so it folds
- * a text fully only when that could change the answer: when the text holds İ, or a letter whose
- * fold appears in the folded needle. Elsewhere the fold and toLowerCase differ only in letters
- * that neither the needle nor their folds can match.
+ * A test of whether a value is a text that contains `needle`, both folded. It runs per row in
+ * scans, so it folds a text fully only when that could change the answer: when the text holds İ,
+ * or a letter whose fold appears in the folded needle. Elsewhere the fold and toLowerCase differ
+ * only in letters that neither the needle nor their folds can match.
  */
-export function compileFoldedIncludes(needle: string): (text: string) => boolean {
+export function compileFoldedIncludes(needle: string): (value: unknown) => boolean {
   const wanted = foldCase(needle);
+  // Looked for in the text as given, which costs next to nothing when they are absent: each is
+  // left alone by toLowerCase, and only Σ lower-cases into one of them (ς, at the end of a word).
   const sources = [...FOLD_FIXUPS].filter(([, folded]) => wanted.includes(folded)).map(([source]) => source);
+  if (sources.includes("\u03c2")) sources.push("\u03a3");
   if (sources.length === 0) {
-    return (text) => {
-      const lower = text.toLowerCase();
-      return (lower.length === text.length ? lower : foldCase(text)).includes(wanted);
+    return (value) => {
+      if (typeof value !== "string") return false;
+      const lower = value.toLowerCase();
+      return (lower.length === value.length ? lower : foldCase(value)).includes(wanted);
     };
   }
-  return (text) => {
-    const lower = text.toLowerCase();
-    const isFoldNeeded = lower.length !== text.length || sources.some((source) => lower.includes(source));
-    return (isFoldNeeded ? foldCase(text) : lower).includes(wanted);
+  const [only] = sources;
+  const hasSource = sources.length === 1 ? (text: string) => text.includes(only!) : (text: string) => sources.some((source) => text.includes(source));
+  return (value) => {
+    if (typeof value !== "string") return false;
+    const lower = value.toLowerCase();
+    return (lower.length !== value.length || hasSource(value) ? foldCase(value) : lower).includes(wanted);
   };
 }

@@ -149,10 +149,8 @@ function compileScalarTest(node: CompareNode): (value: unknown) => boolean {
       const wanted = new Set((node.value as unknown[]).map(toComparable));
       return (value) => wanted.has(toComparable(value));
     }
-    case "$contains": {
-      const includes = compileFoldedIncludes(node.value as string);
-      return (value) => typeof value === "string" && includes(value);
-    }
+    case "$contains":
+      return compileFoldedIncludes(node.value as string);
     default: {
       const bound = toComparable(node.value);
       const accept = ORDER_TESTS[op]!;
