@@ -82,18 +82,20 @@ function compileReach(path: readonly string[]): Reach {
     // Objects only, the usual case: follow one value.
     for (; i < path.length && !Array.isArray(value); i++) value = memberOf(value, path[i]!);
     if (i === path.length) return value !== undefined && value !== null && test(value);
+    // An array on the way: follow every value reached, one array level per step.
     let values: unknown[] = [value];
     for (; i < path.length && values.length > 0; i++) {
       const step = path[i]!;
+      const isIndex = ARRAY_INDEX_RE.test(step);
       const next: unknown[] = [];
       for (const current of values) {
         if (!Array.isArray(current)) next.push(memberOf(current, step));
-        else if (ARRAY_INDEX_RE.test(step)) next.push(current[Number(step)]);
-        else for (const element of current) if (!Array.isArray(element)) next.push(memberOf(element, step));
+        else if (isIndex) next.push(current[Number(step)]);
+        else for (const element of current) next.push(memberOf(element, step));
       }
-      values = next;
+      values = next.filter((reached) => reached !== undefined && reached !== null);
     }
-    return values.some((reached) => reached !== undefined && reached !== null && test(reached));
+    return values.some(test);
   };
 }
 
