@@ -4,7 +4,7 @@
 
 import { forbidden, invalidFilter, invalidJson, unknownField } from "../errors.ts";
 import { isPlainObject } from "../schema/load.ts";
-import { PLATFORM_FIELD_DEFS, hasSubMillisecondDigits, kindOf, parseDateValue, type EntityDef, type FieldDef } from "../schema/fields.ts";
+import { PLATFORM_FIELD_DEFS, isFinerThanMillisecond, kindOf, parseDateValue, type EntityDef, type FieldDef } from "../schema/fields.ts";
 import type { CompareNode, CompareOp, FilterNode, ValueKind } from "./filter-tree.ts";
 
 const OPERATORS: readonly CompareOp[] = ["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$contains", "$exists"];
@@ -128,7 +128,35 @@ function compareNode(target: Target, op: string, operand: unknown): CompareNode 
   }
   const node = { type: "compare", field: target.name, path: target.path, kind: target.kind, isArray: target.isArray, op: op as CompareOp, value: operand } as const;
   checkOperand(target, node.op, operand);
-  return node;
+  return node.kind === "date" ? alignDateOperand(node) : node;
+}
+
+/**
+ * Stored timestamps are whole milliseconds (a write keeps no finer digits), so an operand inside a
+ * millisecond (`…00.0019Z`) is rewritten into the same test on whole milliseconds, here in the
+ * tree, so that every store answers it alike: `$lt`/`$lte` become `$lte` its millisecond,
+ * `$gt`/`$gte` become `$gt` it, and it equals no stored value. Exact, where cutting the digits off
+ * made `$lt "…00.0019Z"` miss `…00.001Z`.
+ */
+function alignDateOperand(node: CompareNode): CompareNode {
+  switch (node.op) {
+    case "$lt":
+    case "$lte":
+    case "$gt":
+    case "$gte": {
+      if (!isFinerThanMillisecond(node.value)) return node;
+      const op = node.op === "$lt" || node.op === "$lte" ? "$lte" : "$gt";
+      return { ...node, op, value: new Date(parseDateValue(node.value)).toISOString() };
+    }
+    case "$eq":
+    case "$ne":
+      return isFinerThanMillisecond(node.value) ? { ...node, op: node.op === "$eq" ? "$in" : "$nin", value: [] } : node;
+    case "$in":
+    case "$nin":
+      return { ...node, value: (node.value as unknown[]).filter((item) => !isFinerThanMillisecond(item)) };
+    default:
+      return node;
+  }
 }
 
 function checkOperand(target: Target, op: CompareOp, operand: unknown): void {
@@ -164,13 +192,6 @@ function checkOperand(target: Target, op: CompareOp, operand: unknown): void {
 }
 
 function checkValue(target: Target, op: CompareOp, value: unknown, refuse: (expected: string) => Error): void {
-  // Timestamps are stored to the millisecond, so a finer operand could not compare as written.
-  if (target.kind === "date" && hasSubMillisecondDigits(value)) {
-    throw invalidFilter(
-      `"${target.name}" is kept to the millisecond, so ${JSON.stringify(value)} cannot be compared as written; send at most three fractional digits, such as 2026-01-01T12:00:00.123Z.`,
-      { field: target.name, operator: op },
-    );
-  }
   const ok = (() => {
     switch (target.kind) {
       case "string":

@@ -69,9 +69,9 @@ export function isScalar(field: FieldDef): boolean {
   return field.type !== "array" && field.type !== "object";
 }
 
-// Time is kept to the millisecond: finer digits are refused rather than cut off (README "Filters").
-const DATE_TIME_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/i;
-const SUB_MILLISECOND_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{4,}(?:Z|[+-]\d{2}:\d{2})$/i;
+const DATE_TIME_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
+// A fraction with a digit other than 0 past its third: the instant lies inside a millisecond.
+const FINER_THAN_MILLISECOND_RE = /:\d{2}\.\d{3}0*[1-9]/;
 const DASH = 0x2d;
 const ZERO = 0x30;
 const COLON = 0x3a;
@@ -80,8 +80,9 @@ const UPPER_T = 0x54;
 const UPPER_Z = 0x5a;
 
 /**
- * Milliseconds since the epoch of a `YYYY-MM-DD` date or a full ISO timestamp; NaN if neither,
- * and for a timestamp with more than three fractional digits (see hasSubMillisecondDigits).
+ * Milliseconds since the epoch of a `YYYY-MM-DD` date or a full ISO timestamp; NaN if neither.
+ * Digits past the millisecond are dropped (the millisecond the instant falls in); writes store
+ * that, and filters mind the difference (isFinerThanMillisecond).
  */
 export function parseDateValue(value: unknown): number {
   if (typeof value !== "string") return NaN;
@@ -95,12 +96,9 @@ export function parseDateValue(value: unknown): number {
   return Date.parse(value);
 }
 
-/**
- * Whether a value is a timestamp but for digits past the millisecond, such as
- * `2026-01-01T00:00:00.0019Z`: parseDateValue refuses it, and messages say why.
- */
-export function hasSubMillisecondDigits(value: unknown): boolean {
-  return typeof value === "string" && SUB_MILLISECOND_RE.test(value);
+/** Whether a timestamp names an instant inside a millisecond, such as `2026-01-01T00:00:00.0019Z`. */
+export function isFinerThanMillisecond(value: unknown): boolean {
+  return typeof value === "string" && FINER_THAN_MILLISECOND_RE.test(value);
 }
 
 /**

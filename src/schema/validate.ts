@@ -2,7 +2,7 @@
 // the values to store. Pure: it never touches the store, so a refused write changes nothing.
 
 import { invalidField, invalidJson, readOnlyField, unknownField } from "../errors.ts";
-import { hasSubMillisecondDigits, isDateOnly, isPlatformField, parseDateValue, type EntityDef, type FieldDef } from "./fields.ts";
+import { isDateOnly, isPlatformField, parseDateValue, type EntityDef, type FieldDef } from "./fields.ts";
 
 const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
@@ -50,7 +50,6 @@ function checkString(field: FieldDef, value: string): string | null {
       if (!isDateOnly(value)) return "must be a date as YYYY-MM-DD";
       break;
     case "date-time":
-      if (hasSubMillisecondDigits(value)) return "is kept to the millisecond; send at most three fractional digits, such as 2026-11-22T12:00:00.123Z";
       if (isDateOnly(value) || Number.isNaN(parseDateValue(value))) return "must be an ISO 8601 timestamp with a time zone, such as 2026-11-22T12:00:00.000Z";
       break;
     case "email":
