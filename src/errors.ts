@@ -2,6 +2,7 @@
 // Codes identify an error permanently; messages may change and always say how to mend it.
 
 export type ErrorCode =
+  | "invalid_request"
   | "invalid_json"
   | "unknown_field"
   | "read_only_field"
@@ -54,6 +55,10 @@ export class ApiError extends Error {
     );
   }
 }
+
+/** A request HTTP itself refuses (README "Decisions": CONTRACT §5 has no code for it). */
+export const invalidRequest = (message: string, details: ErrorDetails = {}) =>
+  new ApiError(400, "invalid_request", message, details);
 
 export const invalidJson = (message: string, details: ErrorDetails = {}) =>
   new ApiError(400, "invalid_json", message, details);

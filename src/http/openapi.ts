@@ -11,9 +11,10 @@ import { DEFAULT_LIMIT, MAX_LIMIT_PUBLISHABLE, MAX_LIMIT_SECRET } from "./list-p
 type Json = Record<string, unknown>;
 
 
-// CONTRACT §5, plus the router's `not_found` for a path that names no endpoint.
+// CONTRACT §5, plus the router's `not_found` for a path that names no endpoint and
+// `invalid_request` for a request HTTP itself refuses.
 const ERROR_CODES = [
-  "invalid_json", "unknown_field", "read_only_field", "invalid_field", "invalid_filter",
+  "invalid_request", "invalid_json", "unknown_field", "read_only_field", "invalid_field", "invalid_filter",
   "invalid_parameter", "invalid_cursor", "filter_required", "batch_too_large", "unauthorized",
   "forbidden", "entity_not_found", "record_not_found", "not_found", "method_not_allowed",
   "ambiguous_match", "idempotency_key_in_use", "precondition_failed", "payload_too_large",

@@ -2,7 +2,7 @@
 // Content-Length over it is refused before reading), JSON only, parsed once.
 
 import type { IncomingMessage } from "node:http";
-import { ApiError, invalidJson } from "../errors.ts";
+import { ApiError, invalidJson, invalidRequest } from "../errors.ts";
 
 export const DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024;
 
@@ -50,7 +50,9 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer
     };
     req.on("data", onData);
     req.on("end", () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
-    req.on("error", reject);
+    // The client hung up before its body ended (node:http's "aborted"): a client's doing, never
+    // logged as a server error, and answered to nobody.
+    req.on("error", () => reject(invalidRequest("The connection closed before the body ended; send the whole body.")));
   });
 }
 
