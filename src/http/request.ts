@@ -1,6 +1,7 @@
 // Reading a request body: capped at --max-body without buffering more than the cap (a declared
 // Content-Length over it is refused before reading), JSON only, parsed once.
 
+import { isUtf8 } from "node:buffer";
 import type { IncomingMessage } from "node:http";
 import { ApiError, invalidJson, invalidRequest } from "../errors.ts";
 
@@ -68,11 +69,42 @@ export function parseJsonBody(req: IncomingMessage, bytes: Buffer): unknown {
       { contentType: type || null },
     );
   }
+  // toString would turn bytes that are not UTF-8 into U+FFFD, and the record would store them so.
+  if (!isUtf8(bytes)) {
+    const offset = invalidUtf8Offset(bytes);
+    throw invalidJson(`The body is not UTF-8: byte ${offset} begins no valid character. Send JSON encoded as UTF-8.`, { offset });
+  }
   try {
     return JSON.parse(bytes.toString("utf8"));
   } catch (error) {
     throw invalidJson(`The body is not valid JSON (${(error as Error).message}).`);
   }
+}
+
+/**
+ * Where the first ill-formed UTF-8 sequence starts (Unicode Table 3-7: no overlong forms, no
+ * surrogates, nothing over U+10FFFF). Run only on a body isUtf8 has refused.
+ */
+function invalidUtf8Offset(bytes: Uint8Array): number {
+  let at = 0;
+  while (at < bytes.length) {
+    const lead = bytes[at]!;
+    if (lead < 0x80) {
+      at++;
+      continue;
+    }
+    const length = lead >= 0xc2 && lead <= 0xdf ? 2 : lead >= 0xe0 && lead <= 0xef ? 3 : lead >= 0xf0 && lead <= 0xf4 ? 4 : 0;
+    if (length === 0) return at;
+    // The second byte's range narrows after E0, ED, F0 and F4; the others are 80..BF.
+    const low = lead === 0xe0 ? 0xa0 : lead === 0xf0 ? 0x90 : 0x80;
+    const high = lead === 0xed ? 0x9f : lead === 0xf4 ? 0x8f : 0xbf;
+    for (let next = 1; next < length; next++) {
+      const byte = bytes[at + next];
+      if (byte === undefined || byte < (next === 1 ? low : 0x80) || byte > (next === 1 ? high : 0xbf)) return at;
+    }
+    at += length;
+  }
+  return bytes.length;
 }
 
 /** The body of a write that needs one. */

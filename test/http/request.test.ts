@@ -44,3 +44,30 @@ test("a client that hangs up in the middle of its body is not a server error: no
   });
   assert.equal(printed, "");
 });
+
+test("a body with bytes that are not UTF-8 inside a JSON string is invalid_json, naming the byte offset, and nothing is stored", async () => {
+  const server = await startTestServer();
+  try {
+    const cases: Array<[label: string, bytes: Buffer, offset: number]> = [
+      ["a lone 0xFF", Buffer.concat([Buffer.from(`{"title":"a`), Buffer.from([0xff]), Buffer.from(`b"}`)]), 11],
+      ["a truncated sequence", Buffer.concat([Buffer.from(`{"title":"é`), Buffer.from([0xe2, 0x82]), Buffer.from(`"}`)]), 12],
+      ["an overlong slash", Buffer.concat([Buffer.from(`{"title":"`), Buffer.from([0xc0, 0xaf]), Buffer.from(`"}`)]), 10],
+      ["a UTF-16 surrogate", Buffer.concat([Buffer.from(`{"title":"`), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from(`"}`)]), 10],
+    ];
+    for (const [label, bytes, offset] of cases) {
+      const response = await fetch(server.url + T, { method: "POST", headers: { "X-Api-Key": SECRET, "Content-Type": "application/json" }, body: bytes });
+      const text = await response.text();
+      assert.equal(response.status, 400, `${label}: ${text}`);
+      const body = JSON.parse(text);
+      assert.equal(body.error.code, "invalid_json", label);
+      assert.equal(body.error.details.offset, offset, label);
+      assert.ok(!text.includes("\ufffd"), `${label}: no replacement character in the answer`);
+    }
+    assert.deepEqual((await server.call("GET", T)).body, []);
+    const valid = await server.call("POST", T, { body: { title: "é € 😀 \ufffd" } });
+    assert.equal(valid.status, 201, "valid UTF-8, a written U+FFFD included, is still accepted");
+    assert.equal(valid.body.title, "é € 😀 \ufffd");
+  } finally {
+    await server.close();
+  }
+});
