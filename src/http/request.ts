@@ -4,6 +4,7 @@
 import { isUtf8 } from "node:buffer";
 import type { IncomingMessage } from "node:http";
 import { ApiError, invalidJson, invalidRequest } from "../errors.ts";
+import { findTooDeep, MAX_JSON_DEPTH } from "../json-depth.ts";
 
 export const DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024;
 
@@ -74,8 +75,16 @@ export function parseJsonBody(req: IncomingMessage, bytes: Buffer): unknown {
     const offset = invalidUtf8Offset(bytes);
     throw invalidJson(`The body is not UTF-8: byte ${offset} begins no valid character. Send JSON encoded as UTF-8.`, { offset });
   }
+  const text = bytes.toString("utf8");
+  const tooDeep = findTooDeep(text);
+  if (tooDeep !== -1) {
+    throw invalidJson(
+      `The body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels (at position ${tooDeep}), the most this server accepts; flatten it.`,
+      { maxDepth: MAX_JSON_DEPTH, position: tooDeep },
+    );
+  }
   try {
-    return JSON.parse(bytes.toString("utf8"));
+    return JSON.parse(text);
   } catch (error) {
     throw invalidJson(`The body is not valid JSON (${(error as Error).message}).`);
   }

@@ -3,6 +3,7 @@
 // so that compiling and running the tree never meets a surprise.
 
 import { forbidden, invalidFilter, invalidJson, unknownField } from "../errors.ts";
+import { findTooDeep, MAX_JSON_DEPTH } from "../json-depth.ts";
 import { isPlainObject } from "../schema/load.ts";
 import { PLATFORM_FIELD_DEFS, isFinerThanMillisecond, kindOf, parseDateValue, type EntityDef, type FieldDef } from "../schema/fields.ts";
 import type { CompareNode, CompareOp, FilterNode, ValueKind } from "./filter-tree.ts";
@@ -37,6 +38,10 @@ export function parseFilterText(entity: EntityDef, text: string | null, access: 
 }
 
 function parseFilterJson(entity: EntityDef, text: string, access: FieldAccess): FilterNode | null {
+  const tooDeep = findTooDeep(text);
+  if (tooDeep !== -1) {
+    throw invalidFilter(`Parameter q nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels (at position ${tooDeep}); flatten it.`, { parameter: "q", maxDepth: MAX_JSON_DEPTH, position: tooDeep });
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);

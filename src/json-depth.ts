@@ -1,0 +1,46 @@
+// How deeply a JSON text nests, found by one scan without recursion. Bodies (http/request.ts) and
+// `q` (query/filter.ts) are checked before JSON.parse, so that nothing recursive downstream
+// (JSON.stringify, validation messages, $eq on JSON values) ever meets a value deeper than this.
+
+/** Arrays and objects inside one another; any record or filter a person writes fits in far fewer. */
+export const MAX_JSON_DEPTH = 64;
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_ARRAY = 0x5b;
+const CLOSE_ARRAY = 0x5d;
+const OPEN_OBJECT = 0x7b;
+const CLOSE_OBJECT = 0x7d;
+
+/**
+ * The position of the bracket that opens level MAX_JSON_DEPTH + 1, or -1 when the text nests no
+ * deeper. Brackets inside strings do not count. On text that is not JSON the answer means
+ * nothing, and JSON.parse refuses it next.
+ */
+export function findTooDeep(text: string): number {
+  let depth = 0;
+  for (let at = 0; at < text.length; at++) {
+    const code = text.charCodeAt(at);
+    if (code === QUOTE) {
+      at = endOfString(text, at);
+    } else if (code === OPEN_ARRAY || code === OPEN_OBJECT) {
+      if (++depth > MAX_JSON_DEPTH) return at;
+    } else if (code === CLOSE_ARRAY || code === CLOSE_OBJECT) {
+      depth--;
+    }
+  }
+  return -1;
+}
+
+/** The position of the quote that closes the string opened at `open` (the text's end if none). */
+function endOfString(text: string, open: number): number {
+  let close = text.indexOf('"', open + 1);
+  while (close !== -1) {
+    // A quote after an odd run of backslashes is escaped.
+    let backslashes = 0;
+    while (text.charCodeAt(close - 1 - backslashes) === BACKSLASH) backslashes++;
+    if (backslashes % 2 === 0) return close;
+    close = text.indexOf('"', close + 1);
+  }
+  return text.length;
+}

@@ -1,0 +1,76 @@
+// JSON nested deeper than MAX_JSON_DEPTH (issue 16): refused as the client's mistake on every
+// path that takes JSON, before anything recursive runs, where it used to overflow the stack (500).
+
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { findTooDeep, MAX_JSON_DEPTH } from "../../src/json-depth.ts";
+import { startTestServer, type Answer, type TestServer } from "../support/server.ts";
+
+const T = "/api/entities/Task";
+let server: TestServer;
+let id: string;
+before(async () => {
+  server = await startTestServer();
+  id = (await server.call("POST", T, { body: { title: "x" } })).body.id;
+});
+after(() => server.close());
+
+/** JSON text of `depth` objects nested under "a", around 1. */
+const nestedObject = (depth: number) => `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`;
+/** JSON text of `depth` nested arrays. */
+const nestedArray = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`;
+
+function assertRefused(answer: Answer, code: string, label: string): void {
+  assert.equal(answer.status, 400, `${label}: ${answer.text.slice(0, 300)}`);
+  assert.equal(answer.body.error.code, code, label);
+  assert.equal(answer.body.error.details.maxDepth, MAX_JSON_DEPTH, label);
+  assert.match(answer.body.error.message, new RegExp(`${MAX_JSON_DEPTH}`), `${label}: the message names the limit`);
+}
+
+test("bodies nested deeper than the limit are invalid_json on every write, and nothing is stored", async () => {
+  const deepMeta = nestedObject(20_000);
+  const cases: Array<[label: string, method: string, path: string, body: string]> = [
+    ["create, meta 20,000 deep", "POST", T, `{"title":"x","meta":${deepMeta}}`],
+    ["create, title 5,000 arrays deep", "POST", T, `{"title":${nestedArray(5_000)}}`],
+    ["bulk create", "POST", `${T}/bulk`, `[{"title":"x","meta":${deepMeta}}]`],
+    ["upsert", "POST", `${T}/upsert`, `{"match":["title"],"records":[{"title":"x","meta":${deepMeta}}]}`],
+    ["update", "PATCH", `${T}/${id}`, `{"meta":${deepMeta}}`],
+    ["bulk update", "PUT", `${T}/bulk`, `[{"id":"${id}","meta":${deepMeta}}]`],
+    ["update-many set", "PATCH", `${T}/update-many`, `{"q":{"title":"x"},"set":{"meta":${deepMeta}}}`],
+    ["update-many q", "PATCH", `${T}/update-many`, `{"q":{"meta":{"$eq":${deepMeta}}},"set":{"priority":1}}`],
+    ["one level over the limit", "POST", T, `{"title":"x","meta":${nestedObject(MAX_JSON_DEPTH)}}`],
+  ];
+  for (const [label, method, path, body] of cases) assertRefused(await server.call(method, path, { body }), "invalid_json", label);
+  const stored = await server.call("GET", T);
+  assert.deepEqual(stored.body.map((record: any) => [record.title, "meta" in record, "priority" in record]), [["x", false, false]]);
+});
+
+test("a body nested exactly to the limit is accepted", async () => {
+  // The body object is one level, meta the remaining ones.
+  const answer = await server.call("POST", T, { body: `{"title":"at the limit","meta":${nestedObject(MAX_JSON_DEPTH - 1)}}` });
+  assert.equal(answer.status, 201, answer.text.slice(0, 300));
+});
+
+test("a q nested deeper than the limit is invalid_filter on list, count and delete-many", async () => {
+  const deep = encodeURIComponent(`{"meta":{"$eq":${nestedArray(MAX_JSON_DEPTH)}}}`);
+  for (const [method, path] of [["GET", T], ["GET", `${T}/count`], ["DELETE", T]] as const) {
+    assertRefused(await server.call(method, `${path}?q=${deep}`), "invalid_filter", `${method} ${path}`);
+  }
+  const shallow = encodeURIComponent(`{"meta":{"$eq":${nestedArray(MAX_JSON_DEPTH - 2)}}}`);
+  assert.equal((await server.call("GET", `${T}?q=${shallow}`)).status, 200);
+});
+
+test("brackets inside strings do not count, whatever the escapes before them", () => {
+  const deep = "[".repeat(MAX_JSON_DEPTH + 1);
+  const table: Array<[text: string, expected: number]> = [
+    [JSON.stringify({ title: deep }), -1],
+    // an escaped quote does not end a string; an escaped backslash before a quote does
+    [JSON.stringify({ title: `say "${deep}"`, tags: ["\\", `"${deep}`] }), -1],
+    [`{"a":"\\\\"${"[".repeat(MAX_JSON_DEPTH)}`, `{"a":"\\\\"`.length + MAX_JSON_DEPTH - 1],
+    [`["\\"",${"[".repeat(MAX_JSON_DEPTH)}`, `["\\"",`.length + MAX_JSON_DEPTH - 1],
+    [`"unterminated ${deep}`, -1],
+    [`${'{"a":'.repeat(MAX_JSON_DEPTH)}1`, -1],
+    [`${'{"a":'.repeat(MAX_JSON_DEPTH + 1)}1`, 5 * MAX_JSON_DEPTH],
+  ];
+  for (const [text, expected] of table) assert.equal(findTooDeep(text), expected, text);
+});
