@@ -9,6 +9,7 @@ import { ApiError, internalError, methodNotAllowed, notFound } from "./errors.ts
 import { IdempotencyGuard, idempotentRequest, type IdempotentRequest } from "./http/idempotency.ts";
 import { buildOpenApi, describeEntity } from "./http/openapi.ts";
 import { headerOf, parseJsonBody, readBody, DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
+import { sendReplyLingering } from "./http/linger.ts";
 import { errorReply, jsonReply, sendReply, type Reply } from "./http/response.ts";
 import { buildRouter, type Handler, type RequestContext } from "./http/routes.ts";
 import type { Params } from "./http/router.ts";
@@ -235,17 +236,19 @@ class App {
     }
     if (reply instanceof Promise) {
       reply.then(
-        (answered) => this.send(res, answered),
-        (error: unknown) => this.send(res, this.replyToError(error)),
+        (answered) => this.send(req, res, answered),
+        (error: unknown) => this.send(req, res, this.replyToError(error)),
       );
     } else {
-      this.send(res, reply);
+      this.send(req, res, reply);
     }
   }
 
-  private send(res: ServerResponse, reply: Reply): void {
+  private send(req: IncomingMessage, res: ServerResponse, reply: Reply): void {
     if (res.headersSent || res.destroyed) return;
-    sendReply(res, reply);
+    // Only a refusal can come before the body has been read to its end.
+    if (reply.status >= 400) sendReplyLingering(req, res, reply);
+    else sendReply(res, reply);
   }
 
   private answer(req: IncomingMessage): Reply | Promise<Reply> {

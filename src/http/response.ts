@@ -25,12 +25,22 @@ export function errorReply(error: ApiError): Reply {
 }
 
 export function sendReply(res: ServerResponse, reply: Reply): void {
+  res.writeHead(reply.status, headersOf(reply));
+  res.end(reply.body ?? undefined);
+}
+
+/** Sends all of a reply but leaves the response open, for linger.ts to end. */
+export function writeReply(res: ServerResponse, reply: Reply): void {
+  res.writeHead(reply.status, headersOf(reply));
+  if (reply.body !== null) res.write(reply.body);
+}
+
+function headersOf(reply: Reply): string[] {
   // A flat [name, value, ...] list: node:http takes it without copying into a header object.
   const headers: Array<string | number> = [];
   // Idempotent answers stored in a data folder by earlier builds carry their own Content-Type.
   if (reply.body !== null && reply.headers["Content-Type"] === undefined) headers.push("Content-Type", JSON_TYPE);
   for (const name in reply.headers) headers.push(name, reply.headers[name]!);
   if (reply.body !== null) headers.push("Content-Length", Buffer.byteLength(reply.body));
-  res.writeHead(reply.status, headers as unknown as string[]);
-  res.end(reply.body ?? undefined);
+  return headers as unknown as string[];
 }

@@ -2,9 +2,12 @@
 // bodies over --max-body, which are answered 413 while the client is still sending.
 
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import { once } from "node:events";
+import { request } from "node:http";
 import { connect } from "node:net";
 import { test } from "node:test";
+import { promisify } from "node:util";
 import { SECRET, startTestServer } from "../support/server.ts";
 
 const T = "/api/entities/Task";
@@ -67,6 +70,75 @@ test("a body with bytes that are not UTF-8 inside a JSON string is invalid_json,
     const valid = await server.call("POST", T, { body: { title: "é € 😀 \ufffd" } });
     assert.equal(valid.status, 201, "valid UTF-8, a written U+FFFD included, is still accepted");
     assert.equal(valid.body.title, "é € 😀 \ufffd");
+  } finally {
+    await server.close();
+  }
+});
+
+const SIXTEEN_MIB = 16 * 1024 * 1024;
+
+/**
+ * POSTs `total` bytes in 64 KiB chunks, minding backpressure, declared by Content-Length or
+ * chunked; settles once the connection has closed, with the answer and every error the client met.
+ */
+function streamUpload(url: string, total: number, isChunked: boolean): Promise<{ status: number; text: string; errors: string[] }> {
+  return new Promise((resolve) => {
+    const errors: string[] = [];
+    let status = 0;
+    let text = "";
+    const headers: Record<string, string | number> = { "X-Api-Key": SECRET, "Content-Type": "application/json" };
+    if (!isChunked) headers["Content-Length"] = total;
+    const req = request(url + T, { method: "POST", headers }, (res) => {
+      status = res.statusCode!;
+      res.setEncoding("utf8").on("data", (chunk: string) => (text += chunk));
+    });
+    req.on("error", (error: NodeJS.ErrnoException) => errors.push(error.code ?? error.message));
+    const closed = new Promise<void>((done) => req.once("close", done)); // events.once would reject on "error"
+    void closed.then(() => resolve({ status, text, errors }));
+    void (async () => {
+      const chunk = Buffer.alloc(64 * 1024, " ");
+      for (let sent = 0; sent < total && !req.destroyed; sent += chunk.length) {
+        if (!req.write(chunk)) await Promise.race([new Promise((done) => req.once("drain", done)), closed]);
+      }
+      req.end();
+    })();
+  });
+}
+
+test("a 16 MiB upload over --max-body gets its 413 while still sending: the client sees the JSON error and no EPIPE or reset", { timeout: 60_000 }, async () => {
+  const server = await startTestServer(); // --max-body at its default, 10 MiB
+  try {
+    for (const isChunked of [false, true]) {
+      const label = isChunked ? "chunked" : "with Content-Length";
+      const answer = await streamUpload(server.url, SIXTEEN_MIB, isChunked);
+      assert.deepEqual(answer.errors, [], label);
+      assert.equal(answer.status, 413, `${label}: ${answer.text}`);
+      assert.equal(JSON.parse(answer.text).error.code, "payload_too_large", label);
+    }
+    assert.deepEqual((await server.call("GET", T)).body, []);
+  } finally {
+    await server.close();
+  }
+});
+
+test("Python's urllib posting 16 MiB over --max-body reads the 413 (not Broken pipe)", { timeout: 60_000 }, async () => {
+  const server = await startTestServer();
+  // urllib sends the whole body before it reads a byte of the answer, and asks for Connection: close.
+  const script = [
+    "import json, sys, urllib.request, urllib.error",
+    "url, key = sys.argv[1], sys.argv[2]",
+    `req = urllib.request.Request(url, data=b" " * ${SIXTEEN_MIB}, method="POST", headers={"X-Api-Key": key, "Content-Type": "application/json"})`,
+    "try:",
+    "    urllib.request.urlopen(req, timeout=30)",
+    "    print('accepted')",
+    "except urllib.error.HTTPError as e:",
+    "    print(e.code, json.loads(e.read())['error']['code'])",
+    "except Exception as e:",
+    "    print('failed', repr(e))",
+  ].join("\n");
+  try {
+    const { stdout } = await promisify(execFile)("python3", ["-c", script, server.url + T, SECRET], { timeout: 45_000 });
+    assert.equal(stdout.trim(), "413 payload_too_large");
   } finally {
     await server.close();
   }
