@@ -21,6 +21,9 @@ export type ErrorCode =
   | "idempotency_key_in_use"
   | "precondition_failed"
   | "payload_too_large"
+  | "headers_too_large"
+  | "request_timeout"
+  | "expectation_failed"
   | "unsupported_media_type"
   | "idempotency_key_reused"
   | "not_found"
@@ -59,6 +62,10 @@ export class ApiError extends Error {
 /** A request HTTP itself refuses (README "Decisions": CONTRACT §5 has no code for it). */
 export const invalidRequest = (message: string, details: ErrorDetails = {}) =>
   new ApiError(400, "invalid_request", message, details);
+
+/** The client may be holding its body back until told to send it: the connection closes. */
+export const expectationFailed = (expect: string) =>
+  new ApiError(417, "expectation_failed", `Expect: ${expect} is not an expectation this server meets; send Expect: 100-continue or none.`, { expect }, { Connection: "close" });
 
 export const invalidJson = (message: string, details: ErrorDetails = {}) =>
   new ApiError(400, "invalid_json", message, details);

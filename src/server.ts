@@ -5,7 +5,8 @@
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
-import { ApiError, internalError, methodNotAllowed, notFound } from "./errors.ts";
+import { ApiError, expectationFailed, internalError, methodNotAllowed, notFound } from "./errors.ts";
+import { answerClientError, answerConnect } from "./http/client-error.ts";
 import { IdempotencyGuard, idempotentRequest, type IdempotentRequest } from "./http/idempotency.ts";
 import { buildOpenApi, describeEntity } from "./http/openapi.ts";
 import { headerOf, parseJsonBody, readBody, DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
@@ -91,7 +92,11 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     const applySeed = async () => (seed ? seed.apply(records, seedBy) : 0);
     const seeded = await applySeed();
     const app = new App(records, keys, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, options.onFatal);
-    const http = createHttpServer((req, res) => void app.handle(req, res));
+    // The Host check is App's, so that its refusal is JSON like every other.
+    const http = createHttpServer({ requireHostHeader: false }, (req, res) => void app.handle(req, res));
+    http.on("clientError", answerClientError);
+    http.on("connect", answerConnect);
+    http.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => sendReplyLingering(req, res, errorReply(expectationFailed(headerOf(req, "expect") ?? ""))));
     await new Promise<void>((resolve, reject) => {
       http.once("error", reject);
       http.listen(options.port ?? 8080, options.host ?? "127.0.0.1", () => resolve());
@@ -257,6 +262,10 @@ class App {
     const path = queryAt === -1 ? rawUrl : rawUrl.slice(0, queryAt);
     const query = queryAt === -1 ? "" : rawUrl.slice(queryAt + 1);
     const method = req.method ?? "GET";
+    // RFC 9112 §3.2: an HTTP/1.1 request without Host is refused.
+    if (req.httpVersionMinor === 1 && req.httpVersionMajor === 1 && headerOf(req, "host") === undefined) {
+      throw new ApiError(400, "invalid_request", "An HTTP/1.1 request needs a Host header; add one.", {}, { Connection: "close" });
+    }
     if (path === "/health") {
       if (!READ_METHODS.has(method)) throw methodNotAllowed(method, ["GET", "HEAD"]);
       return jsonReply(200, `{"status":"ok"}`);

@@ -1,7 +1,7 @@
 // What a handler answers (a Reply: status, headers, body text) and how it goes on the wire. Bodies
 // are built as text once, so that an idempotent answer can be stored and replayed byte for byte.
 
-import type { ServerResponse } from "node:http";
+import { STATUS_CODES, type ServerResponse } from "node:http";
 import { ApiError } from "../errors.ts";
 
 export interface Reply {
@@ -43,4 +43,15 @@ function headersOf(reply: Reply): string[] {
   for (const name in reply.headers) headers.push(name, reply.headers[name]!);
   if (reply.body !== null) headers.push("Content-Length", Buffer.byteLength(reply.body));
   return headers as unknown as string[];
+}
+
+/**
+ * A reply as the bytes of a whole HTTP/1.1 response, for a socket node:http has no response object
+ * for (client-error.ts). It closes the connection.
+ */
+export function replyMessage(reply: Reply): string {
+  const headers = headersOf({ ...reply, headers: { ...reply.headers, Connection: "close" } });
+  let head = `HTTP/1.1 ${reply.status} ${STATUS_CODES[reply.status] ?? ""}\r\n`;
+  for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
+  return `${head}\r\n${reply.body ?? ""}`;
 }

@@ -1,0 +1,72 @@
+// What node:http answers without us: requests its parser refuses (a malformed request line or
+// header, bad framing, headers over 16 KB, a timeout) and CONNECT. Each gets the JSON error
+// envelope and Connection: close.
+
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import { ApiError, invalidRequest, methodNotAllowed } from "../errors.ts";
+import { LINGER_MS } from "./linger.ts";
+import { errorReply, replyMessage } from "./response.ts";
+
+/** node:http's parser error codes (llhttp's, plus its own for timeouts) and what they answer. */
+function refusalOf(error: NodeJS.ErrnoException & { reason?: string }): ApiError {
+  switch (error.code) {
+    case "HPE_HEADER_OVERFLOW":
+      return new ApiError(431, "headers_too_large", "The request line and headers are over 16 KB together, the most this server reads; send a shorter URL or fewer headers.");
+    case "HPE_CHUNK_EXTENSIONS_OVERFLOW":
+      return new ApiError(413, "payload_too_large", "The body's chunk extensions are too long; send the body without them.");
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      return new ApiError(408, "request_timeout", "The request did not arrive in time; send it again.");
+    case "HPE_INVALID_EOF_STATE":
+      return invalidRequest("The client closed its side of the connection in the middle of a request; send the whole request.");
+    default:
+      // llhttp's reason ("Invalid method encountered", "Content-Length can't be present with
+      // Transfer-Encoding") says what is wrong better than any code could.
+      return invalidRequest(`This is not an HTTP/1.1 request this server can read (${error.reason ?? error.message}); check the request line, headers and body framing.`);
+  }
+}
+
+/** Methods some path serves, for the Allow of a CONNECT refusal. */
+const SERVED_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"];
+
+/** Sockets already being closed with a refusal: a broken parser reports every later chunk again. */
+const refused = new WeakSet<Socket>();
+
+/** server.on("clientError"). */
+export function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (refused.has(socket)) return;
+  refused.add(socket);
+  // A reset or a broken pipe is the network, not a request: nobody is left to answer.
+  if (!error.code?.startsWith("HPE_") && error.code !== "ERR_HTTP_REQUEST_TIMEOUT") {
+    socket.destroy();
+    return;
+  }
+  refuse(socket, refusalOf(error));
+}
+
+/** server.on("connect"): tabula is no proxy. */
+export function answerConnect(req: IncomingMessage, socket: Socket): void {
+  refused.add(socket);
+  refuse(socket, methodNotAllowed(req.method ?? "CONNECT", SERVED_METHODS));
+}
+
+/** node:http keeps the response it is writing, or will write next, on the socket. */
+type HttpSocket = Socket & { _httpMessage?: ServerResponse | null };
+
+/** Answers with `refusal` (unless the request was answered already) and closes the connection. */
+function refuse(socket: HttpSocket, refusal: ApiError): void {
+  const owed = socket._httpMessage;
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  if (!owed?.headersSent) socket.write(replyMessage(errorReply(refusal)));
+  socket.end();
+  // Reading goes on until the client closes its side too (or LINGER_MS), so that closing sends
+  // no reset over bytes it is still sending, which could destroy the answer before it is read.
+  const destroy = () => socket.destroy();
+  if (socket.readableEnded) socket.once("finish", destroy);
+  else socket.once("end", destroy);
+  setTimeout(destroy, LINGER_MS).unref();
+  socket.resume();
+}

@@ -1,0 +1,55 @@
+// Requests node:http's parser refuses, and CONNECT (issue 16): each is answered with the JSON error
+// envelope and Connection: close, and then the connection closes.
+
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { exchangeRaw, type RawResponse } from "../support/raw-http.ts";
+import { SECRET, startTestServer, type TestServer } from "../support/server.ts";
+
+const T = "/api/entities/Task";
+let server: TestServer;
+before(async () => (server = await startTestServer()));
+after(() => server.close());
+
+const LONG = "a".repeat(17 * 1024);
+
+function assertJsonError(response: RawResponse | undefined, status: number, code: string, label: string): void {
+  assert.ok(response, `${label}: an answer`);
+  assert.equal(response.status, status, `${label}: ${response.text}`);
+  assert.match(response.headers["content-type"] ?? "", /^application\/json/, label);
+  assert.equal(response.body?.error?.code, code, `${label}: ${response.text}`);
+  assert.equal(typeof response.body.error.message, "string", label);
+}
+
+test("requests the HTTP parser refuses are answered with the JSON error envelope and Connection: close", async () => {
+  const cases: Array<[label: string, raw: string, status: number, code: string]> = [
+    ["an unknown method", "FOO / HTTP/1.1\r\nHost: x\r\n\r\n", 400, "invalid_request"],
+    ["a lower-case method", `get ${T} HTTP/1.1\r\nHost: x\r\n\r\n`, 400, "invalid_request"],
+    ["bad chunked encoding", `POST ${T} HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${SECRET}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`, 400, "invalid_request"],
+    ["a Content-Length that is no number", `POST ${T} HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n`, 400, "invalid_request"],
+    ["two Content-Lengths", `POST ${T} HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}`, 400, "invalid_request"],
+    ["Content-Length with Transfer-Encoding", `POST ${T} HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`, 400, "invalid_request"],
+    ["bare LF line ends", "GET /health HTTP/1.1\nHost: x\n\n", 400, "invalid_request"],
+    ["a NUL in a header", "GET /health HTTP/1.1\r\nHost: x\r\nX-A: a\0b\r\n\r\n", 400, "invalid_request"],
+    ["no Host", "GET /health HTTP/1.1\r\n\r\n", 400, "invalid_request"],
+    ["Expect: foo", "GET /health HTTP/1.1\r\nHost: x\r\nExpect: foo\r\n\r\n", 417, "expectation_failed"],
+    ["a header over 16 KB", `GET /health HTTP/1.1\r\nHost: x\r\nX-A: ${LONG}\r\n\r\n`, 431, "headers_too_large"],
+    ["a URL over 16 KB", `GET /health?${LONG} HTTP/1.1\r\nHost: x\r\n\r\n`, 431, "headers_too_large"],
+  ];
+  for (const [label, raw, status, code] of cases) {
+    const { responses, rest } = await exchangeRaw(server.url, raw);
+    assert.equal(responses.length, 1, `${label}: one answer`);
+    assertJsonError(responses[0], status, code, label);
+    assert.equal(responses[0]!.headers.connection, "close", label);
+    assert.equal(rest, "", `${label}: nothing after the answer`);
+  }
+  assert.deepEqual((await server.call("GET", T)).body, [], "none of them stored anything");
+});
+
+test("CONNECT is answered 405 method_not_allowed with Allow, in JSON", async () => {
+  const { responses } = await exchangeRaw(server.url, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n");
+  assert.equal(responses.length, 1);
+  assertJsonError(responses[0], 405, "method_not_allowed", "CONNECT");
+  assert.match(responses[0]!.headers.allow ?? "", /GET/);
+  assert.equal(responses[0]!.headers.connection, "close");
+});
