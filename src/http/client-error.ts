@@ -1,6 +1,7 @@
 // What node:http answers without us: requests its parser refuses (a malformed request line or
 // header, bad framing, headers over 16 KB, a timeout) and CONNECT. Each gets the JSON error
-// envelope and Connection: close.
+// envelope and Connection: close, but only after every answer still owed on its connection: with
+// pipelining, the writes before the bad request were applied and must get their own answers.
 
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
@@ -41,21 +42,28 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Socket):
     socket.destroy();
     return;
   }
-  refuse(socket, refusalOf(error));
+  refuseAfterOwedAnswers(socket, refusalOf(error));
 }
 
 /** server.on("connect"): tabula is no proxy. */
 export function answerConnect(req: IncomingMessage, socket: Socket): void {
   refused.add(socket);
-  refuse(socket, methodNotAllowed(req.method ?? "CONNECT", SERVED_METHODS));
+  refuseAfterOwedAnswers(socket, methodNotAllowed(req.method ?? "CONNECT", SERVED_METHODS));
 }
 
 /** node:http keeps the response it is writing, or will write next, on the socket. */
 type HttpSocket = Socket & { _httpMessage?: ServerResponse | null };
 
-/** Answers with `refusal` (unless the request was answered already) and closes the connection. */
-function refuse(socket: HttpSocket, refusal: ApiError): void {
+function refuseAfterOwedAnswers(socket: HttpSocket, refusal: ApiError): void {
   const owed = socket._httpMessage;
+  if (owed && !owed.writableFinished && owed.req.complete) {
+    // A request read whole and still being answered; node:http hands the socket to the next
+    // response in line (if any) before this one's "close", so look again then.
+    owed.once("close", () => refuseAfterOwedAnswers(socket, refusal));
+    return;
+  }
+  // Left: no response, or the one whose body the parser choked on, which gets the refusal as its
+  // answer unless it has been answered already (a refusal sent before its body was read).
   if (!socket.writable) {
     socket.destroy();
     return;

@@ -1,5 +1,6 @@
 // Requests node:http's parser refuses, and CONNECT (issue 16): each is answered with the JSON error
-// envelope and Connection: close, and then the connection closes.
+// envelope and Connection: close, after every answer owed to the requests before it on the same
+// connection (pipelining), and then the connection closes.
 
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
@@ -12,6 +13,10 @@ before(async () => (server = await startTestServer()));
 after(() => server.close());
 
 const LONG = "a".repeat(17 * 1024);
+const post = (title: string) => {
+  const body = JSON.stringify({ title });
+  return `POST ${T} HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${SECRET}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+};
 
 function assertJsonError(response: RawResponse | undefined, status: number, code: string, label: string): void {
   assert.ok(response, `${label}: an answer`);
@@ -52,4 +57,23 @@ test("CONNECT is answered 405 method_not_allowed with Allow, in JSON", async () 
   assertJsonError(responses[0], 405, "method_not_allowed", "CONNECT");
   assert.match(responses[0]!.headers.allow ?? "", /GET/);
   assert.equal(responses[0]!.headers.connection, "close");
+});
+
+test("pipelined writes followed by a request the parser refuses: each write gets its own answer first, then the refusal", async () => {
+  const cases: Array<[label: string, bad: string]> = [
+    ["an unknown method", "FOO / HTTP/1.1\r\nHost: x\r\n\r\n"],
+    ["a bad chunk in the next write's body", `POST ${T} HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${SECRET}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n`],
+    ["a header over 16 KB", `GET /health HTTP/1.1\r\nHost: x\r\nX-A: ${LONG}\r\n\r\n`],
+  ];
+  for (const [label, bad] of cases) {
+    const titles = [`${label} 1`, `${label} 2`];
+    const { responses, rest } = await exchangeRaw(server.url, titles.map(post).join("") + bad);
+    assert.deepEqual(responses.map((response) => response.status), [201, 201, label.includes("16 KB") ? 431 : 400], label);
+    assert.deepEqual(responses.slice(0, 2).map((response) => response.body.title), titles, `${label}: the writes' own answers, in order`);
+    assertJsonError(responses[2], responses[2]!.status, responses[2]!.status === 431 ? "headers_too_large" : "invalid_request", label);
+    assert.equal(rest, "", label);
+    for (const response of responses.slice(0, 2)) {
+      assert.equal((await server.call("GET", `${T}/${response.body.id}`)).status, 200, `${label}: the answered write is stored`);
+    }
+  }
 });
