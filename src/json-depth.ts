@@ -44,3 +44,52 @@ function endOfString(text: string, open: number): number {
   }
   return text.length;
 }
+
+type Frame =
+  | { readonly array: readonly unknown[]; readonly names: null; at: number; written: number }
+  | { readonly object: Readonly<Record<string, unknown>>; readonly names: readonly string[]; at: number; written: number };
+
+/**
+ * JSON.stringify of plain JSON data (what JSON.parse returns), without recursion: for the records
+ * older builds stored deeper than MAX_JSON_DEPTH, too deep for JSON.stringify's stack.
+ */
+export function stringifyDeep(value: unknown): string {
+  const parts: string[] = [];
+  const stack: Frame[] = [];
+  const open = (item: unknown) => {
+    if (Array.isArray(item)) {
+      parts.push("[");
+      stack.push({ array: item, names: null, at: 0, written: 0 });
+    } else if (item !== null && typeof item === "object") {
+      parts.push("{");
+      stack.push({ object: item as Record<string, unknown>, names: Object.keys(item), at: 0, written: 0 });
+    } else {
+      parts.push(JSON.stringify(item) ?? "null"); // undefined in an array is null, as in JSON.stringify
+    }
+  };
+  open(value);
+  while (stack.length > 0) {
+    const frame = stack[stack.length - 1]!;
+    if (frame.names === null) {
+      if (frame.at === frame.array.length) {
+        parts.push("]");
+        stack.pop();
+        continue;
+      }
+      if (frame.written++ > 0) parts.push(",");
+      open(frame.array[frame.at++]);
+    } else {
+      const name = frame.names[frame.at++];
+      if (name === undefined) {
+        parts.push("}");
+        stack.pop();
+        continue;
+      }
+      const item = frame.object[name];
+      if (item === undefined) continue; // skipped, as JSON.stringify skips it
+      parts.push(`${frame.written++ > 0 ? "," : ""}${JSON.stringify(name)}:`);
+      open(item);
+    }
+  }
+  return parts.join("");
+}

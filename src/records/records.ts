@@ -4,6 +4,7 @@
 // same batch; callers must write a Change in the same tick it was made (see Store.write).
 
 import { entityNotFound, recordNotFound } from "../errors.ts";
+import { stringifyDeep } from "../json-depth.ts";
 import type { FilterNode } from "../query/filter-tree.ts";
 import type { Schema } from "../schema/load.ts";
 import { isPlatformField, type EntityDef } from "../schema/fields.ts";
@@ -141,7 +142,17 @@ export class Records {
  * (wal.ts), so a new version is serialized once. The file store drops it once the line is framed.
  */
 function rowInRecordOrder(id: string, rev: number, deleted: boolean, data: Record<string, unknown>): Row {
-  return { id, rev, deleted, data, memo: { dataJson: JSON.stringify(data) } };
+  return { id, rev, deleted, data, memo: { dataJson: dataJsonOf(data) } };
+}
+
+/** Bodies nest at most MAX_JSON_DEPTH levels, but older builds stored deeper values, too deep for JSON.stringify. */
+function dataJsonOf(data: Record<string, unknown>): string {
+  try {
+    return JSON.stringify(data);
+  } catch (error) {
+    if (error instanceof RangeError) return stringifyDeep(data);
+    throw error;
+  }
 }
 
 /** Whether `data` holds a field no longer declared: it is kept in store, but never shown. */

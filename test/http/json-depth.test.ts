@@ -3,7 +3,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { findTooDeep, MAX_JSON_DEPTH } from "../../src/json-depth.ts";
+import { findTooDeep, MAX_JSON_DEPTH, stringifyDeep } from "../../src/json-depth.ts";
 import { startTestServer, type Answer, type TestServer } from "../support/server.ts";
 
 const T = "/api/entities/Task";
@@ -73,4 +73,27 @@ test("brackets inside strings do not count, whatever the escapes before them", (
     [`${'{"a":'.repeat(MAX_JSON_DEPTH + 1)}1`, 5 * MAX_JSON_DEPTH],
   ];
   for (const [text, expected] of table) assert.equal(findTooDeep(text), expected, text);
+});
+
+test("a record stored deeper than the limit (by an older build, or a seed) can still be updated and deleted", async () => {
+  let meta: unknown = 1;
+  for (let i = 0; i < 10_000; i++) meta = { a: meta }; // deeper than JSON.stringify's stack reaches
+  const seeded = await startTestServer({ seed: { Task: [{ title: "deep", meta }] } });
+  try {
+    const [{ id: deepId }] = (await seeded.call("GET", `${T}?fields=title`)).body;
+    const patched = await seeded.call("PATCH", `${T}/${deepId}`, { body: { priority: 1 } });
+    assert.equal(patched.status, 200, patched.text.slice(0, 300));
+    assert.equal(patched.body.priority, 1);
+    assert.ok(patched.text.endsWith(`${"}".repeat(10_000)},"created_date":"${patched.body.created_date}","updated_date":"${patched.body.updated_date}","created_by_id":"${patched.body.created_by_id}"}`));
+    const deleted = await seeded.call("DELETE", `${T}/${deepId}`);
+    assert.equal(deleted.status, 200, deleted.text.slice(0, 300));
+    assert.deepEqual(deleted.body, { id: deepId, deleted: true });
+  } finally {
+    await seeded.close();
+  }
+});
+
+test("stringifyDeep writes what JSON.stringify writes", () => {
+  const values: unknown[] = [1, 'a"\n', null, true, [], {}, [1, [2, [3]], {}], { a: 1, b: undefined, c: [null, "é😀"], d: { e: -5e-8 } }];
+  for (const value of values) assert.equal(stringifyDeep(value), JSON.stringify(value));
 });
