@@ -27,13 +27,13 @@ void HAS_EVERY_ERROR_CODE;
 
 // Error responses by status; each names the codes it carries, all sharing the Error schema.
 const ERROR_RESPONSES: Record<number, [name: string, description: string]> = {
-  400: ["BadRequest", "Refused: `invalid_json`, `unknown_field`, `read_only_field`, `invalid_field`, `invalid_filter`, `invalid_parameter`, `invalid_cursor`, `filter_required` or `batch_too_large`. `details` names the field, parameter or batch `index` at fault."],
+  400: ["BadRequest", "Refused: `invalid_json`, `unknown_field`, `read_only_field`, `invalid_field`, `invalid_filter`, `invalid_parameter`, `invalid_cursor`, `filter_required`, `batch_too_large` or `invalid_request` (HTTP itself refuses the request: a malformed request line, header or body framing, or no `Host`). `details` names the field, parameter or batch `index` at fault. A body or `q` nesting arrays and objects deeper than 64 levels is `invalid_json` or `invalid_filter` (`details.maxDepth`), a body that is not UTF-8 `invalid_json` (`details.offset`)."],
   401: ["Unauthorized", "`unauthorized`: the `X-Api-Key` header is missing or matches no key."],
   403: ["Forbidden", "`forbidden`: a publishable key may not do this (CONTRACT §3); use a secret key."],
   404: ["NotFound", "`entity_not_found` (no such entity; names are case-sensitive), `record_not_found` (no such live record) or `not_found` (no such path)."],
   409: ["Conflict", "`ambiguous_match` (an upsert match fits several records) or `idempotency_key_in_use` (the same Idempotency-Key is still being processed; retry later)."],
   412: ["PreconditionFailed", "`precondition_failed`: `If-Match` differs from the record's current ETag; read it again and retry."],
-  413: ["PayloadTooLarge", "`payload_too_large`: the body is over the server's limit (10 MiB by default)."],
+  413: ["PayloadTooLarge", "`payload_too_large`: the body is over the server's limit (10 MiB by default). It is answered while the body is still arriving; the server reads and drops the rest (up to 64 MiB or 10 s) before it closes the connection."],
   415: ["UnsupportedMediaType", "`unsupported_media_type`: send the body as `Content-Type: application/json`."],
   422: ["IdempotencyKeyReused", "`idempotency_key_reused`: this Idempotency-Key was used with a different method, path or body."],
   500: ["Internal", "`internal`: the server failed; it has been logged. Never caused by what the client sent."],
@@ -70,7 +70,7 @@ export function buildOpenApi(schema: Schema, serverVersion: string): Record<stri
     info: {
       title: "tabula",
       version: serverVersion,
-      description: "tabula (npm package `tabula-server`, command `tabula`): each declared entity served as a REST collection of JSON records. Lists are bare arrays; paging and counts travel in headers. Every refusal is `{ error: { code, message, details } }`.",
+      description: "tabula (npm package `tabula-server`, command `tabula`): each declared entity served as a REST collection of JSON records. Lists are bare arrays; paging and counts travel in headers. Every refusal is `{ error: { code, message, details } }`, including those of requests HTTP itself refuses, on any path: 400 `invalid_request`, 408 `request_timeout`, 417 `expectation_failed`, 431 `headers_too_large` (request line and headers over 16 KB), and 405 `method_not_allowed` for `CONNECT`.",
     },
     security: [{ secretKey: [] }, { publishableKey: [] }],
     tags: [
