@@ -15,7 +15,8 @@ type Json = Record<string, unknown>;
 // requests HTTP itself refuses (client-error.ts): `invalid_request`, `headers_too_large`,
 // `request_timeout` and `expectation_failed`.
 const ERROR_CODES = [
-  "invalid_request", "headers_too_large", "request_timeout", "expectation_failed", "invalid_json", "unknown_field", "read_only_field", "invalid_field", "invalid_filter",
+  "invalid_request", "headers_too_large", "request_timeout", "expectation_failed",
+  "invalid_json", "unknown_field", "read_only_field", "invalid_field", "invalid_filter",
   "invalid_parameter", "invalid_cursor", "filter_required", "batch_too_large", "unauthorized",
   "forbidden", "entity_not_found", "record_not_found", "not_found", "method_not_allowed",
   "ambiguous_match", "idempotency_key_in_use", "precondition_failed", "payload_too_large",
