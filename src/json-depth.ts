@@ -1,6 +1,7 @@
-// How deeply a JSON text nests, found by one scan without recursion. Bodies (http/request.ts) and
-// `q` (query/filter.ts) are checked before JSON.parse, so that nothing recursive downstream
-// (JSON.stringify, validation messages, $eq on JSON values) ever meets a value deeper than this.
+// How deeply JSON nests, found without recursion. Bodies (http/request.ts) and `q`
+// (query/filter.ts) are scanned before JSON.parse, seeds (records/seed.ts) once parsed, so that
+// nothing recursive downstream (JSON.stringify, validation messages, $eq on JSON values) ever meets
+// a value deeper than this.
 
 /** Arrays and objects inside one another; any record or filter a person writes fits in far fewer. */
 export const MAX_JSON_DEPTH = 64;
@@ -30,6 +31,21 @@ export function findTooDeep(text: string): number {
     }
   }
   return -1;
+}
+
+/**
+ * Whether a value already parsed (a seed given as an object) nests deeper than MAX_JSON_DEPTH,
+ * found without recursion. A value that contains itself is, as it nests without end.
+ */
+export function isTooDeep(value: unknown): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [item, depth] = stack.pop()!;
+    if (item === null || typeof item !== "object") continue;
+    if (depth > MAX_JSON_DEPTH) return true;
+    for (const child of Array.isArray(item) ? item : Object.values(item)) stack.push([child, depth + 1]);
+  }
+  return false;
 }
 
 /** The position of the quote that closes the string opened at `open` (the text's end if none). */

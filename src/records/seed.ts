@@ -4,6 +4,7 @@
 
 import { readFileSync } from "node:fs";
 import { ApiError } from "../errors.ts";
+import { isTooDeep, MAX_JSON_DEPTH } from "../json-depth.ts";
 import type { ApiKey } from "../keys/api-keys.ts";
 import { isPlainObject, type Schema } from "../schema/load.ts";
 import { validateCreate } from "../schema/validate.ts";
@@ -31,6 +32,9 @@ export function loadSeed(schema: Schema, source: SeedSource): Seed {
     if (!entity) throw new SeedError(`${where}: entity "${name}" is not declared. Entities: ${[...schema.entities.keys()].join(", ")}.`);
     if (!Array.isArray(items)) throw new SeedError(`${where}: "${name}" must be an array of records.`);
     items.forEach((item, index) => {
+      if (isTooDeep(item)) {
+        throw new SeedError(`${where}: ${name}[${index}] nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels, as no request may; flatten it.`);
+      }
       try {
         values.push({ entity: name, values: validateCreate(entity, item) });
       } catch (error) {

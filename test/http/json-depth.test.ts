@@ -3,8 +3,14 @@
 
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { findTooDeep, MAX_JSON_DEPTH, stringifyDeep } from "../../src/json-depth.ts";
-import { startTestServer, type Answer, type TestServer } from "../support/server.ts";
+import { Records } from "../../src/records/records.ts";
+import { loadSchemaObject } from "../../src/schema/load.ts";
+import { FileStore } from "../../src/store/file-store.ts";
+import { startTestServer, TASK, type Answer, type TestServer } from "../support/server.ts";
 
 const T = "/api/entities/Task";
 let server: TestServer;
@@ -78,7 +84,13 @@ test("brackets inside strings do not count, whatever the escapes before them", (
 test("a record stored deeper than the limit (by an older build, or a seed) can still be updated and deleted", async () => {
   let meta: unknown = 1;
   for (let i = 0; i < 10_000; i++) meta = { a: meta }; // deeper than JSON.stringify's stack reaches
-  const seeded = await startTestServer({ seed: { Task: [{ title: "deep", meta }] } });
+  // Written straight into a data folder, as an older build could (a seed that deep is refused).
+  const dir = mkdtempSync(join(tmpdir(), "tabula-deep-"));
+  const store = await FileStore.open({ dir, valueIndexed: new Map(), warn: () => {} });
+  const row = new Records(loadSchemaObject({ Task: TASK }), store).newRow({ title: "deep", meta }, { keyId: "key_old", kind: "secret" }, Date.now());
+  await store.write({ puts: [{ entity: "Task", row }] });
+  await store.close();
+  const seeded = await startTestServer({ memory: false, data: dir });
   try {
     const [{ id: deepId }] = (await seeded.call("GET", `${T}?fields=title`)).body;
     const patched = await seeded.call("PATCH", `${T}/${deepId}`, { body: { priority: 1 } });
@@ -90,7 +102,16 @@ test("a record stored deeper than the limit (by an older build, or a seed) can s
     assert.deepEqual(deleted.body, { id: deepId, deleted: true });
   } finally {
     await seeded.close();
+    rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("a seed nested deeper than the limit stops start-up, naming entity and index", async () => {
+  let meta: unknown = 1;
+  for (let i = 0; i < MAX_JSON_DEPTH; i++) meta = { a: meta }; // the record adds one level: one too many
+  await assert.rejects(startTestServer({ seed: { Task: [{ title: "fine" }, { title: "deep", meta }] } }), /Task\[1\] nests arrays and objects deeper than 64 levels/);
+  const atLimit = await startTestServer({ seed: { Task: [{ title: "deep", meta: (meta as { a: unknown }).a }] } });
+  await atLimit.close();
 });
 
 test("stringifyDeep writes what JSON.stringify writes", () => {
