@@ -138,7 +138,6 @@ async function main(): Promise<void> {
     process.stderr.write(`tabula: ${(error as Error).message}\n`);
     process.exit(1);
   }
-  printBanner(server, options);
   let isStopping = false;
   const stop = (signal: string) => {
     if (isStopping) return;
@@ -152,8 +151,10 @@ async function main(): Promise<void> {
       },
     );
   };
+  // Before the banner: a client (or a supervisor) may signal as soon as it reads "listening on".
   process.on("SIGINT", () => stop("SIGINT"));
   process.on("SIGTERM", () => stop("SIGTERM"));
+  printBanner(server, options);
 }
 
 void main();

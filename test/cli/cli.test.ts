@@ -122,6 +122,27 @@ function start(args: string[], env: Record<string, string> = {}): Promise<Runnin
   });
 }
 
+/** Starts the CLI and sends SIGTERM from the very handler that sees its listening line. */
+function terminateOnListening(args: string[]): Promise<{ code: number | null; signal: NodeJS.Signals | null; output: string }> {
+  const child = spawn(process.execPath, [CLI, ...args], { env: cleanEnv({}), stdio: ["ignore", "pipe", "pipe"] });
+  running.add(child);
+  let output = "";
+  const onData = (text: string) => {
+    output += text;
+    if (/listening on/.test(output) && !child.killed) child.kill("SIGTERM");
+  };
+  child.stdout!.setEncoding("utf8").on("data", onData);
+  child.stderr!.setEncoding("utf8").on("data", onData);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill("SIGKILL"), START_TIMEOUT_MS);
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      running.delete(child);
+      resolve({ code, signal, output });
+    });
+  });
+}
+
 /** Sends `signal` and answers the exit code. */
 async function stop(server: Running, signal: NodeJS.Signals = "SIGTERM"): Promise<number | null> {
   server.child.kill(signal);
@@ -417,6 +438,15 @@ describe("running", { concurrency: true }, () => {
       }
     });
   }
+
+  test("SIGTERM sent the instant the listening line appears exits 0 through the graceful close, in 20 starts (issue 16, defect 5)", async () => {
+    const outcomes = await Promise.all(Array.from({ length: 20 }, () => terminateOnListening(["--schema", schemaDir, "--memory", "--port", "0"])));
+    for (const { code, signal, output } of outcomes) {
+      assert.equal(signal, null, `killed by ${signal}, not exited:\n${output}`);
+      assert.equal(code, 0, output);
+      assert.match(output, /SIGTERM: finishing requests in flight/);
+    }
+  });
 
   test("--seed loads its records into an empty store", async () => {
     const dir = await folder({ "seed.json": { Task: [{ title: "first", priority: 1 }, { title: "second", status: "done" }], Note: [{ body: "hi" }] } });
