@@ -85,7 +85,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     : new MemoryStore(valueIndexedFields(schema));
   const loaded = store instanceof FileStore ? describeLoad(store, performance.now() - openedAt) : null;
   try {
-    const keys = loadKeys({ dataDir, secretKey: options.secretKey, publishableKey: options.publishableKey, keys: options.keys });
+    const keys = await loadKeys({ dataDir, secretKey: options.secretKey, publishableKey: options.publishableKey, keys: options.keys });
     const records = new Records(schema, store);
     const seed = options.seed === undefined ? null : loadSeed(schema, options.seed);
     const seedBy = keys.first("secret");

@@ -3,11 +3,12 @@
 // mode) so that they are printed once; in memory mode they are made anew each start.
 
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { unauthorized } from "../errors.ts";
 import type { Caller, KeyKind } from "../records/caller.ts";
 import { isPlainObject } from "../schema/load.ts";
+import { replaceFileWith } from "../store/durable-file.ts";
 
 export interface ApiKey {
   readonly id: string;
@@ -52,7 +53,7 @@ export class KeyRing {
   }
 }
 
-export function loadKeys(options: KeyOptions): KeyRing {
+export async function loadKeys(options: KeyOptions): Promise<KeyRing> {
   const file = options.dataDir ? join(options.dataDir, "keys.json") : null;
   const stored = file && existsSync(file) ? readKeysFile(file) : [];
   const given: ApiKey[] = [...(options.keys ?? [])];
@@ -63,7 +64,7 @@ export function loadKeys(options: KeyOptions): KeyRing {
   for (const kind of ["secret", "publishable"] as const) {
     if (!keys.some((apiKey) => apiKey.kind === kind)) generated.push(generateKey(kind));
   }
-  if (file && generated.length > 0) writeKeysFile(file, [...stored, ...generated]);
+  if (file && generated.length > 0) await writeKeysFile(file, [...stored, ...generated]);
   return new KeyRing([...keys, ...generated], generated, file);
 }
 
@@ -101,8 +102,7 @@ function readKeysFile(file: string): ApiKey[] {
   });
 }
 
-function writeKeysFile(file: string, keys: readonly ApiKey[]): void {
-  const temporary = `${file}.tmp`;
-  writeFileSync(temporary, JSON.stringify(keys, null, 2) + "\n", { mode: 0o600 });
-  renameSync(temporary, file);
+/** Crash-safe (fsync, rename, fsync of the folder): a torn or empty keys.json would lock every client out. */
+function writeKeysFile(file: string, keys: readonly ApiKey[]): Promise<void> {
+  return replaceFileWith(file, JSON.stringify(keys, null, 2) + "\n", 0o600);
 }

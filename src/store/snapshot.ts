@@ -15,11 +15,12 @@
 // Formats 1 and 2 (framed JSON lines, a checksum each) are still read.
 
 import { isAscii } from "node:buffer";
-import { open, rename, rm } from "node:fs/promises";
+import { open } from "node:fs/promises";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
 import type { IdempotentAnswer, Row } from "./store.ts";
-import { crcHex, frameLine, parseFramedLine, parseSeqFileName, scanLineRuns, scanLines, seqFileName, syncDirectory, writeFully, type RowImage } from "./wal.ts";
+import { crcHex, frameLine, parseFramedLine, parseSeqFileName, scanLineRuns, scanLines, seqFileName, writeFully, type RowImage } from "./wal.ts";
+import { replaceFile, TEMPORARY_SUFFIX } from "./durable-file.ts";
 
 const SNAPSHOT_FORMAT = "tabula-snapshot/3";
 /** Framed row lines `{"e","rev","data"}` (see fromSnapshotRow). */
@@ -32,7 +33,6 @@ const NEWLINE = 0x0a;
 /** The header is read on its own first, to choose the reader; it is far shorter than this. */
 const HEADER_READ_BYTES = 4096;
 const SNAPSHOT_PREFIX = "snapshot-";
-const TMP_SUFFIX = ".tmp";
 /**
  * Lines are gathered up to this size before each write, so a snapshot never sits in memory whole;
  * small, because a snapshot is written on the main thread between requests: a request that
@@ -63,17 +63,14 @@ export function parseSnapshotName(name: string): number | undefined {
 }
 
 export function isTemporarySnapshot(name: string): boolean {
-  return name.startsWith(SNAPSHOT_PREFIX) && name.endsWith(TMP_SUFFIX);
+  return name.startsWith(SNAPSHOT_PREFIX) && name.endsWith(TEMPORARY_SUFFIX);
 }
 
 /** Writes, syncs and renames the snapshot; answers its size in bytes. Yields between chunks. */
 export async function writeSnapshot(dir: string, state: SnapshotState): Promise<number> {
-  const path = join(dir, snapshotName(state.seq));
-  const tmpPath = path + TMP_SUFFIX;
-  const handle = await open(tmpPath, "w");
   let bytes = 0;
-  let checksum = 0;
-  try {
+  await replaceFile(join(dir, snapshotName(state.seq)), async (handle) => {
+    let checksum = 0;
     let text = frameLine({ format: SNAPSHOT_FORMAT, seq: state.seq, rev: state.rev });
     const flush = async (): Promise<void> => {
       const buffer = Buffer.from(text);
@@ -95,15 +92,7 @@ export async function writeSnapshot(dir: string, state: SnapshotState): Promise<
     await flush();
     text = frameLine({ end: true, rows, answers: state.answers.length, checksum: crcHex(checksum) });
     await flush();
-    await handle.sync();
-  } catch (error) {
-    await handle.close();
-    await rm(tmpPath, { force: true });
-    throw error;
-  }
-  await handle.close();
-  await rename(tmpPath, path);
-  await syncDirectory(dir);
+  });
   return bytes;
 }
 
