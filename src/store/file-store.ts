@@ -1,6 +1,7 @@
 // The file store: the memory store made durable. A batch is applied to memory at once and appended
-// to the write-ahead log (wal.ts); start-up loads the newest snapshot (snapshot.ts) and replays the
-// log after it; compaction snapshots in the background and deletes the segments the snapshot covers.
+// to the write-ahead log (wal.ts), and taken back out if the disk had no room for it; start-up loads
+// the newest snapshot (snapshot.ts) and replays the log after it; compaction snapshots in the
+// background and deletes the segments the snapshot covers.
 
 import { mkdir, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
@@ -9,6 +10,7 @@ import { acquireLock, type DirectoryLock } from "./lock.ts";
 import { MemoryStore, type ValueIndexedFields } from "./memory-store.ts";
 import { isTemporarySnapshot, parseSnapshotName, readSnapshot, snapshotName, writeSnapshot, type SnapshotState } from "./snapshot.ts";
 import type { Row, WriteBatch } from "./store.ts";
+import { UnsyncedBatches } from "./unsynced-batches.ts";
 import { WriteAheadLog, parseSegmentName, readSegment, segmentName, syncDirectory, type LogEntry, type RowImage, type Segment } from "./wal.ts";
 
 /** Compact once the log is this many times the size of the last snapshot, however busy... */
@@ -54,6 +56,7 @@ export class FileStore extends MemoryStore {
   private compaction: Promise<void> | null = null;
   /** After a failed background compaction, wait until the log reaches this size to try again. */
   private compactionRetryBytes = 0;
+  private readonly unsynced = new UnsyncedBatches(this.tables, this.answers);
   /** Waiting for a quiet moment to compact (see maybeCompact). */
   private quietWatch: NodeJS.Timeout | null = null;
   private isClosed = false;
@@ -83,10 +86,25 @@ export class FileStore extends MemoryStore {
     return this.wal.whenDurable();
   }
 
+  override write(batch: WriteBatch): Promise<void> {
+    // Taken before the batch is applied: what to put back if the disk has no room for it.
+    const undo = this.unsynced.undoOf(batch);
+    const seq = this.wal.nextSeq;
+    const durable = super.write(batch);
+    if (this.wal.nextSeq > seq) this.unsynced.add(seq, undo);
+    return durable;
+  }
+
   /** Durable like any write: a reset entry in the log, which replay honours. */
   override async reset(): Promise<void> {
-    this.clear();
-    await this.wal.append({ reset: true, rev: this.rev });
+    const undo = this.unsynced.undoOfReset();
+    const seq = this.wal.nextSeq;
+    // The tables are dropped rather than emptied, so that the undo can put them back.
+    this.tables.clear();
+    this.answers.clear();
+    const durable = this.wal.append({ reset: true, rev: this.rev });
+    if (this.wal.nextSeq > seq) this.unsynced.add(seq, undo);
+    await durable;
   }
 
   /** Flushes and syncs the log, waits for a running compaction, and releases the folder. */
@@ -148,7 +166,16 @@ export class FileStore extends MemoryStore {
       ...files.snapshots.filter((seq) => seq < this.snapshotSeq).map(snapshotName),
     ];
     await removeFiles(dir, leftovers);
-    this.wal = await WriteAheadLog.open(dir, segments, nextSeq, () => this.maybeCompact());
+    this.wal = await WriteAheadLog.open(
+      dir,
+      segments,
+      nextSeq,
+      () => {
+        this.unsynced.forgetBefore(this.wal.nextWrittenSeq);
+        this.maybeCompact();
+      },
+      (fromSeq) => this.unsynced.rollBack(fromSeq),
+    );
     // A log left big by the last run is compacted now (or at the first quiet moment), not only
     // after the next write: a server that only reads would otherwise replay it at every start.
     this.maybeCompact();

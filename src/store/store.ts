@@ -79,7 +79,10 @@ export interface Store {
   /**
    * Applies the batch to memory at once (readers see it on their next call) and resolves when it
    * is durable. Callers must not await between reading the state a batch was built from and
-   * calling write(): the store relies on that to keep batches consistent.
+   * calling write(): the store relies on that to keep batches consistent. Rejects with
+   * StorageFullError when the disk had no room: the batch (and every batch applied after it) is
+   * then taken back out of memory before the rejection, and later writes may succeed again.
+   * Any other rejection is fatal: the store can make nothing durable any more.
    */
   write(batch: WriteBatch): Promise<void>;
   /** Resolves once every write applied so far is durable; null when it already is. */
@@ -90,4 +93,19 @@ export interface Store {
   /** Empties every entity and forgets every stored answer. */
   reset(): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * The disk is full (ENOSPC) or the quota spent (EDQUOT): the write was not stored and memory is as
+ * it was before it. Unlike other I/O errors this is not fatal; writes work again once there is room.
+ */
+export class StorageFullError extends Error {
+  override name = "StorageFullError";
+}
+
+/** Whether `error` is a StorageFullError or the system's ENOSPC or EDQUOT. */
+export function isOutOfSpace(error: unknown): boolean {
+  if (error instanceof StorageFullError) return true;
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return code === "ENOSPC" || code === "EDQUOT";
 }

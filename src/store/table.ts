@@ -70,6 +70,17 @@ export class Table {
     this.live += (row.deleted ? 0 : 1) - (wasLive ? 1 : 0);
   }
 
+  /** Takes a record out again: the undo of creating it when its log write failed (see unsynced-batches.ts). */
+  remove(id: string): void {
+    const old = this.rows.get(id);
+    if (!old) return;
+    this.rows.delete(id);
+    for (const index of this.sortIndexes.values()) index.remove(old);
+    if (old.deleted) return;
+    for (const [field, index] of this.valueIndexes) index.get(old.data[field])?.delete(old);
+    this.live--;
+  }
+
   clear(): void {
     this.rows.clear();
     this.sortIndexes.clear();

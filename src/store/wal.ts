@@ -7,7 +7,7 @@ import { constants, ftruncateSync, writeSync } from "node:fs";
 import { open, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
-import type { IdempotentAnswer, Row } from "./store.ts";
+import { isOutOfSpace, StorageFullError, type IdempotentAnswer, type Row } from "./store.ts";
 
 /**
  * Files are read this much at a time, and each run of whole lines decoded into one string. Node
@@ -342,8 +342,8 @@ function createDeferred(): Deferred {
 }
 
 /**
- * A failed log is fatal and every waiter hears of it; nobody may be waiting on a given promise
- * (whenDurable was not asked), which must not crash the process a second way.
+ * A failed write reaches every waiter; nobody may be waiting on a given promise (whenDurable was
+ * not asked), which must not crash the process a second way.
  */
 function markHandled<T>(promise: Promise<T>): Promise<T> {
   promise.catch(() => undefined);
@@ -360,7 +360,8 @@ interface Rotation {
 /**
  * The open log. Lines appended while a write+fdatasync is in flight wait in `queue` and go out
  * together in the next one, so throughput grows with concurrency rather than with the disk's
- * fsync rate. One flush loop at a time keeps lines in seq order.
+ * fsync rate. One flush loop at a time keeps lines in seq order. A write refused for lack of
+ * space drops every entry not yet on disk (see dropUnwritten); any other failed write is fatal.
  */
 export class WriteAheadLog {
   private syncs = 0;
@@ -380,6 +381,8 @@ export class WriteAheadLog {
   hasBackgroundWork = false;
   /** The open segment's file size: its data plus preallocated room. */
   private allocated: number;
+  /** Every entry before this seq is on disk. */
+  private writtenSeq: number;
 
   private constructor(
     private readonly dir: string,
@@ -387,12 +390,18 @@ export class WriteAheadLog {
     private readonly segments: Segment[],
     private seq: number,
     private readonly onFlushed: () => void,
+    private readonly onDropped: (fromSeq: number) => void,
   ) {
     this.allocated = segments.at(-1)!.bytes; // start-up trimmed the segment to its data
+    this.writtenSeq = seq;
   }
 
-  /** Continues the last of `segments` (already replayed and trimmed), or starts one at nextSeq. */
-  static async open(dir: string, segments: Segment[], nextSeq: number, onFlushed: () => void): Promise<WriteAheadLog> {
+  /**
+   * Continues the last of `segments` (already replayed and trimmed), or starts one at nextSeq.
+   * `onDropped(fromSeq)` hears, before any waiter does, that the entries from fromSeq on were
+   * dropped for lack of space (their seqs are handed out again).
+   */
+  static async open(dir: string, segments: Segment[], nextSeq: number, onFlushed: () => void, onDropped: (fromSeq: number) => void = () => {}): Promise<WriteAheadLog> {
     const last = segments.at(-1);
     const firstSeq = last?.firstSeq ?? nextSeq;
     const handle = await open(join(dir, segmentName(firstSeq)), SEGMENT_FLAGS, 0o644);
@@ -400,12 +409,17 @@ export class WriteAheadLog {
       segments.push({ firstSeq, bytes: 0 });
       await syncDirectory(dir);
     }
-    return new WriteAheadLog(dir, handle, segments, nextSeq, onFlushed);
+    return new WriteAheadLog(dir, handle, segments, nextSeq, onFlushed, onDropped);
   }
 
   /** The seq the next entry will take. */
   get nextSeq(): number {
     return this.seq;
+  }
+
+  /** Every entry before this seq is on disk; the others may yet be dropped (see dropUnwritten). */
+  get nextWrittenSeq(): number {
+    return this.writtenSeq;
   }
 
   /** Bytes in the segments not yet covered by a snapshot. */
@@ -499,7 +513,8 @@ export class WriteAheadLog {
         this.onFlushed();
       } catch (error) {
         this.inFlight = null;
-        this.fail(error, [group, rotation?.done]);
+        if (isOutOfSpace(error)) await this.dropUnwritten(error, [group, rotation?.done]);
+        else this.fail(error, [group, rotation?.done]);
       }
     }
     this.flushing = null;
@@ -517,6 +532,7 @@ export class WriteAheadLog {
     await writeFully(this.handle, buffer, at); // durable on return: the segment is O_DSYNC
     this.syncs++;
     this.segments.at(-1)!.bytes += buffer.length;
+    this.writtenSeq += lines.length;
   }
 
   /**
@@ -536,6 +552,7 @@ export class WriteAheadLog {
     for (let offset = 0; offset < buffer.length; ) offset += writeSync(this.handle.fd, buffer, offset, buffer.length - offset, at + offset);
     this.syncs++;
     this.segments.at(-1)!.bytes += buffer.length;
+    this.writtenSeq++;
   }
 
   /** The file size that holds `end` bytes of data: whole steps of preallocated room. */
@@ -560,6 +577,35 @@ export class WriteAheadLog {
     this.allocated = 0;
     this.segments.push({ firstSeq, bytes: 0 });
     await syncDirectory(this.dir);
+  }
+
+  /**
+   * The disk had no room (ENOSPC or EDQUOT, at the write or while growing the file): the entries
+   * not yet on disk are dropped, and the store takes their batches back out of memory at once, so
+   * that writes arriving meanwhile build on what is on disk and take the dropped seqs. The bytes a
+   * partial write left after the last whole line are cut off (and the cut made durable) before the
+   * waiters hear of it and before the next write, which would otherwise follow a torn line, and a
+   * whole line of a dropped entry left there would come back at the next start-up.
+   */
+  private async dropUnwritten(cause: unknown, waiters: Array<Deferred | null | undefined>): Promise<void> {
+    const waiting = [...waiters, this.queued, this.rotation?.done];
+    this.queued = null;
+    this.rotation = null;
+    this.queue = [];
+    this.seq = this.writtenSeq;
+    this.onDropped(this.writtenSeq);
+    try {
+      const bytes = this.segments.at(-1)!.bytes;
+      await this.handle.truncate(bytes);
+      await this.handle.sync();
+      this.allocated = bytes;
+    } catch (error) {
+      this.fail(error, waiting);
+      return;
+    }
+    const message = cause instanceof Error ? cause.message : String(cause);
+    const error = new StorageFullError(`The disk of ${this.dir} is full, so the write was not stored: ${message}`, { cause });
+    for (const waiter of waiting) waiter?.reject(error);
   }
 
   /** From now on every pending and later write rejects with this error. */

@@ -1,0 +1,79 @@
+// The batches the file store has applied to memory but the log has not yet written, each with what
+// it replaced, so that when the disk is full they can be taken back out (newest first) and memory
+// is again exactly what the log holds (buntdb's rollback of a failed commit). The log owns seqs.
+
+import type { IdempotentAnswer, Row, WriteBatch } from "./store.ts";
+import type { Table } from "./table.ts";
+
+type Undo =
+  | {
+      /** Each row's version before the batch, in batch order; undefined for a new record. */
+      readonly puts: ReadonlyArray<{ readonly entity: string; readonly id: string; readonly previous: Row | undefined }>;
+      readonly answer?: { readonly scope: string; readonly previous: IdempotentAnswer | undefined };
+    }
+  | {
+      /** A reset: the tables and answers it cleared away. */
+      readonly tables: ReadonlyMap<string, Table>;
+      readonly answers: ReadonlyMap<string, IdempotentAnswer>;
+    };
+
+export class UnsyncedBatches {
+  /** In seq order; never more than the entries waiting for one or two log writes. */
+  private readonly entries: Array<{ readonly seq: number; readonly undo: Undo }> = [];
+
+  constructor(
+    private readonly tables: Map<string, Table>,
+    private readonly answers: Map<string, IdempotentAnswer>,
+  ) {}
+
+  /** What `batch` will replace; called before it is applied. */
+  undoOf(batch: WriteBatch): Undo {
+    const puts = batch.puts.map(({ entity, row }) => ({ entity, id: row.id, previous: this.tables.get(entity)?.rows.get(row.id) }));
+    return batch.answer ? { puts, answer: { scope: batch.answer.scope, previous: this.answers.get(batch.answer.scope) } } : { puts };
+  }
+
+  /** What a reset will clear: the reset must then drop the tables rather than empty them. */
+  undoOfReset(): Undo {
+    return { tables: new Map(this.tables), answers: new Map(this.answers) };
+  }
+
+  /** The entry `seq` of the log was applied to memory, replacing what `undo` holds. */
+  add(seq: number, undo: Undo): void {
+    this.entries.push({ seq, undo });
+  }
+
+  /** Entries before `seq` are on disk and will never be taken back. */
+  forgetBefore(seq: number): void {
+    const written = this.entries.findIndex((entry) => entry.seq >= seq);
+    this.entries.splice(0, written < 0 ? this.entries.length : written);
+  }
+
+  /** Takes the entries from `seq` on back out of memory, newest first. */
+  rollBack(seq: number): void {
+    for (let entry = this.entries.at(-1); entry && entry.seq >= seq; entry = this.entries.at(-1)) {
+      this.entries.pop();
+      this.undo(entry.undo);
+    }
+  }
+
+  private undo(undo: Undo): void {
+    if ("tables" in undo) {
+      this.tables.clear();
+      for (const [entity, table] of undo.tables) this.tables.set(entity, table);
+      this.answers.clear();
+      for (const [scope, answer] of undo.answers) this.answers.set(scope, answer);
+      return;
+    }
+    if (undo.answer) {
+      this.answers.delete(undo.answer.scope);
+      if (undo.answer.previous) this.answers.set(undo.answer.scope, undo.answer.previous);
+    }
+    // Newer entries are undone already, so each table is as this batch left it.
+    for (let i = undo.puts.length - 1; i >= 0; i--) {
+      const { entity, id, previous } = undo.puts[i]!;
+      const table = this.tables.get(entity)!;
+      if (previous) table.apply(previous);
+      else table.remove(id);
+    }
+  }
+}
