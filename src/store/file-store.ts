@@ -9,7 +9,7 @@ import { performance } from "node:perf_hooks";
 import { acquireLock, type DirectoryLock } from "./lock.ts";
 import { MemoryStore, type ValueIndexedFields } from "./memory-store.ts";
 import { isTemporarySnapshot, parseSnapshotName, readSnapshot, snapshotName, writeSnapshot, type SnapshotState } from "./snapshot.ts";
-import type { Row, WriteBatch } from "./store.ts";
+import { isOutOfSpace, type Row, type WriteBatch } from "./store.ts";
 import { UnsyncedBatches } from "./unsynced-batches.ts";
 import { WriteAheadLog, parseSegmentName, readSegment, segmentName, syncDirectory, type LogEntry, type RowImage, type Segment } from "./wal.ts";
 
@@ -19,6 +19,13 @@ export const COMPACTION_LOG_RATIO = 2;
 export const QUIET_COMPACTION_LOG_RATIO = 1;
 /** ...and at least this big, so that a small store is not rewritten every few writes. */
 export const COMPACTION_MIN_LOG_BYTES = 8 * 1024 * 1024;
+/**
+ * A compaction that failed for lack of space is tried again after this long (doubling up to
+ * COMPACTION_SPACE_RETRY_MAX_MS while it keeps failing), at the next successful write or by a timer:
+ * freeing space is often what lets it succeed, and it frees the space the log segments take.
+ */
+export const COMPACTION_SPACE_RETRY_MS = 1000;
+const COMPACTION_SPACE_RETRY_MAX_MS = 5 * 60 * 1000;
 /** Quiet: the event loop was busy less than this share of the last QUIET_CHECK_MS. */
 const QUIET_UTILIZATION = 0.2;
 const QUIET_CHECK_MS = 250;
@@ -56,6 +63,10 @@ export class FileStore extends MemoryStore {
   private compaction: Promise<void> | null = null;
   /** After a failed background compaction, wait until the log reaches this size to try again. */
   private compactionRetryBytes = 0;
+  /** After a compaction failed for lack of space: when to try it again, whatever the log's size. */
+  private spaceRetryAt: number | null = null;
+  private spaceRetryDelayMs = COMPACTION_SPACE_RETRY_MS;
+  private spaceRetryTimer: NodeJS.Timeout | null = null;
   private readonly unsynced = new UnsyncedBatches(this.tables, this.answers);
   /** Waiting for a quiet moment to compact (see maybeCompact). */
   private quietWatch: NodeJS.Timeout | null = null;
@@ -112,6 +123,7 @@ export class FileStore extends MemoryStore {
     if (this.isClosed) return;
     this.isClosed = true;
     if (this.quietWatch) clearTimeout(this.quietWatch);
+    if (this.spaceRetryTimer) clearTimeout(this.spaceRetryTimer);
     try {
       // A compaction's failure was already given to whoever asked for it, or warned about.
       await this.compaction?.catch(() => undefined);
@@ -137,9 +149,18 @@ export class FileStore extends MemoryStore {
    * and snapshots it covers. Runs one at a time; a call during a run shares it.
    */
   compact(): Promise<void> {
-    this.compaction ??= this.runCompaction().finally(() => {
-      this.compaction = null;
-    });
+    this.compaction ??= this.runCompaction().then(
+      () => {
+        this.compaction = null;
+        this.stopSpaceRetry();
+      },
+      (error: Error) => {
+        this.compaction = null;
+        if (isOutOfSpace(error)) this.retryWhenSpaceMayBeBack();
+        else this.stopSpaceRetry();
+        throw error;
+      },
+    );
     return this.compaction;
   }
 
@@ -227,6 +248,10 @@ export class FileStore extends MemoryStore {
   private maybeCompact(): void {
     if (this.compaction || this.isClosed) return;
     const logBytes = this.wal.logBytes;
+    if (this.spaceRetryAt !== null) {
+      if (Date.now() >= this.spaceRetryAt) this.startCompaction(logBytes);
+      return;
+    }
     if (logBytes < COMPACTION_MIN_LOG_BYTES || logBytes < this.compactionRetryBytes) return;
     if (logBytes >= COMPACTION_LOG_RATIO * this.snapshotBytes) this.startCompaction(logBytes);
     else if (logBytes >= QUIET_COMPACTION_LOG_RATIO * this.snapshotBytes) this.watchForQuiet();
@@ -253,9 +278,33 @@ export class FileStore extends MemoryStore {
 
   private startCompaction(logBytes: number): void {
     this.compact().catch((error: Error) => {
+      if (isOutOfSpace(error) && this.spaceRetryAt !== null) {
+        this.options.warn(`Compacting the log in ${this.options.dir} failed for lack of space (every write is still in the log; retrying in ${Math.ceil((this.spaceRetryAt - Date.now()) / 1000)} s or at the first write after that): ${error.message}`);
+        return;
+      }
       this.compactionRetryBytes = 2 * logBytes;
       this.options.warn(`Compacting the log in ${this.options.dir} failed (every write is still in the log; retrying once it reaches ${this.compactionRetryBytes} bytes): ${error.message}`);
     });
+  }
+
+  /** After a compaction failed for lack of space: try again at the first write after a pause, or by a timer. */
+  private retryWhenSpaceMayBeBack(): void {
+    if (this.isClosed) return;
+    const delay = this.spaceRetryDelayMs;
+    this.spaceRetryAt = Date.now() + delay;
+    this.spaceRetryDelayMs = Math.min(2 * delay, COMPACTION_SPACE_RETRY_MAX_MS);
+    if (this.spaceRetryTimer) clearTimeout(this.spaceRetryTimer);
+    this.spaceRetryTimer = setTimeout(() => {
+      this.spaceRetryTimer = null;
+      if (this.spaceRetryAt !== null && !this.compaction && !this.isClosed) this.startCompaction(this.wal.logBytes);
+    }, delay).unref();
+  }
+
+  private stopSpaceRetry(): void {
+    this.spaceRetryAt = null;
+    this.spaceRetryDelayMs = COMPACTION_SPACE_RETRY_MS;
+    if (this.spaceRetryTimer) clearTimeout(this.spaceRetryTimer);
+    this.spaceRetryTimer = null;
   }
 
   private async runCompaction(): Promise<void> {
