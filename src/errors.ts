@@ -27,7 +27,9 @@ export type ErrorCode =
   | "unsupported_media_type"
   | "idempotency_key_reused"
   | "not_found"
-  | "internal";
+  | "internal"
+  | "store_unavailable"
+  | "insufficient_storage";
 
 export type ErrorDetails = Record<string, unknown>;
 
@@ -113,6 +115,12 @@ export const entityNotFound = (entity: string, entities: string[]) =>
 
 export const internalError = () =>
   new ApiError(500, "internal", "The server failed while handling this request; it has been logged.");
+
+export const insufficientStorage = () =>
+  new ApiError(507, "insufficient_storage", "The disk of the data folder is full, so this write was not stored (none of it). Reads go on; retry once space has been freed.");
+
+export const storeUnavailable = () =>
+  new ApiError(503, "store_unavailable", "The store failed to write to its disk and is shutting down; whether this write was stored is unknown. Read it back once the server is up again, or retry it with the same Idempotency-Key.");
 
 export const filterRequired = (operation: string) =>
   new ApiError(

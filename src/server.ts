@@ -5,7 +5,7 @@
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
-import { ApiError, expectationFailed, internalError, methodNotAllowed, notFound } from "./errors.ts";
+import { ApiError, expectationFailed, insufficientStorage, internalError, methodNotAllowed, notFound, storeUnavailable } from "./errors.ts";
 import { answerClientError, answerConnect } from "./http/client-error.ts";
 import { IdempotencyGuard, idempotentRequest, type IdempotentRequest } from "./http/idempotency.ts";
 import { buildOpenApi, describeEntity } from "./http/openapi.ts";
@@ -22,7 +22,7 @@ import { loadSchemaObject, loadSchemaPath, type Declarations, type Schema } from
 import { isPlatformField } from "./schema/fields.ts";
 import { FileStore } from "./store/file-store.ts";
 import { MemoryStore, type ValueIndexedFields } from "./store/memory-store.ts";
-import type { Store } from "./store/store.ts";
+import { isOutOfSpace, type Store } from "./store/store.ts";
 
 export const VERSION = "0.1.0";
 
@@ -42,7 +42,10 @@ export interface ServerOptions {
   readonly maxBodyBytes?: number;
   /** Warnings (a torn log tail cut off, fields no longer declared). Default: stderr. */
   readonly warn?: (message: string) => void;
-  /** The store failed (a log write or fsync): nothing more can be made durable. */
+  /**
+   * The store failed (a log write or fsync, not for lack of space): nothing more can be made
+   * durable. Called once, as the first waiting request is answered 503; the others follow.
+   */
   readonly onFatal?: (error: Error) => void;
 }
 
@@ -282,11 +285,12 @@ class App {
 
   /** A read waits only when an earlier write is not yet durable, so it never shows such a write. */
   private read(handler: Handler, ctx: RequestContext): Reply | Promise<Reply> {
-    if (this.failure) throw internalError();
+    if (this.failure) throw storeUnavailable();
     const { reply } = handler(ctx);
     const pending = this.records.store.whenDurable();
     if (!pending) return reply;
-    return pending.then(() => reply, (error: Error) => this.fail(error));
+    // A write refused for lack of space was taken back out of memory: answer again from what is stored.
+    return pending.then(() => reply, (error: Error) => (isOutOfSpace(error) ? this.read(handler, ctx) : this.fail(error)));
   }
 
   private async write(req: IncomingMessage, caller: Caller, handler: Handler, contextOf: (body: unknown) => Context): Promise<Reply> {
@@ -297,7 +301,7 @@ class App {
     const request = idempotentRequest(caller, idempotencyKey, req.method!, req.url ?? "/", bytes);
     const replay = this.idempotency.start(request, Date.now());
     if (replay) {
-      await this.records.store.whenDurable();
+      await this.records.store.whenDurable()?.catch((error: Error) => this.fail(error));
       return replay;
     }
     try {
@@ -309,7 +313,7 @@ class App {
 
   /** Runs a handler and stores its rows (with the idempotent answer) in the same tick. */
   private async run(handler: Handler, ctx: RequestContext, request: IdempotentRequest | undefined): Promise<Reply> {
-    if (this.failure) throw internalError();
+    if (this.failure) throw storeUnavailable();
     const { reply, change } = handler(ctx);
     const answer = request ? this.idempotency.answerFor(request, reply, Date.now()) : undefined;
     const store = this.records.store;
@@ -323,12 +327,18 @@ class App {
     return reply;
   }
 
+  /**
+   * A write this request waited on was not made durable. A full disk refuses the writes waiting
+   * (507) and the store goes on. Any other failure is fatal (after a failed fsync what the disk
+   * holds is unknown): every waiting request is answered 503, and onFatal decides what comes next.
+   */
   private fail(error: Error): never {
+    if (isOutOfSpace(error)) throw insufficientStorage();
     if (!this.failure) {
       this.failure = error;
       this.onFatal?.(error);
     }
-    throw error;
+    throw storeUnavailable();
   }
 
   private replyToError(error: unknown): Reply {

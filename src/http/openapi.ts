@@ -20,7 +20,7 @@ const ERROR_CODES = [
   "invalid_parameter", "invalid_cursor", "filter_required", "batch_too_large", "unauthorized",
   "forbidden", "entity_not_found", "record_not_found", "not_found", "method_not_allowed",
   "ambiguous_match", "idempotency_key_in_use", "precondition_failed", "payload_too_large",
-  "unsupported_media_type", "idempotency_key_reused", "internal",
+  "unsupported_media_type", "idempotency_key_reused", "internal", "store_unavailable", "insufficient_storage",
 ] as const satisfies readonly ErrorCode[];
 // Fails to compile when errors.ts gains a code that this document does not list.
 const HAS_EVERY_ERROR_CODE: [Exclude<ErrorCode, (typeof ERROR_CODES)[number]>] extends [never] ? true : never = true;
@@ -38,10 +38,12 @@ const ERROR_RESPONSES: Record<number, [name: string, description: string]> = {
   415: ["UnsupportedMediaType", "`unsupported_media_type`: send the body as `Content-Type: application/json`."],
   422: ["IdempotencyKeyReused", "`idempotency_key_reused`: this Idempotency-Key was used with a different method, path or body."],
   500: ["Internal", "`internal`: the server failed; it has been logged. Never caused by what the client sent."],
+  503: ["StoreUnavailable", "`store_unavailable`: writing to the data folder's disk failed (not for lack of space), so the server stops; whether a write answered so was stored is unknown. Read it back once the server is up again, or retry with the same `Idempotency-Key`."],
+  507: ["InsufficientStorage", "`insufficient_storage`: the data folder's disk is full, so the write was not stored (none of it). Reads go on; retry once space has been freed."],
 };
 
-// Errors a write with a JSON body may answer; 409 and 422 come from idempotency keys.
-const BODY_ERRORS = [400, 401, 404, 409, 413, 415, 422];
+// Errors a write with a JSON body may answer; 409 and 422 come from idempotency keys, 507 from a full disk.
+const BODY_ERRORS = [400, 401, 404, 409, 413, 415, 422, 507];
 const IDEMPOTENCY_KEY = parameterRef("IdempotencyKey");
 const IF_MATCH = parameterRef("IfMatch");
 const REPLAYED = "Idempotent-Replayed";
@@ -220,7 +222,7 @@ function deleteOperation(entity: EntityDef): Json {
   return operation({
     verb: "delete", entity, summary: `Delete a ${entity.name} record (soft)`, parameters: [IF_MATCH, IDEMPOTENCY_KEY],
     description: "The record is hidden from reads, updates and lists, not destroyed; a secret key can restore it.",
-    responses: { 200: response("The record is deleted.", ref("DeleteResult"), [REPLAYED]), ...errors(401, 404, 409, 412, 422) },
+    responses: { 200: response("The record is deleted.", ref("DeleteResult"), [REPLAYED]), ...errors(401, 404, 409, 412, 422, 507) },
   });
 }
 
@@ -230,7 +232,7 @@ function restoreOperation(entity: EntityDef): Json {
     verb: "restore", entity, summary: `Restore a deleted ${entity.name} record`, parameters: [IDEMPOTENCY_KEY], isSecretOnly: true,
     responses: {
       200: response("The live record, with `restored`.", { allOf: [ref(entity.name), restored] }, ["ETag", REPLAYED]),
-      ...errors(401, 403, 404, 409, 422),
+      ...errors(401, 403, 404, 409, 422, 507),
     },
   });
 }
@@ -285,7 +287,7 @@ function deleteManyOperation(entity: EntityDef): Json {
   return operation({
     verb: "deleteMany", entity, summary: `Delete every ${entity.name} record matching a filter (soft)`, isSecretOnly: true,
     parameters: [filterParameter(entity, true), IDEMPOTENCY_KEY],
-    responses: { 200: response("How many records were deleted, and their ids.", ref("ManyResult"), [REPLAYED]), ...errors(400, 401, 403, 404, 409, 422) },
+    responses: { 200: response("How many records were deleted, and their ids.", ref("ManyResult"), [REPLAYED]), ...errors(400, 401, 403, 404, 409, 422, 507) },
   });
 }
 
@@ -443,9 +445,9 @@ function headerRefs(names: string[]): Json {
   return Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
 }
 
-// Every /api/ operation may also answer 500; it is added here so no operation forgets it.
+// Every /api/ operation may also answer 500 and 503; they are added here so no operation forgets them.
 function errors(...statuses: number[]): Json {
-  return Object.fromEntries([...statuses, 500].map((status) => [status, { $ref: `#/components/responses/${ERROR_RESPONSES[status]![0]}` }]));
+  return Object.fromEntries([...statuses, 500, 503].map((status) => [status, { $ref: `#/components/responses/${ERROR_RESPONSES[status]![0]}` }]));
 }
 
 function jsonContent(schema: Json): Json {
