@@ -21,6 +21,9 @@ Usage: tabula [options]
 
 Every request under /api/ carries X-Api-Key. Docs: GET /api/openapi.json, and the README.`;
 
+/** After a fatal store failure, how long new requests are still answered (503) before closing. */
+const FATAL_GRACE_MS = 1000;
+
 class UsageError extends Error {}
 
 const VALUE_FLAGS = ["schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body"] as const;
@@ -126,19 +129,23 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   let server: TabulaServer;
+  let isStopping = false;
   try {
     server = await createServer({
       ...options,
       onFatal(error) {
         process.stderr.write(`tabula: the store failed and can make no further write durable: ${error.message}\n`);
-        process.exit(1);
+        // Every request waiting on the failed write is being answered 503, and so is every request
+        // arriving for FATAL_GRACE_MS (accepted meanwhile, or already in the listen backlog); then
+        // the server closes, letting those finish, and exits. Exiting at once would reset them all.
+        isStopping = true;
+        setTimeout(() => void server.close().finally(() => process.exit(1)), FATAL_GRACE_MS);
       },
     });
   } catch (error) {
     process.stderr.write(`tabula: ${(error as Error).message}\n`);
     process.exit(1);
   }
-  let isStopping = false;
   const stop = (signal: string) => {
     if (isStopping) return;
     isStopping = true;
