@@ -113,6 +113,8 @@ test("a failed log write (EIO) answers every waiting write 503 store_unavailable
   const server = await startServer(dataDir, trigger);
   const before = await create(server, "before the failure");
   assert.equal(before.status, 201);
+  // Ten connections opened ahead, kept alive by fetch: the writes below then reach the server at once.
+  await Promise.all(Array.from({ length: 10 }, async () => (await fetch(`${server.url}/health`)).text()));
   await writeFile(trigger, "");
   const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => create(server, `during ${i}`)));
   for (const answer of answers) {
