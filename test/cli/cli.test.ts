@@ -2,8 +2,8 @@
 // env, the banner, bad input exiting 1 before listening, keys.json, signals, seeds, the data lock.
 
 import assert from "node:assert/strict";
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { copyFileSync, existsSync, readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -11,9 +11,9 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { TASK } from "../support/server.ts";
+import { BUILT_CLI, copyCli, killSpawned, spawnCli, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const BUILT_CLI = join(ROOT, "dist", "tabula.mjs");
 const START_TIMEOUT_MS = 10_000;
 /**
  * CLI processes started at once. Each start costs a node start-up's CPU, so with every test of a
@@ -25,20 +25,18 @@ const VERSION = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).ver
 
 let root: string;
 let schemaDir: string;
-/** A private copy of the bundle: a rebuild elsewhere (build.mjs empties dist/) cannot pull it away mid-run. */
 let CLI: string;
 before(async () => {
   if (!existsSync(BUILT_CLI)) execFileSync(process.execPath, ["build.mjs"], { cwd: ROOT, stdio: "inherit" });
   root = await mkdtemp(join(tmpdir(), "tabula-cli-"));
-  CLI = join(root, "tabula.mjs");
-  copyFileSync(BUILT_CLI, CLI);
+  CLI = copyCli(root);
   schemaDir = join(root, "entities");
   await mkdir(schemaDir);
   await writeFile(join(schemaDir, "Task.json"), JSON.stringify(TASK));
   await writeFile(join(schemaDir, "Note.json"), JSON.stringify(NOTE));
 });
 after(async () => {
-  for (const child of running) child.kill("SIGKILL");
+  killSpawned();
   await rm(root, { recursive: true, force: true });
 });
 
@@ -61,12 +59,11 @@ interface Exit {
 
 /** Runs the CLI to its end (for commands that must not start listening). */
 function run(args: string[], env: Record<string, string> = {}): Promise<Exit> {
-  const child = spawn(process.execPath, [CLI, ...args], { env: cleanEnv(env), stdio: ["ignore", "pipe", "pipe"] });
-  running.add(child);
+  const child = spawnCli(CLI, args, { env: cleanEnv(env) });
   let stdout = "";
   let stderr = "";
-  child.stdout!.setEncoding("utf8").on("data", (text) => (stdout += text));
-  child.stderr!.setEncoding("utf8").on("data", (text) => (stderr += text));
+  child.stdout!.on("data", (text) => (stdout += text));
+  child.stderr!.on("data", (text) => (stderr += text));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
@@ -75,7 +72,6 @@ function run(args: string[], env: Record<string, string> = {}): Promise<Exit> {
     // "close", not "exit": it comes once stdout and stderr are read to their end.
     child.on("close", (code) => {
       clearTimeout(timer);
-      running.delete(child);
       resolve({ code, stdout, stderr });
     });
   });
@@ -87,77 +83,37 @@ function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   return { ...base, ...env };
 }
 
-const running = new Set<ChildProcess>();
-
-interface Running {
-  url: string;
-  child: ChildProcess;
-  /** Everything printed so far (stdout and stderr). */
-  output(): string;
-  exited: Promise<number | null>;
-}
-
 /** Starts the CLI and waits for its `listening on` line. */
-function start(args: string[], env: Record<string, string> = {}): Promise<Running> {
-  const child = spawn(process.execPath, [CLI, ...args], { env: cleanEnv(env), stdio: ["ignore", "pipe", "pipe"] });
-  running.add(child);
-  let output = "";
-  const exited = new Promise<number | null>((resolve) =>
-    child.on("close", (code) => {
-      running.delete(child);
-      resolve(code);
-    }),
-  );
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`tabula did not listen within ${START_TIMEOUT_MS} ms:\n${output}`));
-    }, START_TIMEOUT_MS);
-    const onData = (text: string) => {
-      output += text;
-      const match = /listening on (http:\/\/\S+)/.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve({ url: match[1]!.replace(/\/$/, ""), child, output: () => output, exited });
-      }
-    };
-    child.stdout!.setEncoding("utf8").on("data", onData);
-    child.stderr!.setEncoding("utf8").on("data", onData);
-    void exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`tabula exited with ${code} before listening:\n${output}`));
-    });
-  });
+function start(args: string[], env: Record<string, string> = {}): Promise<SpawnedServer> {
+  return startSpawnedServer(CLI, args, START_TIMEOUT_MS, { env: cleanEnv(env) });
 }
 
 /** Starts the CLI and sends SIGTERM from the very handler that sees its listening line. */
 function terminateOnListening(args: string[]): Promise<{ code: number | null; signal: NodeJS.Signals | null; output: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { env: cleanEnv({}), stdio: ["ignore", "pipe", "pipe"] });
-  running.add(child);
+  const child = spawnCli(CLI, args, { env: cleanEnv({}) });
   let output = "";
   const onData = (text: string) => {
     output += text;
     if (/listening on/.test(output) && !child.killed) child.kill("SIGTERM");
   };
-  child.stdout!.setEncoding("utf8").on("data", onData);
-  child.stderr!.setEncoding("utf8").on("data", onData);
+  child.stdout!.on("data", onData);
+  child.stderr!.on("data", onData);
   return new Promise((resolve) => {
     const timer = setTimeout(() => child.kill("SIGKILL"), START_TIMEOUT_MS);
     child.on("close", (code, signal) => {
       clearTimeout(timer);
-      running.delete(child);
       resolve({ code, signal, output });
     });
   });
 }
 
 /** Sends `signal` and answers the exit code. */
-async function stop(server: Running, signal: NodeJS.Signals = "SIGTERM"): Promise<number | null> {
+async function stop(server: SpawnedServer, signal: NodeJS.Signals = "SIGTERM"): Promise<number | null> {
   server.child.kill(signal);
   return server.exited;
 }
 
-async function call(server: Running, apiKey: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+async function call(server: SpawnedServer, apiKey: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
   const headers: Record<string, string> = { "X-Api-Key": apiKey };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const response = await fetch(server.url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });

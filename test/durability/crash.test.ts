@@ -2,15 +2,13 @@
 // that every write it had answered is there with the same id, timestamps and ETag (CONTRACT §6).
 
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { fileURLToPath } from "node:url";
+import { BUILT_CLI, copyCli, killSpawned, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
 
-const CLI = fileURLToPath(new URL("../../dist/tabula.mjs", import.meta.url));
 const SECRET_KEY = "sk_test";
 const CYCLES = 20;
 const WORKERS = 8;
@@ -33,48 +31,20 @@ interface Answered {
   isDeleted: boolean;
 }
 
-interface Server {
-  url: string;
-  child: ChildProcess;
-  /** Settles when the process has exited, however it ended. */
-  exited: Promise<void>;
-  output(): string;
-}
-
 let root: string;
+let cli: string;
 before(async () => {
   root = await mkdtemp(join(tmpdir(), "tabula-crash-"));
   await writeFile(join(root, "Task.json"), JSON.stringify(TASK));
+  if (existsSync(BUILT_CLI)) cli = copyCli(root);
 });
 after(async () => {
+  killSpawned();
   await rm(root, { recursive: true, force: true });
 });
 
-function startServer(dataDir: string): Promise<Server> {
-  const child = spawn(process.execPath, [CLI, "--schema", root, "--data", dataDir, "--port", "0", "--secret-key", SECRET_KEY], { stdio: ["ignore", "pipe", "pipe"] });
-  // Waiting for "exit" also reaps the child, so its pid is gone and its LOCK is stale.
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  let output = "";
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`the server did not listen within ${START_TIMEOUT_MS} ms:\n${output}`));
-    }, START_TIMEOUT_MS);
-    const onData = (text: string): void => {
-      output += text;
-      const match = /listening on (http:\/\/\S+)/.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve({ url: match[1]!.replace(/\/$/, ""), child, exited, output: () => output });
-      }
-    };
-    child.stdout!.setEncoding("utf8").on("data", onData);
-    child.stderr!.setEncoding("utf8").on("data", onData);
-    void exited.then(() => {
-      clearTimeout(timer);
-      reject(new Error(`the server exited with ${child.exitCode ?? child.signalCode} before listening:\n${output}`));
-    });
-  });
+function startServer(dataDir: string): Promise<SpawnedServer> {
+  return startSpawnedServer(cli, ["--schema", root, "--data", dataDir, "--port", "0", "--secret-key", SECRET_KEY], START_TIMEOUT_MS);
 }
 
 /**
@@ -82,7 +52,7 @@ function startServer(dataDir: string): Promise<Server> {
  * own is a failure to report, not an exit event to wait for forever (the test was then cancelled
  * with nothing left to run).
  */
-async function kill(server: Server): Promise<void> {
+async function kill(server: SpawnedServer): Promise<void> {
   const { child } = server;
   if (child.exitCode !== null || child.signalCode !== null) {
     throw new Error(`the server exited on its own (${child.exitCode ?? child.signalCode}) before it was killed:\n${server.output()}`);
@@ -91,7 +61,7 @@ async function kill(server: Server): Promise<void> {
   await server.exited;
 }
 
-async function call(server: Server, method: string, path: string, body?: unknown): Promise<Response> {
+async function call(server: SpawnedServer, method: string, path: string, body?: unknown): Promise<Response> {
   return fetch(server.url + path, {
     method,
     headers: { "X-Api-Key": SECRET_KEY, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
@@ -103,7 +73,7 @@ async function call(server: Server, method: string, path: string, body?: unknown
  * One worker: creates records and updates or deletes its own, one request at a time, until the
  * server dies. Only answered writes are recorded; the one in flight at the kill is `pending`.
  */
-async function drive(server: Server, answered: Map<string, Answered>, pending: Set<string>, worker: number): Promise<void> {
+async function drive(server: SpawnedServer, answered: Map<string, Answered>, pending: Set<string>, worker: number): Promise<void> {
   const mine = [...answered.keys()].filter((id) => answered.get(id)!.body.title?.toString().startsWith(`w${worker}-`) && !answered.get(id)!.isDeleted);
   for (let step = 0; ; step++) {
     const roll = Math.random();
@@ -141,7 +111,7 @@ function isConnectionError(error: unknown): boolean {
   return error instanceof TypeError && /fetch failed/.test(error.message);
 }
 
-async function verify(server: Server, ids: string[], answered: Map<string, Answered>, pending: Set<string>): Promise<void> {
+async function verify(server: SpawnedServer, ids: string[], answered: Map<string, Answered>, pending: Set<string>): Promise<void> {
   for (let from = 0; from < ids.length; from += 50) {
     await Promise.all(
       ids.slice(from, from + 50).map(async (id) => {
@@ -177,7 +147,7 @@ async function verify(server: Server, ids: string[], answered: Map<string, Answe
   pending.clear();
 }
 
-test(`every answered write survives ${CYCLES} kill -9s at random moments`, { skip: existsSync(CLI) ? false : "run npm run build first" }, async () => {
+test(`every answered write survives ${CYCLES} kill -9s at random moments`, { skip: existsSync(BUILT_CLI) ? false : "run npm run build first" }, async () => {
   const dataDir = join(root, "data");
   const answered = new Map<string, Answered>();
   const pending = new Set<string>();

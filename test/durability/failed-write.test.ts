@@ -4,15 +4,12 @@
 // connections (issue 16, defect 12). The failure is injected by a module preloaded into the CLI.
 
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
-import { copyFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { fileURLToPath } from "node:url";
+import { copyCli, killSpawned, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
 
-const BUILT_CLI = fileURLToPath(new URL("../../dist/tabula.mjs", import.meta.url));
 const SECRET_KEY = "sk_failed_write";
 const START_TIMEOUT_MS = 15_000;
 const TASK = { name: "Task", type: "object", properties: { title: { type: "string" } }, required: ["title"] };
@@ -46,58 +43,24 @@ prototype.write = function (...args) {
 
 let root: string;
 let CLI: string;
-const running = new Set<ChildProcess>();
 before(async () => {
   root = await mkdtemp(join(tmpdir(), "tabula-failed-write-"));
   await writeFile(join(root, "Task.json"), JSON.stringify(TASK));
   await writeFile(join(root, "failing-disk.mjs"), FAILING_DISK);
-  CLI = join(root, "tabula.mjs");
-  copyFileSync(BUILT_CLI, CLI);
+  CLI = copyCli(root);
 });
 after(async () => {
-  for (const child of running) child.kill("SIGKILL");
+  killSpawned();
   await rm(root, { recursive: true, force: true });
 });
 
-interface Server {
-  url: string;
-  exited: Promise<number | null>;
-  output(): string;
+function startServer(dataDir: string, trigger: string): Promise<SpawnedServer> {
+  const args = ["--schema", root, "--data", dataDir, "--port", "0", "--secret-key", SECRET_KEY];
+  const env = { ...process.env, TABULA_TEST_FAIL_LOG: trigger, FAIL_AFTER_MS: "300" };
+  return startSpawnedServer(CLI, args, START_TIMEOUT_MS, { env, nodeArgs: ["--import", join(root, "failing-disk.mjs")] });
 }
 
-function startServer(dataDir: string, trigger: string): Promise<Server> {
-  const child = spawn(process.execPath, ["--import", join(root, "failing-disk.mjs"), CLI, "--schema", root, "--data", dataDir, "--port", "0", "--secret-key", SECRET_KEY], {
-    env: { ...process.env, TABULA_TEST_FAIL_LOG: trigger, FAIL_AFTER_MS: "300" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  running.add(child);
-  let output = "";
-  const exited = new Promise<number | null>((resolve) =>
-    child.on("close", (code) => {
-      running.delete(child);
-      resolve(code);
-    }),
-  );
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the server did not listen within ${START_TIMEOUT_MS} ms:\n${output}`)), START_TIMEOUT_MS);
-    const onData = (text: string): void => {
-      output += text;
-      const match = /listening on (http:\/\/\S+)/.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve({ url: match[1]!.replace(/\/$/, ""), exited, output: () => output });
-      }
-    };
-    child.stdout!.setEncoding("utf8").on("data", onData);
-    child.stderr!.setEncoding("utf8").on("data", onData);
-    void exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`the server exited with ${code} before listening:\n${output}`));
-    });
-  });
-}
-
-async function create(server: Server, title: string): Promise<{ status: number; body: any }> {
+async function create(server: SpawnedServer, title: string): Promise<{ status: number; body: any }> {
   const response = await fetch(`${server.url}/api/entities/Task`, {
     method: "POST",
     headers: { "X-Api-Key": SECRET_KEY, "Content-Type": "application/json" },
@@ -131,6 +94,6 @@ test("a failed log write (EIO) answers every waiting write 503 store_unavailable
     assert.equal(response.status, 200);
     assert.deepEqual(await response.json(), before.body);
   } finally {
-    for (const child of running) child.kill("SIGKILL");
+    killSpawned();
   }
 });

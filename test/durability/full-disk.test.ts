@@ -4,16 +4,13 @@
 // Mounting needs root: the test skips, saying so, when it is not root or the mount is refused.
 
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
-import { copyFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { fileURLToPath } from "node:url";
+import { copyCli, killSpawned, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
 import { fillDisk, mountTmpfs, unmountTmpfs } from "../support/tmpfs.ts";
 
-const BUILT_CLI = fileURLToPath(new URL("../../dist/tabula.mjs", import.meta.url));
 const SECRET_KEY = "sk_full_disk";
 const TMPFS_BYTES = 4 * 1024 * 1024;
 /** Room left beside the filler: a few dozen log lines of NOTE_BYTES. */
@@ -29,14 +26,11 @@ let isMounted = false;
 /** Why the test cannot run here, or undefined. */
 let skipReason: string | undefined;
 let CLI: string;
-const running = new Set<ChildProcess>();
 
 before(async () => {
   root = await mkdtemp(join(tmpdir(), "tabula-full-disk-"));
   await writeFile(join(root, "Task.json"), JSON.stringify(TASK));
-  // A private copy of the bundle: a rebuild elsewhere (build.mjs empties dist/) cannot pull it away mid-run.
-  CLI = join(root, "tabula.mjs");
-  copyFileSync(BUILT_CLI, CLI);
+  CLI = copyCli(root);
   mountPoint = join(root, "disk");
   await mkdir(mountPoint);
   skipReason = mountTmpfs(mountPoint, TMPFS_BYTES);
@@ -44,42 +38,13 @@ before(async () => {
 });
 
 after(async () => {
-  for (const child of running) child.kill("SIGKILL");
+  killSpawned();
   if (isMounted) unmountTmpfs(mountPoint);
   await rm(root, { recursive: true, force: true });
 });
 
-interface Server {
-  url: string;
-  child: ChildProcess;
-  exited: Promise<number | null>;
-  /** Everything printed so far (stdout and stderr). */
-  output(): string;
-}
-
-function startServer(dataDir: string): Promise<Server> {
-  const child = spawn(process.execPath, [CLI, "--schema", root, "--data", dataDir, "--port", "0", "--secret-key", SECRET_KEY], { stdio: ["ignore", "pipe", "pipe"] });
-  running.add(child);
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-  void exited.then(() => running.delete(child));
-  return new Promise((resolve, reject) => {
-    let output = "";
-    const timer = setTimeout(() => reject(new Error(`the server did not listen within ${START_TIMEOUT_MS} ms:\n${output}`)), START_TIMEOUT_MS);
-    const onData = (text: string): void => {
-      output += text;
-      const match = /listening on (http:\/\/\S+)/.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve({ url: match[1]!.replace(/\/$/, ""), child, exited, output: () => output });
-      }
-    };
-    child.stdout!.setEncoding("utf8").on("data", onData);
-    child.stderr!.setEncoding("utf8").on("data", onData);
-    void exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`the server exited with ${code} before listening:\n${output}`));
-    });
-  });
+function startServer(dataDir: string): Promise<SpawnedServer> {
+  return startSpawnedServer(CLI, ["--schema", root, "--data", dataDir, "--port", "0", "--secret-key", SECRET_KEY], START_TIMEOUT_MS);
 }
 
 interface Answer {
@@ -88,7 +53,7 @@ interface Answer {
 }
 
 /** A request whose answer must be JSON: a reset connection or another body fails the test. */
-async function call(server: Server, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+async function call(server: SpawnedServer, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
   const response = await fetch(server.url + path, {
     method,
     headers: { "X-Api-Key": SECRET_KEY, ...headers, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
@@ -105,7 +70,7 @@ function assertInsufficientStorage(answer: Answer, what: string): void {
 }
 
 /** Every record as the server lists it, by id. */
-async function listAll(server: Server): Promise<Map<string, Record<string, unknown>>> {
+async function listAll(server: SpawnedServer): Promise<Map<string, Record<string, unknown>>> {
   const answer = await call(server, "GET", "/api/entities/Task?limit=5000&sort_by=id");
   assert.equal(answer.status, 200);
   return new Map((answer.body as Array<Record<string, unknown>>).map((record) => [record.id as string, record]));

@@ -1,0 +1,80 @@
+// tabula as a spawned process, for the tests that need a real one (signals, SIGKILL, exit codes,
+// a preloaded module): start it, wait for its `listening on` line, and kill whatever a test file
+// left running when it ends.
+
+import { spawn, type ChildProcess } from "node:child_process";
+import { copyFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const BUILT_CLI = fileURLToPath(new URL("../../dist/tabula.mjs", import.meta.url));
+
+export interface SpawnedServer {
+  readonly url: string;
+  readonly child: ChildProcess;
+  /** The exit code once the process has ended and its output is read (null after a signal). */
+  readonly exited: Promise<number | null>;
+  /** Everything printed so far (stdout and stderr). */
+  output(): string;
+}
+
+export interface SpawnOptions {
+  readonly env?: NodeJS.ProcessEnv;
+  /** node's own flags, before the script (such as --import of a module). */
+  readonly nodeArgs?: readonly string[];
+}
+
+const running = new Set<ChildProcess>();
+
+/** A private copy of the bundle in `dir`: a rebuild elsewhere (build.mjs empties dist/) cannot pull it away mid-run. */
+export function copyCli(dir: string): string {
+  const cli = join(dir, "tabula.mjs");
+  copyFileSync(BUILT_CLI, cli);
+  return cli;
+}
+
+/** Spawns the CLI with piped output; killSpawned() kills it if it is still running then. */
+export function spawnCli(cli: string, args: readonly string[], options: SpawnOptions = {}): ChildProcess {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), cli, ...args], { env: options.env, stdio: ["ignore", "pipe", "pipe"] });
+  running.add(child);
+  // "close", not "exit": it comes once stdout and stderr are read to their end.
+  child.on("close", () => running.delete(child));
+  child.stdout!.setEncoding("utf8");
+  child.stderr!.setEncoding("utf8");
+  return child;
+}
+
+/**
+ * Starts the CLI and resolves once it prints `listening on`. `startTimeoutMs` only guards against
+ * a server that never listens: the child is killed then, and the start rejects with its output.
+ */
+export function startSpawnedServer(cli: string, args: readonly string[], startTimeoutMs: number, options: SpawnOptions = {}): Promise<SpawnedServer> {
+  const child = spawnCli(cli, args, options);
+  const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+  let output = "";
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`tabula did not listen within ${startTimeoutMs} ms:\n${output}`));
+    }, startTimeoutMs);
+    const onData = (text: string) => {
+      output += text;
+      const match = /listening on (http:\/\/\S+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve({ url: match[1]!.replace(/\/$/, ""), child, exited, output: () => output });
+      }
+    };
+    child.stdout!.on("data", onData);
+    child.stderr!.on("data", onData);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`tabula exited with ${code ?? child.signalCode} before listening:\n${output}`));
+    });
+  });
+}
+
+/** SIGKILLs every process spawned here that is still running (in a test file's after()). */
+export function killSpawned(): void {
+  for (const child of running) child.kill("SIGKILL");
+}
