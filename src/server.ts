@@ -278,8 +278,8 @@ class App {
     const match = this.router.match(method, path);
     if (!match) throw notFound(path);
     if ("allowed" in match) throw methodNotAllowed(method, match.allowed);
+    if (READ_METHODS.has(method)) return this.read(match.handler, new Context(req, path, query, this.records, caller, match.params, undefined, this.documents));
     const contextOf = (body: unknown) => new Context(req, path, query, this.records, caller, match.params, body, this.documents);
-    if (READ_METHODS.has(method)) return this.read(match.handler, contextOf(undefined));
     return this.write(req, caller, match.handler, contextOf);
   }
 
