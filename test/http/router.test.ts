@@ -1,0 +1,44 @@
+// The router's path matching (issue 16): the path is cut into segments by hand (indexOf, not
+// String.prototype.split), so empty segments, a trailing slash and escapes must match as before.
+
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { buildRouter } from "../../src/http/routes.ts";
+
+const router = buildRouter();
+
+/** What a GET of the path matches: its params, { allowed } for a 405, or null for a 404. */
+function matchOf(path: string, method = "GET"): unknown {
+  const match = router.match(method, path);
+  if (match === null) return null;
+  return "allowed" in match ? { allowed: match.allowed } : match.params;
+}
+
+describe("router", () => {
+  const cases: Array<[string, unknown]> = [
+    ["/api/entities", {}],
+    ["/api/entities/", {}],
+    ["/api/entities/Task", { entity: "Task" }],
+    ["/api/entities/Task/", { entity: "Task" }],
+    ["/api/entities/Task/01a2b3c4d5e6000000000001", { entity: "Task", id: "01a2b3c4d5e6000000000001" }],
+    ["/api/entities/Task/01a2b3c4d5e6000000000001/", { entity: "Task", id: "01a2b3c4d5e6000000000001" }],
+    ["/api/entities/Task/count", { entity: "Task" }],
+    ["/api/entities/Ta%20sk/a%2Fb", { entity: "Ta sk", id: "a/b" }],
+    ["/api/entities/Task/%E0%A4%A", null],
+    ["/api/entities//x", null],
+    ["/api/entities/Task//", null],
+    ["/api//entities/Task", null],
+    ["/", null],
+    ["", null],
+    ["/api/entities/Task/x/y/z", null],
+  ];
+  for (const [path, expected] of cases) {
+    test(`GET ${JSON.stringify(path)} matches ${JSON.stringify(expected)}`, () => {
+      assert.deepEqual(matchOf(path), expected);
+    });
+  }
+
+  test("a path without a route for its method answers the methods it has", () => {
+    assert.deepEqual(matchOf("/api/entities/Task/bulk", "GET"), { allowed: ["POST", "PUT"] });
+  });
+});
