@@ -125,7 +125,8 @@ async function main() {
       const bytes = Buffer.byteLength(await sample.text());
       bare = await startChild("bare", [new URL("./bare-server.mjs", import.meta.url).pathname, String(bytes)]);
       const bareRequests = [get("/")];
-      const w1Requests = Array.from({ length: POOL_SIZE }, () => get(`/api/entities/Task/${pick()}`));
+      // 4,096 random ids by default; --w1-ids 100000 reads (nearly) every record, spread over the heap.
+      const w1Requests = Array.from({ length: options.w1Ids }, () => get(`/api/entities/Task/${pick()}`));
       const measureBare = (timing) => measureWithCpu(bare, { port: bare.port, requests: bareRequests, connections: options.connections, ...timing });
       // Bare and W1 take turns in short slices (bare first, then W1 first, and so on), and each W1
       // slice is compared with the bare slice next to it: on a shared VM the machine's speed drifts
@@ -147,7 +148,7 @@ async function main() {
       const baseline = meanLoad(bareSlices);
       const w1 = meanLoad(w1Slices);
       rows.push(row(`bare node:http, same ${bytes}-byte body (${W1_ROUNDS} slices taking turns with W1)`, options.connections, baseline, `slices: ${bareSlices.map((load) => fmt(load.rate)).join(", ")} req/s`));
-      rows.push(row("W1 read one by id", options.connections, w1,
+      rows.push(row(`W1 read one by id (${fmt(options.w1Ids)} random ids)`, options.connections, w1,
         `${pct(ratios[Math.floor(W1_ROUNDS / 2)])} of bare req/s, the median of ${W1_ROUNDS} slice pairs (${pct(ratios[0])}–${pct(ratios.at(-1))}; target ≥ 80%); p50 ${ratio(w1.p50 / baseline.p50)}, p99 ${ratio(w1.p99 / baseline.p99)} of bare`));
     }
     if (only("W2")) {
@@ -386,7 +387,7 @@ function printReport({ rows, notes, afterSeed, seededStart, settled, afterLoad, 
 }
 
 function parseOptions(argv) {
-  const parsed = { records: 100_000, duration: 5, warmup: 1, connections: 32, only: null, keep: false, cpuProf: null, sustain: 0, nodeFlags: [] };
+  const parsed = { records: 100_000, duration: 5, warmup: 1, connections: 32, only: null, keep: false, cpuProf: null, sustain: 0, nodeFlags: [], w1Ids: POOL_SIZE };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = () => {
@@ -400,10 +401,11 @@ function parseOptions(argv) {
     else if (flag === "--connections") parsed.connections = positive(flag, value());
     else if (flag === "--only") parsed.only = value().toUpperCase().split(",");
     else if (flag === "--keep") parsed.keep = true;
+    else if (flag === "--w1-ids") parsed.w1Ids = positive(flag, value());
     else if (flag === "--sustain") parsed.sustain = positive(flag, value());
     else if (flag === "--node-flags") parsed.nodeFlags = value().split(/\s+/).filter(Boolean);
     else if (flag === "--cpu-prof") parsed.cpuProf = path.resolve(value());
-    else throw new Error(`unknown option ${flag}; options: --records N --duration S --warmup S --connections C --only W1,W2 --keep --cpu-prof DIR --sustain S --node-flags "--max-old-space-size=256"`);
+    else throw new Error(`unknown option ${flag}; options: --records N --duration S --warmup S --connections C --only W1,W2 --keep --cpu-prof DIR --sustain S --w1-ids N --node-flags "--max-old-space-size=256"`);
   }
   return parsed;
 }
