@@ -28,9 +28,9 @@ const options = parseOptions(process.argv.slice(2));
 // The handler tabula gives node:http, caught on its way to http.createServer.
 let handler = null;
 const createHttpServer = http.createServer;
-http.createServer = (listener) => {
-  handler = listener;
-  return createHttpServer(listener);
+http.createServer = (...args) => {
+  handler = args.find((arg) => typeof arg === "function");
+  return createHttpServer(...args);
 };
 syncBuiltinESMExports();
 const { startServer } = await import(new URL("../dist/tabula-api.mjs", import.meta.url).href);
