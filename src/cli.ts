@@ -17,16 +17,18 @@ Usage: tabula [options]
   --publishable-key K      a publishable API key (else one is generated)             [TABULA_PUBLISHABLE_KEY]
   --seed FILE              { "<Entity>": [records...] }, loaded when the store is empty
   --max-body SIZE          largest request body, in bytes or with kb/mb              [default 10mb]
+  --cors ORIGINS           origins browsers may call from: *, off, or a list         [TABULA_CORS, default *]
+                           such as https://app.example.com,http://localhost:5173
   --help, --version
 
-Every request under /api/ carries X-Api-Key. Docs: GET /api/openapi.json, and the README.`;
+Every request under /api/ carries X-Api-Key (or Authorization: Bearer). Docs: GET /api/openapi.json, and the README.`;
 
 /** After a fatal store failure, how long new requests are still answered (503) before closing. */
 const FATAL_GRACE_MS = 1000;
 
 class UsageError extends Error {}
 
-const VALUE_FLAGS = ["schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body"] as const;
+const VALUE_FLAGS = ["schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "cors"] as const;
 type ValueFlag = (typeof VALUE_FLAGS)[number];
 
 interface Parsed {
@@ -84,6 +86,7 @@ function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv): ServerOptions {
     publishableKey: values["publishable-key"] ?? env.TABULA_PUBLISHABLE_KEY,
     seed: values.seed,
     maxBodyBytes: values["max-body"] === undefined ? DEFAULT_MAX_BODY_BYTES : parseSize(values["max-body"]),
+    cors: values.cors ?? env.TABULA_CORS ?? "*",
   };
 }
 

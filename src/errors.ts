@@ -154,6 +154,6 @@ export const unauthorized = (hasKey: boolean) =>
     401,
     "unauthorized",
     hasKey
-      ? "The X-Api-Key header holds no known key. Use a secret or publishable key printed at start-up (or kept in <data>/keys.json)."
-      : "Send an API key in the X-Api-Key header; the server printed its keys at start-up.",
+      ? "The API key sent is not known. Use a secret or publishable key printed at start-up (or kept in <data>/keys.json)."
+      : "Send an API key in the X-Api-Key header or as Authorization: Bearer <key>; the server printed its keys at start-up.",
   );

@@ -9,7 +9,8 @@ import { ApiError, expectationFailed, insufficientStorage, internalError, method
 import { answerClientError, answerConnect } from "./http/client-error.ts";
 import { IdempotencyGuard, idempotentRequest, type IdempotentRequest } from "./http/idempotency.ts";
 import { buildOpenApi, describeEntity } from "./http/openapi.ts";
-import { headerOf, parseJsonBody, readBody, DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
+import { addCorsHeaders, isPreflight, parseCorsPolicy, preflightReply, type CorsPolicy } from "./http/cors.ts";
+import { headerOf, parseJsonBody, presentedApiKey, readBody, DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
 import { sendReplyLingering } from "./http/linger.ts";
 import { errorReply, jsonReply, sendReply, type Reply } from "./http/response.ts";
 import { buildRouter, type Handler, type RequestContext } from "./http/routes.ts";
@@ -40,6 +41,8 @@ export interface ServerOptions {
   readonly keys?: readonly ApiKey[];
   readonly seed?: SeedSource;
   readonly maxBodyBytes?: number;
+  /** CORS (CONTRACT §7): "*" (the default), origins separated by commas, or "off". */
+  readonly cors?: string;
   /** Warnings (a torn log tail cut off, fields no longer declared). Default: stderr. */
   readonly warn?: (message: string) => void;
   /**
@@ -79,6 +82,7 @@ export interface TabulaServer {
 
 export async function createServer(options: ServerOptions): Promise<TabulaServer> {
   const schema = resolveSchema(options.schema);
+  const cors = parseCorsPolicy(options.cors ?? "*");
   const warn = options.warn ?? ((message: string) => process.stderr.write(`warning: ${message}\n`));
   const dataDir = options.memory ? null : (options.data ?? "./data");
   // The store first: it creates the data folder and takes its lock before keys.json is written.
@@ -94,7 +98,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     const seedBy = keys.first("secret");
     const applySeed = async () => (seed ? seed.apply(records, seedBy) : 0);
     const seeded = await applySeed();
-    const app = new App(records, keys, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, options.onFatal);
+    const app = new App(records, keys, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, cors, options.onFatal);
     // The Host check is App's, so that its refusal is JSON like every other.
     const http = createHttpServer({ requireHostHeader: false }, (req, res) => void app.handle(req, res));
     http.on("clientError", answerClientError);
@@ -221,6 +225,7 @@ class App {
     private readonly records: Records,
     private readonly keys: KeyRing,
     private readonly maxBodyBytes: number,
+    private readonly cors: CorsPolicy | null,
     private readonly onFatal: ((error: Error) => void) | undefined,
   ) {
     this.idempotency = new IdempotencyGuard(records.store);
@@ -254,6 +259,7 @@ class App {
 
   private send(req: IncomingMessage, res: ServerResponse, reply: Reply): void {
     if (res.headersSent || res.destroyed) return;
+    if (this.cors) addCorsHeaders(this.cors, req, res);
     // Only a refusal can come before the body has been read to its end.
     if (reply.status >= 400) sendReplyLingering(req, res, reply);
     else sendReply(res, reply);
@@ -269,12 +275,14 @@ class App {
     if (req.httpVersionMinor === 1 && req.httpVersionMajor === 1 && headerOf(req, "host") === undefined) {
       throw new ApiError(400, "invalid_request", "An HTTP/1.1 request needs a Host header; add one.", {}, { Connection: "close" });
     }
+    // A preflight carries no key: it asks whether the request that follows (with one) may be sent.
+    if (this.cors && isPreflight(req)) return preflightReply();
     if (path === "/health") {
       if (!READ_METHODS.has(method)) throw methodNotAllowed(method, ["GET", "HEAD"]);
       return jsonReply(200, `{"status":"ok"}`);
     }
     if (!path.startsWith("/api/")) throw notFound(path);
-    const caller = this.keys.authenticate(headerOf(req, "x-api-key"));
+    const caller = this.keys.authenticate(presentedApiKey(req));
     const match = this.router.match(method, path);
     if (!match) throw notFound(path);
     if ("allowed" in match) throw methodNotAllowed(method, match.allowed);

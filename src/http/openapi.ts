@@ -75,7 +75,7 @@ export function buildOpenApi(schema: Schema, serverVersion: string): Record<stri
       version: serverVersion,
       description: "tabula (npm package `tabula-server`, command `tabula`): each declared entity served as a REST collection of JSON records. Lists are bare arrays; paging and counts travel in headers. Every refusal is `{ error: { code, message, details } }`, including those of requests HTTP itself refuses, on any path: 400 `invalid_request`, 408 `request_timeout`, 417 `expectation_failed`, 431 `headers_too_large` (request line and headers over 16 KB), and 405 `method_not_allowed` for `CONNECT`.",
     },
-    security: [{ secretKey: [] }, { publishableKey: [] }],
+    security: [{ secretKey: [] }, { publishableKey: [] }, { bearer: [] }],
     tags: [
       // The space keeps this tag apart from every entity's tag: entity names cannot hold one.
       { name: SERVICE_TAG, description: "Health, entity declarations and this document." },
@@ -113,6 +113,11 @@ function components(entities: EntityDef[]): Json {
 function securitySchemes(): Json {
   const header = { type: "apiKey", in: "header", name: "X-Api-Key" };
   return {
+    bearer: {
+      type: "http",
+      scheme: "bearer",
+      description: "Either key sent as `Authorization: Bearer <key>` (as `@base44/sdk` sends it) instead of `X-Api-Key`: the key's kind decides what it may do, as below. Both headers naming different keys is 401.",
+    },
     secretKey: {
       ...header,
       description: `A secret key (by convention \`sk_...\`): may do everything, sees \`created_by_id\`, may restore, update-many, delete-many, use \`deleted=\` and \`limit\` up to ${MAX_LIMIT_SECRET}. Keep it on servers.`,

@@ -122,3 +122,21 @@ export function requireBody(body: unknown, example: string): unknown {
   if (body === undefined) throw invalidJson(`This request needs a JSON body, such as ${example}.`);
   return body;
 }
+
+const BEARER_RE = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+
+/**
+ * The API key a request presents: `X-Api-Key`, or `Authorization: Bearer <key>` as the Base44 SDK
+ * and most HTTP clients send it (CONTRACT §7). Both, naming different keys, is refused rather than
+ * one picked. Another Authorization scheme (Basic, added by a proxy) is left alone.
+ */
+export function presentedApiKey(req: IncomingMessage): string | undefined {
+  const header = headerOf(req, "x-api-key")?.trim();
+  const authorization = headerOf(req, "authorization");
+  const bearer = authorization === undefined ? undefined : BEARER_RE.exec(authorization)?.[1];
+  if (bearer === undefined) return header;
+  if (header !== undefined && header !== bearer) {
+    throw new ApiError(401, "unauthorized", "X-Api-Key and Authorization: Bearer name different keys; send one key, in either header.");
+  }
+  return bearer;
+}

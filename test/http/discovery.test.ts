@@ -60,7 +60,7 @@ test("GET /api/openapi.json serves a valid OpenAPI 3.1 document with the paths o
     }
     assert.ok(doc.components.schemas[entity], `components.schemas has ${entity}`);
   }
-  assert.deepEqual(Object.keys(doc.components.securitySchemes).sort(), ["publishableKey", "secretKey"]);
+  assert.deepEqual(Object.keys(doc.components.securitySchemes).sort(), ["bearer", "publishableKey", "secretKey"]);
   const result = await new Validator().validate(doc);
   assert.equal(result.valid, true, JSON.stringify(result.errors, null, 2));
 });

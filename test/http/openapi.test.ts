@@ -85,7 +85,7 @@ test("every Schema Object compiles as strict JSON Schema 2020-12", () => {
   for (const pointer of pointers) assert.doesNotThrow(() => compile(pointer), pointer);
 });
 
-test("info, servers and security follow CONTRACT §3", () => {
+test("info, servers and security follow CONTRACT §3 and §7 (Bearer)", () => {
   const doc = buildDocument();
   assert.equal(doc.openapi, "3.1.0");
   assert.deepEqual([doc.info.title, doc.info.version], ["tabula", "9.8.7"]);
@@ -94,7 +94,8 @@ test("info, servers and security follow CONTRACT §3", () => {
     assert.deepEqual({ ...doc.components.securitySchemes[scheme], description: undefined }, { type: "apiKey", in: "header", name: "X-Api-Key", description: undefined });
     assert.ok(doc.components.securitySchemes[scheme].description.length > 40);
   }
-  assert.deepEqual(doc.security, [{ secretKey: [] }, { publishableKey: [] }]);
+  assert.deepEqual(doc.components.securitySchemes.bearer.scheme, "bearer");
+  assert.deepEqual(doc.security, [{ secretKey: [] }, { publishableKey: [] }, { bearer: [] }]);
   assert.deepEqual(doc.paths["/health"].get.security, []);
   for (const operationId of ["restoreTask", "updateManyTask", "deleteManyTask"]) {
     const [, , op] = operations(doc).find(([, , op]) => op.operationId === operationId)!;
