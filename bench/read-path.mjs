@@ -17,6 +17,7 @@ import http from "node:http";
 import { syncBuiltinESMExports } from "node:module";
 import { Readable } from "node:stream";
 import { promisify } from "node:util";
+import { STATUSES, TASK_SCHEMA } from "./task-schema.mjs";
 
 const SECRET_KEY = "sk_bench_secret";
 const POOL_SIZE = 4096;
@@ -34,29 +35,13 @@ http.createServer = (...args) => {
 };
 syncBuiltinESMExports();
 const { startServer } = await import(new URL("../dist/tabula-api.mjs", import.meta.url).href);
-const schema = {
-  Task: {
-    name: "Task",
-    type: "object",
-    properties: {
-      title: { type: "string" },
-      status: { type: "string", enum: ["todo", "doing", "done"], default: "todo" },
-      priority: { type: "integer" },
-      estimate: { type: "number" },
-      done: { type: "boolean" },
-      due_date: { type: "string", format: "date" },
-      tags: { type: "array", items: { type: "string" } },
-    },
-    required: ["title"],
-  },
-};
-const server = await startServer({ schema, secretKey: SECRET_KEY });
+const server = await startServer({ schema: TASK_SCHEMA, secretKey: SECRET_KEY });
 
 const ids = [];
 for (let from = 0; from < options.records; from += BULK_RECORDS) {
   const batch = Array.from({ length: Math.min(BULK_RECORDS, options.records - from) }, (_, i) => ({
     title: `word${i} other task ${from + i}`,
-    status: ["todo", "doing", "done"][i % 3],
+    status: STATUSES[i % 3],
     priority: i % 100,
     estimate: 1.5,
     done: i % 2 === 0,

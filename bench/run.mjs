@@ -15,6 +15,7 @@ import { copyFileSync, cpSync, mkdtempSync, readdirSync, rmSync, statfsSync, wri
 import os from "node:os";
 import path, { join } from "node:path";
 import { buildRequest, runLoad } from "./load.mjs";
+import { STATUSES, TASK_SCHEMA } from "./task-schema.mjs";
 import { dataFiles, measureDiskSync, readCpuMs, readRss, startChild, stopChild } from "./machine.mjs";
 
 const SECRET_KEY = "sk_bench_secret";
@@ -24,7 +25,6 @@ const POOL_SIZE = 4096;
 const W1_ROUNDS = 5;
 /** ...each turn after this much warm-up (new connections). */
 const W1_SLICE_WARMUP_MS = 250;
-const STATUSES = ["todo", "doing", "done"];
 const TAGS = ["red", "green", "blue", "ops", "web", "api", "docs", "urgent"];
 const TMPFS_MAGIC = 0x01021994;
 const DISK_PROBE_MS = 1000;
@@ -33,22 +33,6 @@ const SUSTAIN_MAX_MS = 90_000;
 /** Longer than the server's wait for a quiet moment (250 ms) before a start-up compaction. */
 const SETTLE_QUIET_MS = 2000;
 const SETTLE_MAX_MS = 300_000;
-const SCHEMA = {
-  Task: {
-    name: "Task",
-    type: "object",
-    properties: {
-      title: { type: "string" },
-      status: { type: "string", enum: STATUSES, default: "todo" },
-      priority: { type: "integer" },
-      estimate: { type: "number" },
-      done: { type: "boolean" },
-      due_date: { type: "string", format: "date" },
-      tags: { type: "array", items: { type: "string" } },
-    },
-    required: ["title"],
-  },
-};
 
 // Title words: 300 made-up words, three per title, so that each word is in ~1% of the records.
 // W6 searches for such a word: a realistic search-box query, neither a full scan nor a first hit.
@@ -89,7 +73,7 @@ async function main() {
   const dataDir = join(dir, "data");
   // A private copy of the bundle: another build of dist/ during the run cannot change what is measured.
   copyFileSync(new URL("../dist/tabula.mjs", import.meta.url), join(dir, "tabula.mjs"));
-  writeFileSync(join(dir, "schema.json"), JSON.stringify(SCHEMA));
+  writeFileSync(join(dir, "schema.json"), JSON.stringify(TASK_SCHEMA));
   const rows = [];
   const notes = [];
   let server = null;
