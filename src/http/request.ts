@@ -1,6 +1,6 @@
-// Reading a request body: capped at --max-body without buffering more than the cap (a declared
-// Content-Length over it is refused before reading), JSON only, UTF-8 only, nested at most
-// MAX_JSON_DEPTH deep, parsed once.
+// Reading a request: its headers (and the API key it presents), and its body: capped at --max-body
+// without buffering more than the cap (a declared Content-Length over it is refused before
+// reading), JSON only, UTF-8 only, nested at most MAX_JSON_DEPTH deep, parsed once.
 
 import { isUtf8 } from "node:buffer";
 import type { IncomingMessage } from "node:http";
