@@ -19,6 +19,8 @@ Usage: tabula [options]
   --max-body SIZE          largest request body, in bytes or with kb/mb              [default 10mb]
   --cors ORIGINS           origins browsers may call from: *, off, or a list         [TABULA_CORS, default *]
                            such as https://app.example.com,http://localhost:5173
+  --app-id ID              serve /api/apps/<ID>/entities only for this id (the     [TABULA_APP_ID, default: any id]
+                           appId given to @base44/sdk's createClient)
   --help, --version
 
 Every request under /api/ carries X-Api-Key (or Authorization: Bearer). Docs: GET /api/openapi.json, and the README.`;
@@ -28,7 +30,7 @@ const FATAL_GRACE_MS = 1000;
 
 class UsageError extends Error {}
 
-const VALUE_FLAGS = ["schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "cors"] as const;
+const VALUE_FLAGS = ["schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "cors", "app-id"] as const;
 type ValueFlag = (typeof VALUE_FLAGS)[number];
 
 interface Parsed {
@@ -87,6 +89,7 @@ function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv): ServerOptions {
     seed: values.seed,
     maxBodyBytes: values["max-body"] === undefined ? DEFAULT_MAX_BODY_BYTES : parseSize(values["max-body"]),
     cors: values.cors ?? env.TABULA_CORS ?? "*",
+    appId: values["app-id"] ?? env.TABULA_APP_ID,
   };
 }
 

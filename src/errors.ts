@@ -27,6 +27,7 @@ export type ErrorCode =
   | "unsupported_media_type"
   | "idempotency_key_reused"
   | "not_found"
+  | "app_not_found"
   | "internal"
   | "store_unavailable"
   | "insufficient_storage";

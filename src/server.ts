@@ -14,7 +14,8 @@ import { headerOf, parseJsonBody, presentedApiKey, readBody, DEFAULT_MAX_BODY_BY
 import { sendReplyLingering } from "./http/linger.ts";
 import { errorReply, jsonReply, sendReply, type Reply } from "./http/response.ts";
 import { buildRouter, type Handler, type RequestContext } from "./http/routes.ts";
-import type { Params } from "./http/router.ts";
+import type { Params, Router } from "./http/router.ts";
+import { nativeMount, sdkMount, type Mount } from "./http/mounts.ts";
 import type { Caller } from "./records/caller.ts";
 import { loadKeys, type ApiKey, type KeyRing } from "./keys/api-keys.ts";
 import { Records } from "./records/records.ts";
@@ -43,6 +44,8 @@ export interface ServerOptions {
   readonly maxBodyBytes?: number;
   /** CORS (CONTRACT §7): "*" (the default), origins separated by commas, or "off". */
   readonly cors?: string;
+  /** The app id served at /api/apps/<appId>/entities (CONTRACT §7); any id when not given. */
+  readonly appId?: string;
   /** Warnings (a torn log tail cut off, fields no longer declared). Default: stderr. */
   readonly warn?: (message: string) => void;
   /**
@@ -98,7 +101,8 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     const seedBy = keys.first("secret");
     const applySeed = async () => (seed ? seed.apply(records, seedBy) : 0);
     const seeded = await applySeed();
-    const app = new App(records, keys, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, cors, options.onFatal);
+    const mounts = [nativeMount, sdkMount(options.appId ?? null)];
+    const app = new App(records, keys, mounts, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, cors, options.onFatal);
     // The Host check is App's, so that its refusal is JSON like every other.
     const http = createHttpServer({ requireHostHeader: false }, (req, res) => void app.handle(req, res));
     http.on("clientError", answerClientError);
@@ -192,7 +196,7 @@ class Context implements RequestContext {
 
   constructor(
     private readonly req: IncomingMessage,
-    private readonly path: string,
+    readonly path: string,
     private readonly queryText: string,
     readonly records: Records,
     readonly caller: Caller,
@@ -216,7 +220,7 @@ class Context implements RequestContext {
 
 /** The request path: auth → route → body → idempotency → handler → store → durable → reply. */
 class App {
-  private readonly router = buildRouter();
+  private readonly router: Router<Handler>;
   private readonly idempotency: IdempotencyGuard;
   private readonly documents: RequestContext["documents"];
   private failure: Error | null = null;
@@ -224,17 +228,19 @@ class App {
   constructor(
     private readonly records: Records,
     private readonly keys: KeyRing,
+    mounts: readonly Mount[],
     private readonly maxBodyBytes: number,
     private readonly cors: CorsPolicy | null,
     private readonly onFatal: ((error: Error) => void) | undefined,
   ) {
+    this.router = buildRouter(mounts);
     this.idempotency = new IdempotencyGuard(records.store);
     const schema = records.schema;
     let openApi: string | undefined;
     this.documents = {
       entities: JSON.stringify([...schema.entities.values()].map(describeEntity)),
       get openApi() {
-        return (openApi ??= JSON.stringify(buildOpenApi(schema, VERSION)));
+        return (openApi ??= JSON.stringify(buildOpenApi(schema, VERSION, mounts)));
       },
     };
   }

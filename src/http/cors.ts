@@ -12,7 +12,8 @@ export type CorsPolicy = { readonly anyOrigin: true } | { readonly anyOrigin: fa
 /** How long a browser may keep a preflight's answer (Chromium keeps it at most 2 hours). */
 export const CORS_MAX_AGE_S = 7200;
 const ALLOWED_METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE";
-const ALLOWED_HEADERS = "X-Api-Key, Authorization, Content-Type, If-Match, If-None-Match, Idempotency-Key";
+// The last three are sent by @base44/sdk from a browser: without them its preflight fails.
+const ALLOWED_HEADERS = "X-Api-Key, Authorization, Content-Type, If-Match, If-None-Match, Idempotency-Key, X-App-Id, X-Origin-URL, X-Base44-Anonymous-Id";
 // Headers a page's script may read beyond the few every browser shows.
 const EXPOSED_HEADERS = "ETag, Location, Link, X-Next-Cursor, X-Total-Count, Idempotent-Replayed, Retry-After";
 const ORIGIN_RE = /^https?:\/\/[^\s/?#]+$/i;

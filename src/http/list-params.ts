@@ -11,33 +11,58 @@ import { allowsCursor, DEFAULT_SORT, formatSort, parseSort } from "../query/sort
 import type { Caller } from "../records/caller.ts";
 import type { ListAnswer, ListRequest } from "../records/records.ts";
 import type { EntityDef } from "../schema/fields.ts";
+import type { NextPage } from "./results.ts";
 import type { DeletedFilter } from "../store/store.ts";
 
 export const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT_SECRET = 5000;
 export const MAX_LIMIT_PUBLISHABLE = 500;
 
-const LIST_PARAMETERS = ["q", "search", "sort_by", "fields", "limit", "cursor", "skip", "count", "deleted"];
 const COUNT_PARAMETERS = ["q", "search"];
+
+/** How a URL prefix spells a list request (CONTRACT §4 natively, §7 on the SDK's prefix). */
+export interface ListDialect {
+  /** The parameters it takes. */
+  readonly parameters: readonly string[];
+  /** The names the sort may be given by (the SDK sends `sort`); at most one per request. */
+  readonly sortParameters: readonly string[];
+  /** Records per page when no limit is given. */
+  defaultLimit(caller: Caller): number;
+  /** A limit over the caller's maximum is capped (the SDK's documentation) rather than refused. */
+  readonly capsLimit: boolean;
+  /** Every sort pages by cursor (its value and id are the position), not only the time-ordered ones. */
+  readonly cursorsForEverySort: boolean;
+}
+
+export const NATIVE_LIST: ListDialect = {
+  parameters: ["q", "search", "sort_by", "fields", "limit", "cursor", "skip", "count", "deleted"],
+  sortParameters: ["sort_by"],
+  defaultLimit: () => DEFAULT_LIMIT,
+  capsLimit: false,
+  cursorsForEverySort: false,
+};
 
 export interface ListPlan {
   readonly request: ListRequest;
   readonly fields: string[] | null;
   readonly walk: Walk;
   readonly limitText: string | null;
+  /** Whether the next page is reached by cursor (else by skip). */
+  readonly pagesByCursor: boolean;
 }
 
 export function accessOf(caller: Caller): FieldAccess {
   return { mayUseCreatedBy: caller.kind === "secret" };
 }
 
-export function parseListParams(entity: EntityDef, query: URLSearchParams, caller: Caller): ListPlan {
-  checkParameterNames(query, LIST_PARAMETERS);
+export function parseListParams(entity: EntityDef, query: URLSearchParams, caller: Caller, dialect: ListDialect = NATIVE_LIST): ListPlan {
+  checkParameterNames(query, dialect.parameters);
   const access = accessOf(caller);
   const cursorText = query.get("cursor");
+  const sortParameter = sortParameterOf(query, dialect);
   const sent: Walk = {
     entity: entity.name,
-    sort: query.get("sort_by") ?? "",
+    sort: (query.get(sortParameter) ?? "").replace(/^\+/, ""), // "+f" and "f" are one walk
     q: query.get("q"),
     search: query.get("search"),
     fields: query.get("fields"),
@@ -46,23 +71,24 @@ export function parseListParams(entity: EntityDef, query: URLSearchParams, calle
   const cursor = cursorText === null ? null : decodeCursor(cursorText);
   if (cursor) {
     if (query.has("skip")) throw invalidParameter("skip", "skip cannot be combined with cursor; page with one or the other.");
-    checkSameWalk(cursor.walk, sent);
+    checkSameWalk(cursor.walk, sent, sortParameter);
   }
   const walk = cursor?.walk ?? sent;
-  const sort = parseSort(entity, walk.sort || DEFAULT_SORT, access);
-  if (cursor && !allowsCursor(sort)) throw invalidCursor(`Sorting by ${sort.field} allows no cursor; page with skip, or sort by created_date, updated_date or id.`);
+  const sort = parseSort(entity, walk.sort || DEFAULT_SORT, access, sortParameter);
+  const pagesByCursor = dialect.cursorsForEverySort || allowsCursor(sort);
+  if (cursor && !pagesByCursor) throw invalidCursor(`Sorting by ${sort.field} allows no cursor; page with skip, or sort by created_date, updated_date or id.`);
   if (cursor && !fitsSort(cursor.after.key, sort.kind)) throw invalidCursor("The cursor's position does not fit its sort; pass back X-Next-Cursor unchanged.");
   const request: ListRequest = {
     filter: combine(parseFilterText(entity, walk.q, access), searchNode(entity, walk.search)),
     sort,
     after: cursor?.after ?? null,
     skip: parseInteger(query, "skip", 0, Number.MAX_SAFE_INTEGER) ?? 0,
-    limit: parseLimit(query, caller),
+    limit: parseLimit(query, caller, dialect),
     deleted: parseDeleted(walk.deleted, caller),
     count: parseBoolean(query, "count"),
   };
   const fields = walk.fields === null ? null : parseFieldSelection(entity, walk.fields, access);
-  return { request, fields, walk: { ...walk, sort: formatSort(sort) }, limitText: query.get("limit") };
+  return { request, fields, walk: { ...walk, sort: formatSort(sort) }, limitText: query.get("limit"), pagesByCursor };
 }
 
 /** The filter of a count request: `q` and `search`, ANDed. */
@@ -71,22 +97,29 @@ export function parseCountParams(entity: EntityDef, query: URLSearchParams, call
   return combine(parseFilterText(entity, query.get("q"), accessOf(caller)), searchNode(entity, query.get("search")));
 }
 
-/** The query string of the next page, or null when this page is the last. */
-export function nextPageQuery(plan: ListPlan, answer: ListAnswer, query: URLSearchParams): string | null {
+/** Where the next page starts (its query string and cursor), or null when this page is the last. */
+export function nextPage(plan: ListPlan, answer: ListAnswer, query: URLSearchParams): NextPage | null {
   if (!answer.hasMore) return null;
   const next = new URLSearchParams();
-  if (allowsCursor(plan.request.sort) && answer.last) {
-    next.set("cursor", encodeCursor({ walk: plan.walk, after: answer.last }));
+  if (plan.pagesByCursor && answer.last) {
+    const cursor = encodeCursor({ walk: plan.walk, after: answer.last });
+    next.set("cursor", cursor);
     if (plan.limitText !== null) next.set("limit", plan.limitText);
-  } else {
-    for (const [name, value] of query) if (name !== "skip") next.append(name, value);
-    next.set("skip", String(plan.request.skip + plan.request.limit));
+    return { query: next.toString(), cursor };
   }
-  return next.toString();
+  for (const [name, value] of query) if (name !== "skip") next.append(name, value);
+  next.set("skip", String(plan.request.skip + plan.request.limit));
+  return { query: next.toString(), cursor: null };
 }
 
-function checkSameWalk(walk: Walk, sent: Walk): void {
-  const names = { sort: "sort_by", q: "q", search: "search", fields: "fields", deleted: "deleted" } as const;
+function sortParameterOf(query: URLSearchParams, dialect: ListDialect): string {
+  const given = dialect.sortParameters.filter((name) => query.has(name));
+  if (given.length > 1) throw invalidParameter(given[1]!, `Give the sort once, as ${given[0]} or as ${given[1]}, not both.`);
+  return given[0] ?? dialect.sortParameters[0]!;
+}
+
+function checkSameWalk(walk: Walk, sent: Walk, sortParameter: string): void {
+  const names = { sort: sortParameter, q: "q", search: "search", fields: "fields", deleted: "deleted" } as const;
   for (const [property, parameter] of Object.entries(names) as Array<[keyof typeof names, string]>) {
     const value = sent[property];
     if (value !== null && value !== "" && value !== walk[property]) {
@@ -96,9 +129,9 @@ function checkSameWalk(walk: Walk, sent: Walk): void {
   if (walk.entity !== sent.entity) throw invalidCursor(`The cursor belongs to ${walk.entity}, not ${sent.entity}.`);
 }
 
-/** Cursor sorts are on dates (milliseconds) or ids (text); a forged position of another type is refused. */
+/** Sort keys are text for text and numbers otherwise (dates as milliseconds); a forged position of another type is refused. */
 function fitsSort(key: unknown, kind: string): boolean {
-  return key === null || (kind === "date" ? typeof key === "number" : typeof key === "string");
+  return key === null || (kind === "string" ? typeof key === "string" : typeof key === "number");
 }
 
 function searchNode(entity: EntityDef, text: string | null): FilterNode | null {
@@ -128,13 +161,14 @@ function parseInteger(query: URLSearchParams, name: string, min: number, max: nu
   return value;
 }
 
-function parseLimit(query: URLSearchParams, caller: Caller): number {
+function parseLimit(query: URLSearchParams, caller: Caller, dialect: ListDialect): number {
   const max = caller.kind === "secret" ? MAX_LIMIT_SECRET : MAX_LIMIT_PUBLISHABLE;
   const text = query.get("limit");
-  if (text !== null && /^\d+$/.test(text) && Number(text) > max && caller.kind !== "secret") {
-    throw invalidParameter("limit", `A publishable key may ask for at most ${max} records per page (got ${text}); page with the cursor instead.`);
+  if (text !== null && /^\d+$/.test(text) && Number(text) > max) {
+    if (dialect.capsLimit) return max;
+    if (caller.kind !== "secret") throw invalidParameter("limit", `A publishable key may ask for at most ${max} records per page (got ${text}); page with the cursor instead.`);
   }
-  return parseInteger(query, "limit", 1, max) ?? DEFAULT_LIMIT;
+  return parseInteger(query, "limit", 1, max) ?? dialect.defaultLimit(caller);
 }
 
 function parseBoolean(query: URLSearchParams, name: string): boolean {

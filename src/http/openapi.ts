@@ -7,6 +7,8 @@ import { isScalar, type EntityDef, type FieldDef } from "../schema/fields.ts";
 import type { Schema } from "../schema/load.ts";
 import { MAX_BATCH_RECORDS, MAX_MATCH_FIELDS as MAX_UPSERT_MATCH_FIELDS } from "../records/batch.ts";
 import { DEFAULT_LIMIT, MAX_LIMIT_PUBLISHABLE, MAX_LIMIT_SECRET } from "./list-params.ts";
+import type { Mount } from "./mounts.ts";
+import { routesOf, type OperationName } from "./routes.ts";
 
 type Json = Record<string, unknown>;
 
@@ -18,7 +20,7 @@ const ERROR_CODES = [
   "invalid_request", "headers_too_large", "request_timeout", "expectation_failed",
   "invalid_json", "unknown_field", "read_only_field", "invalid_field", "invalid_filter",
   "invalid_parameter", "invalid_cursor", "filter_required", "batch_too_large", "unauthorized",
-  "forbidden", "entity_not_found", "record_not_found", "not_found", "method_not_allowed",
+  "forbidden", "entity_not_found", "record_not_found", "not_found", "app_not_found", "method_not_allowed",
   "ambiguous_match", "idempotency_key_in_use", "precondition_failed", "payload_too_large",
   "unsupported_media_type", "idempotency_key_reused", "internal", "store_unavailable", "insufficient_storage",
 ] as const satisfies readonly ErrorCode[];
@@ -48,6 +50,7 @@ const IDEMPOTENCY_KEY = parameterRef("IdempotencyKey");
 const IF_MATCH = parameterRef("IfMatch");
 const REPLAYED = "Idempotent-Replayed";
 const SERVICE_TAG = "tabula server";
+const SDK_TAG = "@base44/sdk prefix";
 
 const FILTER_DESCRIPTION = [
   "A filter is a JSON object keyed by field name; in a query string it is URL-encoded JSON.",
@@ -63,10 +66,10 @@ const FILTER_DESCRIPTION = [
   "- An undeclared field is `unknown_field` (the message lists the real ones), an unknown operator `invalid_filter`, malformed JSON `invalid_json`.",
 ].join("\n");
 
-export function buildOpenApi(schema: Schema, serverVersion: string): Record<string, unknown> {
+export function buildOpenApi(schema: Schema, serverVersion: string, mounts: readonly Mount[]): Record<string, unknown> {
   const entities = [...schema.entities.values()];
   const paths: Json = { ...servicePaths() };
-  for (const entity of entities) Object.assign(paths, entityPaths(entity));
+  for (const mount of mounts) for (const entity of entities) Object.assign(paths, entityPaths(entity, mount));
   makeOperationIdsUnique(paths);
   return {
     openapi: "3.1.0",
@@ -79,6 +82,7 @@ export function buildOpenApi(schema: Schema, serverVersion: string): Record<stri
     tags: [
       // The space keeps this tag apart from every entity's tag: entity names cannot hold one.
       { name: SERVICE_TAG, description: "Health, entity declarations and this document." },
+      { name: SDK_TAG, description: "The same records at `/api/apps/{appId}/entities/<Entity>`, with the request and reply shapes of `@base44/sdk` 0.8.x (CONTRACT §7): `sort`, `/v2/list` pages, delete-many with a JSON body, update-many with `$set`/`$inc`/`$unset`, upsert by `key`." },
       ...entities.map((entity) => ({ name: entity.name, description: `Records of the ${entity.name} entity.` })),
     ],
     paths,
@@ -142,24 +146,42 @@ function servicePaths(): Json {
   };
 }
 
-function entityPaths(entity: EntityDef): Json {
-  const base = `/api/entities/${entity.name}`;
-  const idParameter = [parameterRef("Id")];
-  return {
-    [base]: { get: listOperation(entity), post: createOperation(entity), delete: deleteManyOperation(entity) },
-    [`${base}/count`]: { get: countOperation(entity) },
-    [`${base}/bulk`]: { post: bulkCreateOperation(entity), put: bulkUpdateOperation(entity) },
-    [`${base}/upsert`]: { post: upsertOperation(entity) },
-    [`${base}/update-many`]: { patch: updateManyOperation(entity) },
-    [`${base}/{id}`]: {
-      parameters: idParameter,
-      get: getOperation(entity),
-      put: updateOperation(entity, "update", `Update a ${entity.name} record (merge, as PATCH)`),
-      patch: updateOperation(entity, "patch", `Update a ${entity.name} record (merge)`),
-      delete: deleteOperation(entity),
-    },
-    [`${base}/{id}/restore`]: { parameters: idParameter, put: restoreOperation(entity) },
-  };
+// The paths of one entity on one mount, from the route table the router is built from: a route
+// without a description here fails to compile (OPERATION_DOCS is keyed by every operation name).
+function entityPaths(entity: EntityDef, mount: Mount): Json {
+  const paths: Json = {};
+  const collection = mount.collection.replace(":entity", entity.name).replace(":appId", "{appId}");
+  for (const route of routesOf(mount)) {
+    const path = collection + route.path.replace(":id", "{id}");
+    const item = (paths[path] ??= {}) as Json;
+    const parameters = [...(mount.name === "sdk" ? [parameterRef("AppId")] : []), ...(route.path.includes(":id") ? [parameterRef("Id")] : [])];
+    if (parameters.length > 0) item.parameters = parameters;
+    const doc = OPERATION_DOCS[route.operation](entity, mount);
+    item[route.method.toLowerCase()] = mount.name === "sdk" ? sdkVariant(doc, entity) : doc;
+  }
+  return paths;
+}
+
+const OPERATION_DOCS: Record<OperationName, (entity: EntityDef, mount: Mount) => Json> = {
+  list: (entity, mount) => (mount.name === "sdk" ? sdkListOperation(entity) : listOperation(entity)),
+  listPage: (entity) => pageOperation(entity),
+  create: (entity) => createOperation(entity),
+  deleteMany: (entity, mount) => (mount.name === "sdk" ? sdkDeleteManyOperation(entity) : deleteManyOperation(entity)),
+  count: (entity) => countOperation(entity),
+  bulkCreate: (entity) => bulkCreateOperation(entity),
+  bulkUpdate: (entity) => bulkUpdateOperation(entity),
+  upsert: (entity, mount) => (mount.name === "sdk" ? sdkUpsertOperation(entity) : upsertOperation(entity)),
+  updateMany: (entity, mount) => (mount.name === "sdk" ? sdkUpdateManyOperation(entity) : updateManyOperation(entity)),
+  get: (entity) => getOperation(entity),
+  update: (entity) => updateOperation(entity, "update", `Update a ${entity.name} record (merge, as PATCH)`),
+  patch: (entity) => updateOperation(entity, "patch", `Update a ${entity.name} record (merge)`),
+  delete: (entity, mount) => deleteOperation(entity, mount.name === "sdk"),
+  restore: (entity) => restoreOperation(entity),
+};
+
+/** The SDK's prefix: the same operation, told apart by its id and tagged for the SDK. */
+function sdkVariant(doc: Json, entity: EntityDef): Json {
+  return { ...doc, operationId: `sdk${String(doc.operationId).replace(/^./, (c) => c.toUpperCase())}`, tags: [entity.name, SDK_TAG] };
 }
 
 interface OperationSpec {
@@ -223,11 +245,11 @@ function updateOperation(entity: EntityDef, verb: "update" | "patch", summary: s
   });
 }
 
-function deleteOperation(entity: EntityDef): Json {
+function deleteOperation(entity: EntityDef, isSdk: boolean): Json {
   return operation({
     verb: "delete", entity, summary: `Delete a ${entity.name} record (soft)`, parameters: [IF_MATCH, IDEMPOTENCY_KEY],
     description: "The record is hidden from reads, updates and lists, not destroyed; a secret key can restore it.",
-    responses: { 200: response("The record is deleted.", ref("DeleteResult"), [REPLAYED]), ...errors(401, 404, 409, 412, 422, 507) },
+    responses: { 200: response("The record is deleted.", ref(isSdk ? "SdkDeleteResult" : "DeleteResult"), [REPLAYED]), ...errors(401, 404, 409, 412, 422, 507) },
   });
 }
 
@@ -294,6 +316,88 @@ function deleteManyOperation(entity: EntityDef): Json {
     parameters: [filterParameter(entity, true), IDEMPOTENCY_KEY],
     responses: { 200: response("How many records were deleted, and their ids.", ref("ManyResult"), [REPLAYED]), ...errors(400, 401, 403, 404, 409, 422, 507) },
   });
+}
+
+function sdkListOperation(entity: EntityDef): Json {
+  const parameters = listParameters(entity).map((parameter) => (parameter.name === "sort_by" ? { ...parameter, name: "sort" } : parameter));
+  const limit = parameters.find((parameter) => parameter.name === "limit")!;
+  limit.description = `Records per page: by default, and at most, ${MAX_LIMIT_SECRET} with a secret key and ${MAX_LIMIT_PUBLISHABLE} with a publishable key (a larger limit is capped). Every sort pages by cursor here.`;
+  limit.schema = { type: "integer", minimum: 1 };
+  return operation({
+    verb: "list", entity, summary: `List ${entity.name} records (the SDK's list() and filter())`, parameters,
+    description: "As the native list, with the sort named `sort` (`sort_by` is accepted too; `+field` is ascending).",
+    responses: {
+      200: response(`${entity.name} records.`, { type: "array", items: ref(entity.name) }, ["X-Next-Cursor", "Link", "X-Total-Count"]),
+      ...errors(400, 401, 403, 404),
+    },
+  });
+}
+
+function pageOperation(entity: EntityDef): Json {
+  const query = (name: string, description: string, schema: Json) => ({ name, in: "query", description, schema });
+  const parameters = [
+    ...listParameters(entity).filter((parameter) => ["q", "search", "fields", "deleted"].includes(String(parameter.name))),
+    query("sort", "One field, `-` for descending, `+` or nothing for ascending. Every sort pages by cursor.", { type: "string", default: "-created_date" }),
+    query("limit", `Items per page: default ${DEFAULT_LIMIT}; at most ${MAX_LIMIT_SECRET} records (${MAX_LIMIT_PUBLISHABLE} with a publishable key), larger limits are capped.`, { type: "integer", minimum: 1 }),
+    query("cursor", "`next_cursor` of the previous page. It carries the walk: send it with `limit` alone.", { type: "string" }),
+  ];
+  const page = {
+    type: "object", required: ["items", "next_cursor", "has_more"],
+    properties: { items: { type: "array", items: ref(entity.name) }, next_cursor: { type: ["string", "null"] }, has_more: { type: "boolean" } },
+  };
+  return operation({
+    verb: "listPage", entity, summary: `One cursor page of ${entity.name} records (the SDK's list(options))`, parameters,
+    responses: { 200: response("The page: its items, the cursor of the next page (null on the last), and whether one exists.", page), ...errors(400, 401, 403, 404) },
+  });
+}
+
+function sdkDeleteManyOperation(entity: EntityDef): Json {
+  return operation({
+    verb: "deleteMany", entity, summary: `Delete every ${entity.name} record matching a filter (soft; the SDK's deleteMany())`, isSecretOnly: true,
+    parameters: [IDEMPOTENCY_KEY], body: { ...ref("Filter"), description: "The filter itself is the body; `{}` is refused with `filter_required`." },
+    responses: { 200: response("How many records were deleted.", object({ success: { const: true }, deleted: { type: "integer", minimum: 0 } })), ...errors(...BODY_ERRORS, 403) },
+  });
+}
+
+function sdkUpdateManyOperation(entity: EntityDef): Json {
+  const fields = (description: string, values: Json) => ({ type: "object", description, additionalProperties: values });
+  const data = {
+    type: "object", additionalProperties: false, minProperties: 1,
+    properties: {
+      $set: ref(`${entity.name}Changes`),
+      $inc: fields("Numbers to add to number fields; a missing field counts as 0.", { type: "number" }),
+      $unset: fields("Fields to remove (any value, as MongoDB writes it).", {}),
+    },
+  };
+  return operation({
+    verb: "updateMany", entity, summary: `Update every ${entity.name} record matching a filter (the SDK's updateMany())`, parameters: [IDEMPOTENCY_KEY], isSecretOnly: true,
+    description: "Each field may appear in one operator. All matches are updated at once, so `has_more` is always `false`.",
+    body: { type: "object", additionalProperties: false, required: ["query", "data"], properties: { query: ref("Filter"), data } },
+    responses: {
+      200: response("How many records changed.", object({ success: { const: true }, updated: { type: "integer", minimum: 0 }, has_more: { const: false } }), [REPLAYED]),
+      ...errors(...BODY_ERRORS, 403),
+    },
+  });
+}
+
+function sdkUpsertOperation(entity: EntityDef): Json {
+  const name = { type: "string", ...(entity.fieldNames.length > 0 ? { enum: [...entity.fieldNames] } : {}) };
+  const body = {
+    type: "object", additionalProperties: false, required: ["records", "key"],
+    properties: {
+      records: { type: "array", items: ref(`${entity.name}Changes`), maxItems: MAX_BATCH_RECORDS },
+      key: { oneOf: [name, { type: "array", items: name, minItems: 1, maxItems: MAX_UPSERT_MATCH_FIELDS, uniqueItems: true }], description: "The field, or fields, that identify a record." },
+    },
+  };
+  const result = object({ created: { type: "integer", minimum: 0 }, updated: { type: "integer", minimum: 0 }, records: { type: "array", items: ref(entity.name) } });
+  return operation({
+    verb: "upsert", entity, summary: `Create or update ${entity.name} records by a key (the SDK's upsert())`, parameters: [IDEMPOTENCY_KEY], body,
+    responses: { 200: response("How many were created and updated, and each written record once, as it now is.", result, [REPLAYED]), ...errors(...BODY_ERRORS) },
+  });
+}
+
+function object(properties: Json): Json {
+  return { type: "object", properties, required: Object.keys(properties) };
 }
 
 function listParameters(entity: EntityDef): Json[] {
@@ -407,6 +511,7 @@ function sharedSchemas(): Json {
     CountResult: object({ count: { type: "integer", minimum: 0 } }, "The number of matching live records."),
     ManyResult: object({ count: { type: "integer", minimum: 0 }, ids: { type: "array", items: idSchema() } }, "How many records were touched, and their ids."),
     DeleteResult: object({ id: idSchema(), deleted: { const: true } }, "A deleted record."),
+    SdkDeleteResult: object({ id: idSchema(), deleted: { const: true }, success: { const: true } }, "A deleted record, as the SDK's DeleteResult."),
     Filter: { type: "object", description: FILTER_DESCRIPTION, examples: [{ status: "done" }, { $or: [{ priority: { $gte: 3 } }, { tags: "urgent" }] }] },
     EntityDeclaration: {
       type: "object", required: ["name", "type", "properties", "required"],
@@ -424,6 +529,7 @@ function sharedParameters(): Json {
   const header = (name: string, description: string) => ({ name, in: "header", required: false, description, schema: { type: "string" } });
   return {
     Id: { name: "id", in: "path", required: true, description: "The record id.", schema: idSchema() },
+    AppId: { name: "appId", in: "path", required: true, description: "Any app id, unless the server was started with `--app-id`: then only that one.", schema: { type: "string" } },
     IdempotencyKey: header("Idempotency-Key", "Any unique string (a UUID is suggested). Repeating the request with the same key within 24 hours replays the first answer, with `Idempotent-Replayed: true`, instead of redoing the work. Scoped to the API key."),
     IfMatch: header("If-Match", "Write only if the record's current ETag equals this one (`*` matches any live record); otherwise 412 `precondition_failed`."),
     IfNoneMatch: header("If-None-Match", "An ETag from an earlier read: when the record is unchanged the answer is 304 with no body."),

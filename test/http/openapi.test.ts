@@ -5,6 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import Ajv2020 from "ajv/dist/2020.js";
+import { nativeMount, sdkMount } from "../../src/http/mounts.ts";
 import { buildOpenApi, describeEntity } from "../../src/http/openapi.ts";
 import { loadSchemaObject } from "../../src/schema/load.ts";
 import { TASK } from "../support/server.ts";
@@ -34,7 +35,7 @@ const ENTITY_OPERATIONS = [
 type Json = Record<string, any>;
 
 function buildDocument(declarations: Record<string, unknown> = DECLARATIONS): Json {
-  return buildOpenApi(loadSchemaObject(declarations), "9.8.7") as Json;
+  return buildOpenApi(loadSchemaObject(declarations), "9.8.7", [nativeMount, sdkMount(null)]) as Json;
 }
 
 function operations(doc: Json): [path: string, method: string, operation: Json][] {

@@ -3,9 +3,10 @@
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { nativeMount, sdkMount } from "../../src/http/mounts.ts";
 import { buildRouter } from "../../src/http/routes.ts";
 
-const router = buildRouter();
+const router = buildRouter([nativeMount, sdkMount(null)]);
 
 /** What a GET of the path matches: its params, { allowed } for a 405, or null for a 404. */
 function matchOf(path: string, method = "GET"): unknown {
@@ -31,6 +32,12 @@ describe("router", () => {
     ["/", null],
     ["", null],
     ["/api/entities/Task/x/y/z", null],
+    // The SDK's prefix (CONTRACT §7) serves the same routes, and /v2/list only there.
+    ["/api/apps/app1/entities/Task", { appId: "app1", entity: "Task" }],
+    ["/api/apps/app1/entities/Task/01a2b3c4d5e6000000000001", { appId: "app1", entity: "Task", id: "01a2b3c4d5e6000000000001" }],
+    ["/api/apps/app1/entities/Task/v2/list", { appId: "app1", entity: "Task" }],
+    ["/api/entities/Task/v2/list", null],
+    ["/api/apps//entities/Task", null],
   ];
   for (const [path, expected] of cases) {
     test(`GET ${JSON.stringify(path)} matches ${JSON.stringify(expected)}`, () => {

@@ -1,0 +1,45 @@
+// What an operation answers, as typed data: the rows, pages, counts and ids it found or wrote. A
+// mount's presenter (presenters.ts) turns a Result into the reply its clients expect, so that one
+// operation serves both URL prefixes (CONTRACT §7) without building or re-parsing JSON text twice.
+
+import type { UpsertResult } from "../records/batch.ts";
+import type { EntityDef } from "../schema/fields.ts";
+import type { Row } from "../store/store.ts";
+
+/** Where the next page starts: its query string (for Link) and its cursor, when the walk has one. */
+export interface NextPage {
+  readonly query: string;
+  readonly cursor: string | null;
+}
+
+export type Result =
+  /** One record: read (200), created (201), updated (200). */
+  | { readonly type: "record"; readonly entity: EntityDef; readonly row: Row; readonly created: boolean }
+  /** If-None-Match named the current version. */
+  | { readonly type: "notModified"; readonly row: Row }
+  | { readonly type: "restored"; readonly entity: EntityDef; readonly row: Row; readonly restored: boolean }
+  /** One record deleted; `row` is its deleted version. */
+  | { readonly type: "deleted"; readonly row: Row }
+  /** A list page (next and total set), or the records a bulk write wrote in request order. */
+  | {
+      readonly type: "records";
+      readonly entity: EntityDef;
+      readonly rows: readonly Row[];
+      readonly fields: readonly string[] | null;
+      readonly created: boolean;
+      readonly next: NextPage | null;
+      readonly total: number | null;
+    }
+  /** A page whose position travels in the body (the SDK's /v2/list): records or distinct values. */
+  | { readonly type: "page"; readonly items: PageItems; readonly nextCursor: string | null }
+  /** Distinct values of a field, ascending, with the next page in headers. */
+  | { readonly type: "values"; readonly values: readonly unknown[]; readonly next: NextPage | null }
+  | { readonly type: "count"; readonly count: number }
+  | { readonly type: "upserted"; readonly entity: EntityDef; readonly results: readonly UpsertResult[] }
+  | { readonly type: "updatedMany"; readonly ids: readonly string[] }
+  | { readonly type: "deletedMany"; readonly ids: readonly string[] }
+  | { readonly type: "aggregated"; readonly rows: readonly Record<string, unknown>[]; readonly truncated: boolean };
+
+export type PageItems =
+  | { readonly entity: EntityDef; readonly rows: readonly Row[]; readonly fields: readonly string[] | null }
+  | { readonly values: readonly unknown[] };
