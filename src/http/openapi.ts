@@ -304,8 +304,15 @@ function updateManyOperation(entity: EntityDef): Json {
   const q = { ...ref("Filter"), description: "Which records to change; `{}` is refused with `filter_required`." };
   return operation({
     verb: "updateMany", entity, summary: `Apply one change to every ${entity.name} record matching a filter`, parameters: [IDEMPOTENCY_KEY], isSecretOnly: true,
-    description: "The change is validated like an update and applied to all matches or to none.",
-    body: { type: "object", additionalProperties: false, required: ["q", "set"], properties: { q, set: ref(`${entity.name}Changes`) } },
+    description: "The change is validated like an update and applied to all matches or to none. `set` writes values, `inc` adds to number fields (a missing field counts as 0), `unset` removes fields; each field in one of them only.",
+    body: {
+      type: "object", additionalProperties: false, required: ["q"], minProperties: 2,
+      properties: {
+        q, set: ref(`${entity.name}Changes`),
+        inc: { type: "object", additionalProperties: { type: "number" }, description: "Numbers to add to number fields." },
+        unset: { oneOf: [{ type: "array", items: { type: "string" } }, { type: "object" }], description: "Fields to remove: a list of names, or MongoDB's `{\"field\": \"\"}`." },
+      },
+    },
     responses: { 200: response("How many records changed, and their ids.", ref("ManyResult"), [REPLAYED]), ...errors(...BODY_ERRORS, 403) },
   });
 }
