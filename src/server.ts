@@ -282,7 +282,7 @@ class App {
       throw new ApiError(400, "invalid_request", "An HTTP/1.1 request needs a Host header; add one.", {}, { Connection: "close" });
     }
     // A preflight carries no key: it asks whether the request that follows (with one) may be sent.
-    if (this.cors && isPreflight(req)) return preflightReply();
+    if (this.cors && isPreflight(req)) return preflightReply(req);
     if (path === "/health") {
       if (!READ_METHODS.has(method)) throw methodNotAllowed(method, ["GET", "HEAD"]);
       return jsonReply(200, `{"status":"ok"}`);

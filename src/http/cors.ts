@@ -12,8 +12,9 @@ export type CorsPolicy = { readonly anyOrigin: true } | { readonly anyOrigin: fa
 /** How long a browser may keep a preflight's answer (Chromium keeps it at most 2 hours). */
 export const CORS_MAX_AGE_S = 7200;
 const ALLOWED_METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE";
-// The last three are sent by @base44/sdk from a browser: without them its preflight fails.
-const ALLOWED_HEADERS = "X-Api-Key, Authorization, Content-Type, If-Match, If-None-Match, Idempotency-Key, X-App-Id, X-Origin-URL, X-Base44-Anonymous-Id";
+const ALLOWED_HEADERS = "X-Api-Key, Authorization, Content-Type, If-Match, If-None-Match, Idempotency-Key";
+const ALLOWED_HEADER_NAMES = new Set(ALLOWED_HEADERS.toLowerCase().split(", "));
+const HEADER_NAME_RE = /^[!#$%&'*+.^_`|~0-9a-z-]+$/i;
 // Headers a page's script may read beyond the few every browser shows.
 const EXPOSED_HEADERS = "ETag, Location, Link, X-Next-Cursor, X-Total-Count, Idempotent-Replayed, Retry-After";
 const ORIGIN_RE = /^https?:\/\/[^\s/?#]+$/i;
@@ -37,12 +38,30 @@ export function isPreflight(req: IncomingMessage): boolean {
 }
 
 /** The answer to a preflight: which methods and headers may follow, and for how long. */
-export function preflightReply(): Reply {
+export function preflightReply(req: IncomingMessage): Reply {
+  const allowedHeaders = allowHeadersFor(headerOf(req, "access-control-request-headers"));
   return {
     status: 204,
-    headers: { "Access-Control-Allow-Methods": ALLOWED_METHODS, "Access-Control-Allow-Headers": ALLOWED_HEADERS, "Access-Control-Max-Age": String(CORS_MAX_AGE_S) },
+    headers: { "Access-Control-Allow-Methods": ALLOWED_METHODS, "Access-Control-Allow-Headers": allowedHeaders, "Access-Control-Max-Age": String(CORS_MAX_AGE_S) },
     body: null,
   };
+}
+
+/**
+ * tabula's own headers, and any other the preflight asks for. Clients add headers of their own
+ * (@base44/sdk sets X-App-Id and X-Origin-URL in a browser, tracing libraries add theirs), and a
+ * browser refuses the whole request if one is not allowed. Allowing them gives a page nothing:
+ * tabula ignores headers it does not know, and only the key decides what a request may do.
+ * No Vary: an answer to OPTIONS is never cached (RFC 9110 §9.3.7).
+ */
+function allowHeadersFor(requested: string | undefined): string {
+  if (requested === undefined) return ALLOWED_HEADERS;
+  const names = new Set<string>();
+  for (const item of requested.split(",")) {
+    const name = item.trim().toLowerCase();
+    if (HEADER_NAME_RE.test(name) && !ALLOWED_HEADER_NAMES.has(name)) names.add(name);
+  }
+  return names.size === 0 ? ALLOWED_HEADERS : `${ALLOWED_HEADERS}, ${[...names].join(", ")}`;
 }
 
 /** Adds the CORS headers an answer to this request needs, if it comes from an allowed origin. */

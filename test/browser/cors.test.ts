@@ -155,6 +155,16 @@ if (chromiumPath === undefined) {
         assert.equal(deleted.body.deleted, true);
       });
 
+      test("headers of a client's own pass the preflight: those @base44/sdk 0.8 adds in a browser", async () => {
+        // Its axios client sets X-App-Id and X-Origin-URL on every request, and X-Base44-Anonymous-Id
+        // when it has no token (dist/client.js, dist/utils/axios-client.js).
+        const sdkHeaders = { ...BEARER_JSON, Accept: "application/json", "X-App-Id": "app-1", "X-Origin-URL": `${apps[0]!.origin}/` };
+        const listed = answered(await page.call(`${tasks}?limit=1`, { headers: sdkHeaders }));
+        assert.equal(listed.status, 200, JSON.stringify(listed.body));
+        const anonymous = answered(await page.call(`${tasks}?limit=2`, { headers: { ...KEY, "X-App-Id": "app-1", "X-Base44-Anonymous-Id": "visitor-1" } }));
+        assert.equal(anonymous.status, 200, JSON.stringify(anonymous.body));
+      });
+
       test("errors are JSON the page reads: 400 invalid_filter, and 401 with or without a preflight", async () => {
         const badFilter = answered(await page.call(`${tasks}?q=${encodeURIComponent('{"priority":{"$gt":"3"}}')}`, { headers: KEY }));
         assert.equal(badFilter.status, 400);
@@ -163,10 +173,10 @@ if (chromiumPath === undefined) {
         assert.equal(wrongKey.status, 401);
         assert.equal(wrongKey.body.error.code, "unauthorized");
         // No custom header: a simple request, sent without a preflight.
-        const noKey = answered(await page.call(`${tasks}?limit=2`));
+        const noKey = answered(await page.call(`${tasks}?search=no-key`));
         assert.equal(noKey.status, 401);
         assert.equal(noKey.body.error.code, "unauthorized");
-        assert.equal(page.preflights.includes(`${tasks}?limit=2`), false);
+        assert.equal(page.preflights.includes(`${tasks}?search=no-key`), false);
       });
     });
 

@@ -75,6 +75,22 @@ describe("CORS with the default policy (any origin)", () => {
     assert.equal(await answer.text(), "");
   });
 
+  test("a preflight asking for a client's own headers allows them beside tabula's (browser test: @base44/sdk's X-App-Id)", async () => {
+    const answer = await fetch(server.url + T, {
+      method: "OPTIONS",
+      headers: { Origin: APP, "Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "authorization,x-app-id,x-origin-url,x-api-key" },
+    });
+    assert.equal(answer.status, 204);
+    const allowed = list(answer.headers.get("access-control-allow-headers"));
+    for (const name of ["x-app-id", "x-origin-url", "x-api-key", "authorization", "if-match", "idempotency-key"]) assert.ok(allowed.includes(name), name);
+    assert.equal(allowed.filter((name) => name === "x-api-key").length, 1, "a header tabula names is not named twice");
+    const odd = await fetch(server.url + T, {
+      method: "OPTIONS",
+      headers: { Origin: APP, "Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "x-ok, bad header, x(no), ,x-also-ok" },
+    });
+    assert.deepEqual(list(odd.headers.get("access-control-allow-headers")).slice(-2), ["x-ok", "x-also-ok"], "only header names are echoed");
+  });
+
   test("the request after the preflight gets Access-Control-Allow-Origin and exposes the headers a page reads", async () => {
     const created = await fetch(server.url + T, {
       method: "POST",
