@@ -1,4 +1,4 @@
-// Chooses how the memory store answers a list or a count: walk the sorted index of the sort from
+// Chooses how the memory store answers a list, a count or a visit of every match: walk the sorted index of the sort from
 // the cursor and stop after one page, or start from the few live rows whose enum/boolean field
 // equals the filter's value (a value index) and sort only those. Either way no request sorts or
 // scans the whole entity when an index can answer it.
@@ -51,6 +51,15 @@ export function planCount(table: Table, filter: FilterNode | null, deleted: Dele
   let count = 0;
   for (const row of candidates ?? table.rows.values()) if (accept(row)) count++;
   return count;
+}
+
+/**
+ * Visits every live row matching the filter, in no particular order: aggregates and distinct
+ * read each once. Starts from a value index when the filter is (or ANDs) an equality on one.
+ */
+export function planEach(table: Table, filter: FilterNode | null, visit: (row: Row) => void): void {
+  const accept = acceptor(filter, "exclude");
+  for (const row of indexedCandidates(table, filter, "exclude") ?? table.rows.values()) if (accept(row)) visit(row);
 }
 
 function acceptor(filter: FilterNode | null, deleted: DeletedFilter): Predicate {

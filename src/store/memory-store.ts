@@ -2,7 +2,7 @@
 // the in-memory half of the file store, which adds the log by overriding persist() and friends.
 
 import type { FilterNode, SortSpec } from "../query/filter-tree.ts";
-import { planCount, planList } from "../query/plan.ts";
+import { planCount, planEach, planList } from "../query/plan.ts";
 import type { DeletedFilter, IdempotentAnswer, ListQuery, ListResult, Row, SortPosition, Store, WriteBatch } from "./store.ts";
 import { Table } from "./table.ts";
 
@@ -29,6 +29,14 @@ export class MemoryStore implements Store {
 
   count(entity: string, filter: FilterNode | null, deleted: DeletedFilter): number {
     return planCount(this.table(entity), filter, deleted);
+  }
+
+  valueCounts(entity: string, field: string): ReadonlyMap<unknown, number> | null {
+    return this.table(entity).liveCountsOf(field) ?? null;
+  }
+
+  forEachLive(entity: string, filter: FilterNode | null, visit: (row: Row) => void): void {
+    planEach(this.table(entity), filter, visit);
   }
 
   positionOf(entity: string, row: Row, sort: SortSpec): SortPosition {

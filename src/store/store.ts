@@ -65,6 +65,14 @@ export interface Store {
   get(entity: string, id: string): Row | undefined;
   list(entity: string, query: ListQuery): ListResult;
   count(entity: string, filter: FilterNode | null, deleted: DeletedFilter): number;
+  /**
+   * Live records per stored value of `field` (under undefined: those lacking it), when the store
+   * can tell without reading rows (the memory store can for enum and boolean fields, from their
+   * value index); null when it cannot. Aggregates and distinct ask it before walking rows.
+   */
+  valueCounts(entity: string, field: string): ReadonlyMap<unknown, number> | null;
+  /** Calls `visit` with every live record matching `filter` (null: every live record), in no particular order. */
+  forEachLive(entity: string, filter: FilterNode | null, visit: (row: Row) => void): void;
   /** The sort position of a row, for building cursors. */
   positionOf(entity: string, row: Row, sort: SortSpec): SortPosition;
 
