@@ -1,0 +1,280 @@
+// Computes an aggregate (CONTRACT §7; the spec was checked by aggregate-spec.ts) over an entity's
+// live records: one pass over the matching rows into groups, or none when the store can count by
+// value; then having, sort and limit over the rows. No HTTP here: each URL prefix shapes the reply.
+
+import { compareSortKeys, toSortKey } from "../schema/fields.ts";
+import type { ValueKind } from "../query/filter-tree.ts";
+import type { EntityDef } from "../schema/fields.ts";
+import type { Row, SortKey, Store } from "../store/store.ts";
+import type { AggregateSpec, GroupColumn, HavingTest, Measure } from "./aggregate-spec.ts";
+import { bucketLabel, bucketOf } from "./date-bucket.ts";
+
+export interface AggregateResult {
+  /** One row per group: the group columns by name, then `count` and the measures. */
+  readonly rows: Record<string, unknown>[];
+  /** More rows passed `having` than `limit` let through. */
+  readonly truncated: boolean;
+}
+
+/** A group column's value in a group: a field's value, a bucket's number, or null for none. */
+type GroupValue = string | number | boolean | null;
+
+/** One measure's running state in one group; one shape for every measure, so that its code stays monomorphic. */
+interface MeasureState {
+  /** sum/avg: the running sum and its Neumaier compensation. */
+  sum: number;
+  carry: number;
+  /** sum/avg: values added; min/max: whether `best` holds one. */
+  n: number;
+  best: unknown;
+  bestKey: SortKey;
+  seen: Set<SortKey> | null;
+}
+
+interface Group {
+  readonly values: GroupValue[];
+  count: number;
+  readonly states: MeasureState[];
+}
+
+export function aggregate(store: Store, entity: EntityDef, spec: AggregateSpec): AggregateResult {
+  const groups = countedGroups(store, entity.name, spec) ?? walkedGroups(store, entity.name, spec);
+  let rows = groups.map((group) => rowOf(spec, group));
+  if (spec.having.length > 0) rows = rows.filter(compileHaving(spec.having));
+  rows = sortRows(spec, rows);
+  return { rows: rows.length > spec.limit ? rows.slice(0, spec.limit) : rows, truncated: rows.length > spec.limit };
+}
+
+/**
+ * The groups, when the store can count them without reading rows: a count alone with no group
+ * (the store's count), or grouped by one value-indexed field with no filter (its value counts).
+ */
+function countedGroups(store: Store, entity: string, spec: AggregateSpec): Group[] | null {
+  if (spec.measures.length > 0) return null;
+  if (spec.groups.length === 0) return [{ values: [], count: store.count(entity, spec.filter, "exclude"), states: [] }];
+  const column = spec.groups[0]!;
+  if (spec.filter !== null || spec.groups.length > 1 || column.bucket !== null || column.isArray) return null;
+  const counts = store.valueCounts(entity, column.name);
+  if (!counts) return null;
+  const groups = new Map<GroupValue, Group>();
+  for (const [stored, count] of counts) {
+    // A value of another type (left by an older declaration) is no value, as when walking rows.
+    const value = isOfKind(column.kind, stored) ? (stored as GroupValue) : null;
+    const group = groups.get(value);
+    if (group) group.count += count;
+    else groups.set(value, { values: [value], count, states: [] });
+  }
+  return [...groups.values()];
+}
+
+/** Reads every matching live row once, into a tree of maps keyed by group values, one level per column. */
+function walkedGroups(store: Store, entity: string, spec: AggregateSpec): Group[] {
+  const columns = spec.groups;
+  const measures = spec.measures.map(accumulatorOf);
+  const newGroup = (values: GroupValue[]): Group => ({ values, count: 0, states: measures.map(newState) });
+  const add = (group: Group, row: Row) => {
+    group.count++;
+    for (let i = 0; i < measures.length; i++) measures[i]!(group.states[i]!, row);
+  };
+  if (columns.length === 0) {
+    const total = newGroup([]);
+    store.forEachLive(entity, spec.filter, (row) => add(total, row));
+    return [total];
+  }
+  const groups: Group[] = [];
+  const root = new Map<GroupValue, unknown>();
+  const last = columns.length - 1;
+  // Reused for every row: a group's values are copied only when the group is first seen.
+  const values: GroupValue[] = columns.map(() => null);
+  const groupOfValues = (): Group => {
+    let node = root;
+    for (let i = 0; i < last; i++) {
+      let next = node.get(values[i]!) as Map<GroupValue, unknown> | undefined;
+      if (!next) node.set(values[i]!, (next = new Map()));
+      node = next;
+    }
+    let group = node.get(values[last]!) as Group | undefined;
+    if (!group) {
+      node.set(values[last]!, (group = newGroup(values.slice())));
+      groups.push(group);
+    }
+    return group;
+  };
+  const readers = columns.map(readerOf);
+  const arrayAt = columns.findIndex((column) => column.isArray);
+  store.forEachLive(entity, spec.filter, (row) => {
+    for (let i = 0; i < readers.length; i++) if (i !== arrayAt) values[i] = readers[i]!(row);
+    if (arrayAt === -1) return add(groupOfValues(), row);
+    // Each distinct element is a group the record belongs to; an array with none is the null group.
+    const elements = row.data[columns[arrayAt]!.name];
+    let isInSome = false;
+    if (Array.isArray(elements)) {
+      const kind = columns[arrayAt]!.kind;
+      for (let i = 0; i < elements.length; i++) {
+        const element = elements[i];
+        if (!isOfKind(kind, element) || elements.indexOf(element) < i) continue;
+        values[arrayAt] = element as GroupValue;
+        add(groupOfValues(), row);
+        isInSome = true;
+      }
+    }
+    if (!isInSome) {
+      values[arrayAt] = null;
+      add(groupOfValues(), row);
+    }
+  });
+  return groups;
+}
+
+/** How a scalar group column reads its value from a row. */
+function readerOf(column: GroupColumn): (row: Row) => GroupValue {
+  const { name, kind, bucket } = column;
+  if (bucket !== null) return (row) => bucketOf(bucket, row.data[name]);
+  return (row) => {
+    const value = row.data[name];
+    return isOfKind(kind, value) ? (value as GroupValue) : null;
+  };
+}
+
+/** Whether a stored value is one of a field kind's values (not null, nor left by an older declaration). */
+function isOfKind(kind: ValueKind, value: unknown): boolean {
+  switch (kind) {
+    case "string":
+    case "date":
+      return typeof value === "string";
+    case "number":
+      return typeof value === "number";
+    case "boolean":
+      return typeof value === "boolean";
+    case "json":
+      return false;
+  }
+}
+
+function newState(): MeasureState {
+  return { sum: 0, carry: 0, n: 0, best: null, bestKey: null, seen: null };
+}
+
+type Accumulator = (state: MeasureState, row: Row) => void;
+
+function accumulatorOf(measure: Measure): Accumulator {
+  const { field, kind } = measure;
+  switch (measure.op) {
+    case "sum":
+    case "avg":
+      return (state, row) => {
+        const value = row.data[field];
+        if (typeof value !== "number") return;
+        // Neumaier's compensated sum: adding many decimals loses far less than plain addition.
+        const sum = state.sum + value;
+        state.carry += Math.abs(state.sum) >= Math.abs(value) ? state.sum - sum + value : value - sum + state.sum;
+        state.sum = sum;
+        state.n++;
+      };
+    case "min":
+    case "max": {
+      const direction = measure.op === "min" ? 1 : -1;
+      return (state, row) => {
+        const value = row.data[field];
+        const key = toSortKey(kind, value);
+        if (key === null) return;
+        if (state.n === 0 || direction * compareSortKeys(key, state.bestKey) < 0) {
+          state.best = value;
+          state.bestKey = key;
+          state.n = 1;
+        }
+      };
+    }
+    case "count_distinct":
+      // Values are told apart by their sort keys: dates by instant, whatever their text.
+      return (state, row) => {
+        const value = row.data[field];
+        const seen = (state.seen ??= new Set());
+        if (!measure.isArray) {
+          const key = toSortKey(kind, value);
+          if (key !== null) seen.add(key);
+        } else if (Array.isArray(value)) {
+          for (const element of value) {
+            const key = toSortKey(kind, element);
+            if (key !== null) seen.add(key);
+          }
+        }
+      };
+  }
+}
+
+/** Empty measures: a sum of no numbers is 0; an average, minimum or maximum of none is null. */
+function resultOf(measure: Measure, state: MeasureState): unknown {
+  switch (measure.op) {
+    case "sum":
+      return state.sum + state.carry;
+    case "avg":
+      return state.n === 0 ? null : (state.sum + state.carry) / state.n;
+    case "min":
+    case "max":
+      return state.n === 0 ? null : state.best;
+    case "count_distinct":
+      return state.seen?.size ?? 0;
+  }
+}
+
+function rowOf(spec: AggregateSpec, group: Group): Record<string, unknown> {
+  const row: Record<string, unknown> = {};
+  spec.groups.forEach((column, i) => {
+    const value = group.values[i]!;
+    row[column.name] = column.bucket !== null && value !== null ? bucketLabel(column.bucket, value as number) : value;
+  });
+  if (spec.count) row.count = group.count;
+  spec.measures.forEach((measure, i) => (row[measure.name] = resultOf(measure, group.states[i]!)));
+  return row;
+}
+
+/** `having`'s conditions, ANDed, over a row's columns: the comparison rules of filters (CONTRACT §6). */
+function compileHaving(tests: readonly HavingTest[]): (row: Record<string, unknown>) => boolean {
+  const checks = tests.map((test): ((row: Record<string, unknown>) => boolean) => {
+    const { column, kind, op } = test;
+    const keyOf = (value: unknown) => toSortKey(kind, value);
+    if (op === "$in" || op === "$nin") {
+      const listed = new Set((test.value as unknown[]).map(keyOf));
+      return op === "$in" ? (row) => listed.has(keyOf(row[column])) : (row) => !listed.has(keyOf(row[column]));
+    }
+    const operand = keyOf(test.value);
+    if (op === "$eq") return (row) => keyOf(row[column]) === operand;
+    if (op === "$ne") return (row) => keyOf(row[column]) !== operand;
+    // A range never matches a row without a value, as a filter never matches a record lacking the field.
+    const accept = RANGE_TESTS[op]!;
+    return (row) => {
+      const key = keyOf(row[column]);
+      return key !== null && accept(compareSortKeys(key, operand));
+    };
+  });
+  return (row) => checks.every((check) => check(row));
+}
+
+const RANGE_TESTS: Partial<Record<string, (order: number) => boolean>> = {
+  $gt: (order) => order > 0,
+  $gte: (order) => order >= 0,
+  $lt: (order) => order < 0,
+  $lte: (order) => order <= 0,
+};
+
+/**
+ * By the sort column when one is given, then by the group columns in row order, ascending: the
+ * default order, and the tie-break that makes every order total. A missing value sorts after
+ * every value ascending and before every value descending (CONTRACT §6).
+ */
+function sortRows(spec: AggregateSpec, rows: Record<string, unknown>[]): Record<string, unknown>[] {
+  const columns: Array<[name: string, kind: ValueKind, direction: number]> = spec.groups.map((column) => [column.name, spec.columns.get(column.name)!, 1]);
+  if (spec.sort) columns.unshift([spec.sort.column, spec.columns.get(spec.sort.column)!, spec.sort.descending ? -1 : 1]);
+  if (columns.length === 0 || rows.length < 2) return rows;
+  // Sort keys once per row, not once per comparison: dates would be parsed again and again.
+  const entries = rows.map((row) => ({ row, keys: columns.map(([name, kind]) => toSortKey(kind, row[name])) }));
+  entries.sort((a, b) => {
+    for (let i = 0; i < columns.length; i++) {
+      const order = compareSortKeys(a.keys[i]!, b.keys[i]!);
+      if (order !== 0) return order * columns[i]![2];
+    }
+    return 0;
+  });
+  return entries.map((entry) => entry.row);
+}
