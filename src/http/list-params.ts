@@ -1,14 +1,16 @@
-// The list parameters of SPEC §4.1 → a typed ListRequest, plus what the next page's cursor and
-// Link need. A cursor carries its walk (CONTRACT §6): parameters it binds may be omitted on later
-// pages, and sending different ones is invalid_cursor.
+// The list parameters of SPEC §4.1 → a typed ListRequest, and those of a distinct (CONTRACT §7) →
+// a DistinctRequest, plus what the next page's cursor and Link need. A cursor carries its walk
+// (CONTRACT §6): parameters it binds may be omitted on later pages, and sending different ones is
+// invalid_cursor.
 
 import { forbidden, invalidCursor, invalidParameter } from "../errors.ts";
-import { decodeCursor, encodeCursor, type Walk } from "../query/cursor.ts";
+import { decodeCursor, decodeDistinctCursor, encodeCursor, encodeDistinctCursor, type DistinctWalk, type Walk } from "../query/cursor.ts";
 import { parseFieldSelection } from "../query/fields.ts";
 import { parseFilterText, type FieldAccess } from "../query/filter.ts";
 import type { FilterNode } from "../query/filter-tree.ts";
 import { allowsCursor, DEFAULT_SORT, formatSort, parseSort } from "../query/sort.ts";
 import type { Caller } from "../records/caller.ts";
+import { DEFAULT_DISTINCT_LIMIT, isDistinctValue, MAX_DISTINCT_LIMIT, resolveDistinctField, type DistinctAnswer, type DistinctRequest } from "../records/distinct.ts";
 import type { ListAnswer, ListRequest } from "../records/records.ts";
 import type { EntityDef } from "../schema/fields.ts";
 import type { NextPage } from "./results.ts";
@@ -19,6 +21,7 @@ export const MAX_LIMIT_SECRET = 5000;
 export const MAX_LIMIT_PUBLISHABLE = 500;
 
 const COUNT_PARAMETERS = ["q", "search"];
+const DISTINCT_PARAMETERS = ["q", "limit", "cursor"];
 
 /** How a URL prefix spells a list request (CONTRACT §4 natively, §7 on the SDK's prefix). */
 export interface ListDialect {
@@ -110,6 +113,49 @@ export function nextPage(plan: ListPlan, answer: ListAnswer, query: URLSearchPar
   for (const [name, value] of query) if (name !== "skip") next.append(name, value);
   next.set("skip", String(plan.request.skip + plan.request.limit));
   return { query: next.toString(), cursor: null };
+}
+
+export interface DistinctPlan {
+  readonly request: DistinctRequest;
+  readonly walk: DistinctWalk;
+  readonly limitText: string | null;
+}
+
+/** The parameters of GET …/distinct/<field>: `q`, `limit` (1 to 1,000, default 100) and `cursor`. */
+export function parseDistinctParams(entity: EntityDef, fieldName: string, query: URLSearchParams, caller: Caller): DistinctPlan {
+  checkParameterNames(query, DISTINCT_PARAMETERS);
+  const access = accessOf(caller);
+  const field = resolveDistinctField(entity, fieldName, access);
+  const sent: DistinctWalk = { entity: entity.name, field: fieldName, q: query.get("q") };
+  const cursorText = query.get("cursor");
+  const cursor = cursorText === null ? null : decodeDistinctCursor(cursorText);
+  if (cursor) {
+    const { walk } = cursor;
+    if (walk.entity !== sent.entity || walk.field !== sent.field) {
+      throw invalidCursor(`The cursor belongs to the distinct values of ${walk.entity}.${walk.field}, not of ${sent.entity}.${sent.field}; start a new walk without it.`);
+    }
+    if (sent.q !== null && sent.q !== "" && sent.q !== walk.q) {
+      throw invalidCursor("The cursor belongs to a walk with another q; send the cursor alone (with limit), or start a new walk without it.");
+    }
+    if (!isDistinctValue(field, cursor.after)) throw invalidCursor("The cursor's position does not fit its field; pass back X-Next-Cursor unchanged.");
+  }
+  const walk = cursor?.walk ?? sent;
+  const request: DistinctRequest = {
+    field,
+    filter: parseFilterText(entity, walk.q, access),
+    after: cursor?.after,
+    limit: parseInteger(query, "limit", 1, MAX_DISTINCT_LIMIT) ?? DEFAULT_DISTINCT_LIMIT,
+  };
+  return { request, walk, limitText: query.get("limit") };
+}
+
+/** The query string of the next page of distinct values, or null when this page is the last. */
+export function nextDistinctQuery(plan: DistinctPlan, answer: DistinctAnswer): string | null {
+  if (!answer.hasMore) return null;
+  const next = new URLSearchParams();
+  next.set("cursor", encodeDistinctCursor({ walk: plan.walk, after: answer.last as string | number | boolean }));
+  if (plan.limitText !== null) next.set("limit", plan.limitText);
+  return next.toString();
 }
 
 function sortParameterOf(query: URLSearchParams, dialect: ListDialect): string {

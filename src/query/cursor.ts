@@ -1,6 +1,7 @@
 // Cursors (CONTRACT §6): opaque base64url JSON carrying the walk they belong to (entity, sort,
 // filter, search, fields, deleted) and the position of the last record of the page. The next page
 // resumes strictly after that position, so inserts and deletes never repeat or skip a record.
+// A distinct walk's cursor carries entity, field and filter, and the last value of its page.
 
 import { invalidCursor } from "../errors.ts";
 import type { SortPosition } from "../store/store.ts";
@@ -44,4 +45,39 @@ export function decodeCursor(text: string): Cursor {
 
 function malformed() {
   return invalidCursor("The cursor is malformed. Pass back the X-Next-Cursor header of the previous page unchanged.");
+}
+
+/** The request a distinct cursor is bound to: the entity, the field, and the text of `q`. */
+export interface DistinctWalk {
+  readonly entity: string;
+  readonly field: string;
+  readonly q: string | null;
+}
+
+export interface DistinctCursor {
+  readonly walk: DistinctWalk;
+  /** The last value of the previous page; the next starts strictly after it. */
+  readonly after: string | number | boolean;
+}
+
+/** Tagged, and shaped unlike a list cursor, so that neither is ever taken for the other. */
+const DISTINCT_TAG = "distinct";
+
+export function encodeDistinctCursor(cursor: DistinctCursor): string {
+  const { walk, after } = cursor;
+  return Buffer.from(JSON.stringify([DISTINCT_TAG, walk.entity, walk.field, walk.q, after])).toString("base64url");
+}
+
+export function decodeDistinctCursor(text: string): DistinctCursor {
+  let wire: unknown;
+  try {
+    wire = JSON.parse(Buffer.from(text, "base64url").toString("utf8"));
+  } catch {
+    throw malformed();
+  }
+  if (!Array.isArray(wire) || wire.length !== 5 || wire[0] !== DISTINCT_TAG) throw malformed();
+  const [, entity, field, q, after] = wire;
+  if (typeof entity !== "string" || typeof field !== "string" || (q !== null && typeof q !== "string")) throw malformed();
+  if (typeof after !== "string" && typeof after !== "number" && typeof after !== "boolean") throw malformed();
+  return { walk: { entity, field, q }, after };
 }
