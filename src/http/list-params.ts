@@ -149,13 +149,14 @@ export function parseDistinctParams(entity: EntityDef, fieldName: string, query:
   return { request, walk, limitText: query.get("limit") };
 }
 
-/** The query string of the next page of distinct values, or null when this page is the last. */
-export function nextDistinctQuery(plan: DistinctPlan, answer: DistinctAnswer): string | null {
+/** Where the next page of distinct values starts, or null when this page is the last. */
+export function nextDistinctPage(plan: DistinctPlan, answer: DistinctAnswer): NextPage | null {
   if (!answer.hasMore) return null;
   const next = new URLSearchParams();
-  next.set("cursor", encodeDistinctCursor({ walk: plan.walk, after: answer.last as string | number | boolean }));
+  const cursor = encodeDistinctCursor({ walk: plan.walk, after: answer.last as string | number | boolean });
+  next.set("cursor", cursor);
   if (plan.limitText !== null) next.set("limit", plan.limitText);
-  return next.toString();
+  return { query: next.toString(), cursor };
 }
 
 function sortParameterOf(query: URLSearchParams, dialect: ListDialect): string {

@@ -7,10 +7,13 @@
 
 import { forbidden } from "../errors.ts";
 import type { Caller } from "../records/caller.ts";
+import { aggregate } from "../records/aggregate.ts";
+import { parseAggregateSpec } from "../records/aggregate-spec.ts";
 import { bulkCreate, bulkUpdate, deleteMany, updateMany, upsert } from "../records/batch.ts";
+import { distinctValues } from "../records/distinct.ts";
 import type { Change, Records } from "../records/records.ts";
 import { checkIfMatch, isNotModified } from "./conditional.ts";
-import { nextPage, parseCountParams, parseListParams, type ListDialect } from "./list-params.ts";
+import { accessOf, nextDistinctPage, nextPage, parseCountParams, parseDistinctParams, parseListParams, type ListDialect } from "./list-params.ts";
 import type { Mount } from "./mounts.ts";
 import { present, type PresentContext } from "./presenters.ts";
 import { jsonReply, type Reply } from "./response.ts";
@@ -61,6 +64,8 @@ export const ENTITY_ROUTES: readonly EntityRoute[] = [
   { method: "POST", path: "", operation: "create" },
   { method: "DELETE", path: "", operation: "deleteMany" },
   { method: "GET", path: "/count", operation: "count" },
+  { method: "POST", path: "/aggregate", operation: "aggregate" },
+  { method: "GET", path: "/distinct/:field", operation: "distinct" },
   { method: "POST", path: "/bulk", operation: "bulkCreate" },
   { method: "PUT", path: "/bulk", operation: "bulkUpdate" },
   { method: "POST", path: "/upsert", operation: "upsert" },
@@ -108,6 +113,17 @@ const OPERATIONS = {
   count(ctx) {
     const entity = ctx.records.entity(ctx.params.entity!);
     return { result: { type: "count", count: ctx.records.count(entity, parseCountParams(entity, ctx.query, ctx.caller)) } };
+  },
+  aggregate(ctx) {
+    const entity = ctx.records.entity(ctx.params.entity!);
+    const spec = parseAggregateSpec(entity, ctx.body, accessOf(ctx.caller));
+    return { result: { type: "aggregated", ...aggregate(ctx.records.store, entity, spec) } };
+  },
+  distinct(ctx) {
+    const entity = ctx.records.entity(ctx.params.entity!);
+    const plan = parseDistinctParams(entity, ctx.params.field!, ctx.query, ctx.caller);
+    const answer = distinctValues(ctx.records.store, entity, plan.request);
+    return { result: { type: "values", values: answer.values, next: nextDistinctPage(plan, answer) } };
   },
   get(ctx) {
     const entity = ctx.records.entity(ctx.params.entity!);
