@@ -214,6 +214,9 @@ function parseHaving(value: unknown, columns: ReadonlyMap<string, ValueKind>, ac
   if (!isPlainObject(value)) throw invalidJson(`"having" must be an object keyed by column, such as {"count": {"$gt": 1}}.`, { parameter: "having" });
   const tests: HavingTest[] = [];
   for (const [column, condition] of Object.entries(value)) {
+    if (column.startsWith("$")) {
+      throw invalidFilter(`"having" takes column names, ANDed; ${column} is not supported there. Write {"count": {"$gt": 1}, "sum_estimate": {"$lte": 10}}.`, { parameter: "having", operator: column });
+    }
     const kind = columnKind(column, columns, "having", access);
     const operators = isPlainObject(condition) ? Object.keys(condition) : [];
     if (operators.length > 0 && operators.every((op) => op.startsWith("$"))) {
