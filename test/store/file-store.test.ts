@@ -85,6 +85,29 @@ describe("reopening the file store", () => {
     await reopened.close();
   });
 
+  test("value counts and visits of live rows answer what is stored, before and after a reopen", async () => {
+    const dir = await freshDir();
+    const store = await openStore(dir);
+    const first = await put(store, { title: "a", status: "todo" });
+    await put(store, { title: "b", status: "todo" });
+    await put(store, { title: "c" });
+    const live = (s: FileStore) => {
+      const titles: unknown[] = [];
+      s.forEachLive("Task", { type: "compare", field: "status", path: ["status"], kind: "string", isArray: false, op: "$eq", value: "todo" }, (row) => titles.push(row.data.title));
+      return titles.sort();
+    };
+    assert.deepEqual(store.valueCounts("Task", "status"), new Map([["todo", 2], [undefined, 1]]));
+    await put(store, { title: "a", status: "done" }, { id: first.id, deleted: true });
+    assert.deepEqual(store.valueCounts("Task", "status"), new Map([["todo", 1], [undefined, 1]]));
+    assert.deepEqual(live(store), ["b"]);
+    assert.equal(store.valueCounts("Task", "title"), null); // no value index: the caller reads rows
+    await store.close();
+    const reopened = await openStore(dir);
+    assert.deepEqual(reopened.valueCounts("Task", "status"), new Map([["todo", 1], [undefined, 1]]));
+    assert.deepEqual(live(reopened), ["b"]);
+    await reopened.close();
+  });
+
   test("concurrent writes share fdatasyncs", async () => {
     const store = await openStore(await freshDir());
     const writes = Array.from({ length: 100 }, (_, i) => store.write({ puts: [{ entity: "Task", row: makeRow(store, { title: `t${i}` }) }] }));
