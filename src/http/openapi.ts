@@ -3,9 +3,11 @@
 // handlers, and a change there must be mirrored here (test/http/openapi.test.ts checks the shape).
 
 import type { ErrorCode } from "../errors.ts";
-import { isScalar, type EntityDef, type FieldDef } from "../schema/fields.ts";
+import { isScalar, kindOf, PLATFORM_FIELD_DEFS, type EntityDef, type FieldDef } from "../schema/fields.ts";
 import type { Schema } from "../schema/load.ts";
+import { DATE_BUCKET_UNITS, HAVING_OPERATORS, MAX_AGGREGATE_ROWS, MAX_GROUP_FIELDS } from "../records/aggregate-spec.ts";
 import { MAX_BATCH_RECORDS, MAX_MATCH_FIELDS as MAX_UPSERT_MATCH_FIELDS } from "../records/batch.ts";
+import { DEFAULT_DISTINCT_LIMIT, MAX_DISTINCT_LIMIT } from "../records/distinct.ts";
 import { DEFAULT_LIMIT, MAX_LIMIT_PUBLISHABLE, MAX_LIMIT_SECRET } from "./list-params.ts";
 import type { Mount } from "./mounts.ts";
 import { routesOf, type OperationName } from "./routes.ts";
@@ -128,7 +130,7 @@ function securitySchemes(): Json {
     },
     publishableKey: {
       ...header,
-      description: `A publishable key (by convention \`pk_...\`): may read, count, create, update and delete single records, bulk create, bulk update and upsert. It may not restore, update-many, delete-many, use \`deleted=\`, sort or filter by \`created_by_id\` (403), or ask for \`limit\` over ${MAX_LIMIT_PUBLISHABLE} (400). It never sees \`created_by_id\`.`,
+      description: `A publishable key (by convention \`pk_...\`): may read, count, aggregate, list distinct values, create, update and delete single records, bulk create, bulk update and upsert. It may not restore, update-many, delete-many, use \`deleted=\`, sort, filter, group, measure or list by \`created_by_id\` (403), or ask for \`limit\` over ${MAX_LIMIT_PUBLISHABLE} (400). It never sees \`created_by_id\`.`,
     },
   };
 }
@@ -152,9 +154,13 @@ function entityPaths(entity: EntityDef, mount: Mount): Json {
   const paths: Json = {};
   const collection = mount.collection.replace(":entity", entity.name).replace(":appId", "{appId}");
   for (const route of routesOf(mount)) {
-    const path = collection + route.path.replace(":id", "{id}");
+    const path = collection + route.path.replace(":id", "{id}").replace(":field", "{field}");
     const item = (paths[path] ??= {}) as Json;
-    const parameters = [...(mount.name === "sdk" ? [parameterRef("AppId")] : []), ...(route.path.includes(":id") ? [parameterRef("Id")] : [])];
+    const parameters = [
+      ...(mount.name === "sdk" ? [parameterRef("AppId")] : []),
+      ...(route.path.includes(":id") ? [parameterRef("Id")] : []),
+      ...(route.path.includes(":field") ? [distinctFieldParameter(entity)] : []),
+    ];
     if (parameters.length > 0) item.parameters = parameters;
     const doc = OPERATION_DOCS[route.operation](entity, mount);
     item[route.method.toLowerCase()] = mount.name === "sdk" ? sdkVariant(doc, entity) : doc;
@@ -168,6 +174,8 @@ const OPERATION_DOCS: Record<OperationName, (entity: EntityDef, mount: Mount) =>
   create: (entity) => createOperation(entity),
   deleteMany: (entity, mount) => (mount.name === "sdk" ? sdkDeleteManyOperation(entity) : deleteManyOperation(entity)),
   count: (entity) => countOperation(entity),
+  aggregate: (entity) => aggregateOperation(entity),
+  distinct: (entity) => distinctOperation(entity),
   bulkCreate: (entity) => bulkCreateOperation(entity),
   bulkUpdate: (entity) => bulkUpdateOperation(entity),
   upsert: (entity, mount) => (mount.name === "sdk" ? sdkUpsertOperation(entity) : upsertOperation(entity)),
@@ -215,6 +223,81 @@ function countOperation(entity: EntityDef): Json {
   return operation({
     verb: "count", entity, summary: `Count ${entity.name} records matching a filter`, parameters: [filterParameter(entity, false)],
     responses: { 200: response("The number of matching live records.", ref("CountResult")), ...errors(400, 401, 403, 404) },
+  });
+}
+
+/** Declared and platform fields, in that order, that pass `fits`. */
+function fieldsWhere(entity: EntityDef, fits: (field: FieldDef) => boolean): string[] {
+  return [...entity.fields.values(), ...PLATFORM_FIELD_DEFS.values()].filter(fits).map((field) => field.name);
+}
+
+/** Fields whose values (or array elements) are scalars: what groupBy, countDistinct and distinct take. */
+function isListable(field: FieldDef): boolean {
+  const items = field.type === "array" ? field.items : field;
+  return items !== undefined && items.type !== "array" && items.type !== "object";
+}
+
+function fieldNameSchema(names: string[], description?: string): Json {
+  return { type: "string", ...(names.length > 0 ? { enum: names } : {}), ...(description ? { description } : {}) };
+}
+
+function aggregateOperation(entity: EntityDef): Json {
+  const oneOrMore = (names: string[], description: string, maxItems?: number) => ({
+    description,
+    oneOf: [fieldNameSchema(names), { type: "array", items: fieldNameSchema(names), ...(maxItems ? { maxItems } : {}) }],
+  });
+  const numbers = fieldsWhere(entity, (field) => field.type === "number" || field.type === "integer");
+  const ordered = fieldsWhere(entity, (field) => field.type !== "array" && ["number", "date", "string"].includes(kindOf(field)));
+  const dates = fieldsWhere(entity, (field) => field.type !== "array" && kindOf(field) === "date");
+  const groupable = fieldsWhere(entity, isListable);
+  const body = {
+    type: "object", additionalProperties: false,
+    description: "The `@base44/sdk` EntityAggregateSpec. Every member is optional (`null` counts as absent); no body at all counts every live record.",
+    properties: {
+      query: { ...ref("Filter"), description: "Which live records to aggregate, in the language of `q`." },
+      groupBy: oneOrMore(groupable, `Up to ${MAX_GROUP_FIELDS} fields to group by; each row names its group by these fields. Records lacking a field group under \`null\`. An array field (at most one) groups by each distinct element; an empty or missing array is the \`null\` group.`, MAX_GROUP_FIELDS),
+      dateBucket: {
+        type: "object", additionalProperties: false, required: ["field", "unit"],
+        description: "Group by a UTC time bucket of a date or date-time field (every unit on each). The row names the bucket by the field: `YYYY-MM-DD` for day and for week (the week's Monday), `YYYY-MM` for month, `YYYY` for year; it comes before the groupBy fields.",
+        properties: { field: fieldNameSchema(dates), unit: { type: "string", enum: [...DATE_BUCKET_UNITS] } },
+      },
+      count: { type: "boolean", default: true, description: "Include the number of records per group as `count`." },
+      sum: oneOrMore(numbers, "Number fields to sum, as `sum_<field>` (0 when a group has no numbers)."),
+      avg: oneOrMore(numbers, "Number fields to average, as `avg_<field>` (null when a group has no numbers)."),
+      min: oneOrMore(ordered, "Number, date or string fields, as `min_<field>` (null when none)."),
+      max: oneOrMore(ordered, "Number, date or string fields, as `max_<field>` (null when none)."),
+      countDistinct: fieldNameSchema(groupable, "One field whose distinct values to count per group, as `count_distinct_<field>` (array fields: their elements)."),
+      having: { type: "object", description: `A filter over the rows' columns, ANDed: a plain value or ${HAVING_OPERATORS.join(", ")}, operands typed by the column (\`null\`: no value). Example: \`{"count": {"$gt": 1}}\`.` },
+      sort: { type: "string", description: "A column of the rows, with a leading `-` for descending. Ties, and the default order, go by the group columns ascending; no value sorts last ascending, first descending.", examples: ["-count"] },
+      limit: { type: "integer", minimum: 1, maximum: MAX_AGGREGATE_ROWS, default: MAX_AGGREGATE_ROWS },
+    },
+  };
+  return operation({
+    verb: "aggregate", entity, summary: `Count, sum, average, min, max and count distinct ${entity.name} records, grouped`, parameters: [], body,
+    description: "Live records only. A row holds the group fields by name, then `count`, `sum_<f>`, `avg_<f>`, `min_<f>`, `max_<f>` and `count_distinct_<f>`. A publishable key may not use `created_by_id` anywhere in the spec (403).",
+    responses: { 200: response("One row per group, and whether `limit` cut rows off.", ref("AggregateResult")), ...errors(400, 401, 403, 404, 413, 415) },
+  });
+}
+
+function distinctFieldParameter(entity: EntityDef): Json {
+  const description = "The field whose distinct values to list: a field holding strings, numbers, booleans or dates, or an array of them (each element counts). `created_by_id`: secret keys only.";
+  return { name: "field", in: "path", required: true, description, schema: fieldNameSchema(fieldsWhere(entity, isListable)) };
+}
+
+function distinctOperation(entity: EntityDef): Json {
+  const query = (name: string, description: string, schema: Json) => ({ name, in: "query", description, schema });
+  return operation({
+    verb: "distinct", entity, summary: `List the distinct values of a ${entity.name} field`,
+    description: "Among live records matching `q`, ascending by the field's order (strings by code point, numbers numerically, dates chronologically, `false` before `true`). Records lacking the field contribute nothing, so `null` is never listed.",
+    parameters: [
+      filterParameter(entity, false),
+      query("limit", `Values per page, at most ${MAX_DISTINCT_LIMIT}.`, { type: "integer", minimum: 1, maximum: MAX_DISTINCT_LIMIT, default: DEFAULT_DISTINCT_LIMIT }),
+      query("cursor", "The `X-Next-Cursor` of the previous page: it carries the field and `q`, and resumes strictly after the page's last value. Another field or `q` is `invalid_cursor`.", { type: "string" }),
+    ],
+    responses: {
+      200: response("A page of distinct values.", { type: "array", items: { type: ["string", "number", "boolean"] } }, ["X-Next-Cursor", "Link"]),
+      ...errors(400, 401, 403, 404),
+    },
   });
 }
 
@@ -516,6 +599,10 @@ function sharedSchemas(): Json {
       }, "The refusal."),
     }, "Every refusal (CONTRACT §5)."),
     CountResult: object({ count: { type: "integer", minimum: 0 } }, "The number of matching live records."),
+    AggregateResult: object({
+      rows: { type: "array", items: { type: "object" }, maxItems: MAX_AGGREGATE_ROWS, description: "One row per group: the group fields by name, then the measures." },
+      truncated: { type: "boolean", description: "`true` when more rows than `limit` passed `having`." },
+    }, "The rows of an aggregate."),
     ManyResult: object({ count: { type: "integer", minimum: 0 }, ids: { type: "array", items: idSchema() } }, "How many records were touched, and their ids."),
     DeleteResult: object({ id: idSchema(), deleted: { const: true } }, "A deleted record."),
     SdkDeleteResult: object({ id: idSchema(), deleted: { const: true }, success: { const: true } }, "A deleted record, as the SDK's DeleteResult."),

@@ -29,7 +29,8 @@ const ENTITY_OPERATIONS = [
   ["list", "get", ""], ["create", "post", ""], ["deleteMany", "delete", ""], ["count", "get", "/count"],
   ["get", "get", "/{id}"], ["update", "put", "/{id}"], ["patch", "patch", "/{id}"], ["delete", "delete", "/{id}"],
   ["restore", "put", "/{id}/restore"], ["bulkCreate", "post", "/bulk"], ["bulkUpdate", "put", "/bulk"],
-  ["upsert", "post", "/upsert"], ["updateMany", "patch", "/update-many"],
+  ["upsert", "post", "/upsert"], ["updateMany", "patch", "/update-many"], ["aggregate", "post", "/aggregate"],
+  ["distinct", "get", "/distinct/{field}"],
 ] as const;
 
 type Json = Record<string, any>;
@@ -218,4 +219,36 @@ test("optional fields of write bodies are nullable the 3.1 way, and records carr
   assert.match(task.properties.created_by_id.description, /secret keys/);
   assert.deepEqual(task.properties.created_date, { ...task.properties.created_date, type: "string", format: "date-time" });
   assert.deepEqual(task.properties.tags, { type: "array", items: { type: "string" } });
+});
+
+test("aggregate takes the SDK's EntityAggregateSpec, its field names typed by the entity", () => {
+  const doc = buildDocument();
+  const compile = compileStrict(doc);
+  const body = compile("/paths/~1api~1entities~1Task~1aggregate/post/requestBody/content/application~1json/schema");
+  const cases: [spec: unknown, isValid: boolean][] = [
+    [{}, true],
+    [{ groupBy: "status", sum: "estimate", sort: "-count" }, true],
+    [{ groupBy: ["status", "done", "tags", "created_by_id"], dateBucket: { field: "created_date", unit: "week" }, count: false, avg: ["priority"], min: "due_date", max: ["title"], countDistinct: "tags", having: { count: { $gt: 1 } }, limit: 1000 }, true],
+    [{ groupBy: ["status", "done", "tags", "priority", "title"] }, false],
+    [{ groupBy: "meta" }, false],
+    [{ sum: "title" }, false],
+    [{ min: "done" }, false],
+    [{ dateBucket: { field: "title", unit: "day" } }, false],
+    [{ dateBucket: { field: "due_date", unit: "hour" } }, false],
+    [{ limit: 1001 }, false],
+    [{ group: "status" }, false],
+  ];
+  for (const [spec, isValid] of cases) assert.equal(body(spec), isValid, JSON.stringify(spec));
+  const answer = compile("/components/schemas/AggregateResult");
+  assert.equal(answer({ rows: [{ status: "todo", count: 2 }], truncated: false }), true);
+  assert.equal(answer({ rows: [] }), false);
+});
+
+test("distinct names its field in the path and pages with cursor headers", () => {
+  const doc = buildDocument();
+  const item = doc.paths["/api/entities/Task/distinct/{field}"];
+  assert.deepEqual(item.parameters[0].schema.enum, ["title", "status", "priority", "estimate", "done", "due_date", "start_at", "email", "tags", "id", "created_date", "updated_date", "created_by_id"]);
+  assert.deepEqual(item.get.parameters.map((parameter: Json) => parameter.name), ["q", "limit", "cursor"]);
+  assert.deepEqual(item.get.parameters[1].schema, { type: "integer", minimum: 1, maximum: 1000, default: 100 });
+  assert.deepEqual(Object.keys(item.get.responses[200].headers), ["X-Next-Cursor", "Link"]);
 });
