@@ -6,10 +6,12 @@
 // given as a ratio to a bare node:http server measured in the same run, so that the machine's noise
 // cancels out.
 //
-//   node bench/run.mjs [--records 100000] [--duration 5] [--connections 32] [--only W1,W3] [--keep]
+// AGG times aggregates and distinct one request at a time (the median and p90 of up to 100 each).
+//
+//   node bench/run.mjs [--records 100000] [--duration 5] [--connections 32] [--only W1,W3,AGG] [--keep]
 //                      [--sustain S] [--node-flags "FLAGS for the tabula child"]
 //                      [--cpu-prof DIR]   (then: node bench/profile-summary.mjs DIR/*.cpuprofile)
-// --only takes workload names and SUSTAINED (updates until a compaction, or for --sustain seconds).
+// --only takes workload names, AGG, and SUSTAINED (updates until a compaction, or for --sustain seconds).
 
 import { copyFileSync, cpSync, mkdtempSync, readdirSync, rmSync, statfsSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -33,6 +35,12 @@ const SUSTAIN_MAX_MS = 90_000;
 /** Longer than the server's wait for a quiet moment (250 ms) before a start-up compaction. */
 const SETTLE_QUIET_MS = 2000;
 const SETTLE_MAX_MS = 300_000;
+/** AGG: requests timed one after another on one connection, after LATENCY_WARMUP untimed ones... */
+const LATENCY_SAMPLES = 100;
+const LATENCY_WARMUP = 10;
+/** ...fewer when they take longer than this in all (but at least LATENCY_MIN_SAMPLES), to keep AGG within ~10 s. */
+const LATENCY_BUDGET_MS = 1500;
+const LATENCY_MIN_SAMPLES = 20;
 
 // Title words: 300 made-up words, three per title, so that each word is in ~1% of the records.
 // W6 searches for such a word: a realistic search-box query, neither a full scan nor a first hit.
@@ -75,6 +83,7 @@ async function main() {
   copyFileSync(new URL("../dist/tabula.mjs", import.meta.url), join(dir, "tabula.mjs"));
   writeFileSync(join(dir, "schema.json"), JSON.stringify(TASK_SCHEMA));
   const rows = [];
+  const latencies = [];
   const notes = [];
   let server = null;
   let bare = null;
@@ -155,6 +164,11 @@ async function main() {
       const requests = WORDS.slice(0, 16).map((word) => get(`/api/entities/Task?search=${word}&limit=20`));
       rows.push(row("W6 search (a word in ~1% of titles), limit 20", options.connections, await measure(requests), "target ≥ 1,500 req/s"));
     }
+    if (only("AGG")) {
+      const startedAt = performance.now();
+      latencies.push(...(await measureAggregates(server)));
+      notes.push(`AGG: each request's time at the client, over one keep-alive connection; "first" is the first request of each, which may build a value index (done's, here); AGG took ${((performance.now() - startedAt) / 1000).toFixed(1)} s in all`);
+    }
     if (only("W7")) {
       const random = createRandom(7);
       const requests = Array.from({ length: POOL_SIZE }, () =>
@@ -189,13 +203,54 @@ async function main() {
     await stopChild(server.proc);
     server = null;
 
-    printReport({ rows, notes, afterSeed, seededStart, settled, afterLoad, afterKill, crashStart, afterStop, restarted, seeded, sustained });
+    printReport({ rows, latencies, notes, afterSeed, seededStart, settled, afterLoad, afterKill, crashStart, afterStop, restarted, seeded, sustained });
   } finally {
     if (bare) await stopChild(bare.proc);
     if (server) await stopChild(server.proc);
     if (options.keep) console.log(`\nkept ${dir} (the folder as seeded: ${join(dir, "seeded-data")})`);
     else rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * AGG: aggregates and a distinct over the seeded Task records, one request at a time. The first
+ * request of each is reported apart: grouping by a field no filter has used yet builds its value index.
+ */
+async function measureAggregates(server) {
+  const aggregate = (spec) => ({ method: "POST", path: "/api/entities/Task/aggregate", body: spec });
+  const cases = [
+    ["count, no filter (the round trip's floor, for comparison)", { method: "GET", path: "/api/entities/Task/count" }, ""],
+    ["aggregate by an enum (status), count only", aggregate({ groupBy: "status" }), "< 20 ms"],
+    ["aggregate by a boolean (done), count only", aggregate({ groupBy: "done" }), "< 20 ms"],
+    ["distinct of an enum (status)", { method: "GET", path: "/api/entities/Task/distinct/status" }, "< 2 ms"],
+    ["aggregate by status, priority ≥ 50 (no index: every row), sum and avg of estimate", aggregate({ query: { priority: { $gte: 50 } }, groupBy: "status", sum: "estimate", avg: "estimate" }), "context"],
+    ["aggregate by month of due_date, done = true (value index), count", aggregate({ query: { done: true }, dateBucket: { field: "due_date", unit: "month" } }), "context"],
+  ];
+  const lines = [];
+  for (const [name, request, target] of cases) {
+    const timing = await timeSequentially(server, request);
+    const answer = timing.text.length > 90 ? `${timing.text.slice(0, 87)}...` : timing.text;
+    lines.push(`| ${name} | ${timing.median.toFixed(2)} | ${timing.p90.toFixed(2)} | ${timing.first.toFixed(1)} | ${target} | \`${answer.replaceAll("|", "\\|")}\` |`);
+  }
+  return lines;
+}
+
+async function timeSequentially(server, { method, path, body }) {
+  const init = { method, headers: { "X-Api-Key": SECRET_KEY, ...(body ? { "Content-Type": "application/json" } : {}) }, body: body && JSON.stringify(body) };
+  const once = async () => {
+    const startedAt = performance.now();
+    const answer = await fetch(server.url + path, init);
+    const text = await answer.text();
+    if (answer.status !== 200) throw new Error(`${method} ${path}: ${answer.status} ${text}`);
+    return { ms: performance.now() - startedAt, text };
+  };
+  const first = await once();
+  for (let i = 0; i < LATENCY_WARMUP; i++) await once();
+  const times = [];
+  const startedAt = performance.now();
+  while (times.length < LATENCY_SAMPLES && (times.length < LATENCY_MIN_SAMPLES || performance.now() - startedAt < LATENCY_BUDGET_MS)) times.push((await once()).ms);
+  times.sort((a, b) => a - b);
+  return { first: first.ms, median: times[Math.floor(times.length / 2)], p90: times[Math.floor(times.length * 0.9)], text: first.text };
 }
 
 /**
@@ -334,7 +389,7 @@ function row(workload, connections, load, note = "") {
   return `| ${workload} | ${connections} | ${fmt(load.rate)} | ${load.p50.toFixed(2)} | ${load.p99.toFixed(2)} | ${cpu} | ${note}${failures} |`;
 }
 
-function printReport({ rows, notes, afterSeed, seededStart, settled, afterLoad, afterKill, crashStart, afterStop, restarted, seeded, sustained }) {
+function printReport({ rows, latencies, notes, afterSeed, seededStart, settled, afterLoad, afterKill, crashStart, afterStop, restarted, seeded, sustained }) {
   const mib = (bytes) => `${(bytes / 1048576).toFixed(1)} MiB`;
   const files = (f) => `log ${mib(f.logBytes)}, snapshot ${mib(f.snapshotBytes)} (${f.sized.map((x) => `${x.name.replace(/-0+/, "-")} ${mib(x.bytes)}`).join(", ")})`;
   const cpu = os.cpus();
@@ -343,6 +398,11 @@ function printReport({ rows, notes, afterSeed, seededStart, settled, afterLoad, 
   console.log("| workload | connections | req/s | p50 ms | p99 ms | CPU server / generator | notes |");
   console.log("|---|---:|---:|---:|---:|---:|---|");
   for (const line of rows) console.log(line);
+  if (latencies.length > 0) {
+    console.log(`\n| one request at a time (${fmt(options.records)} records) | median ms | p90 ms | first ms | target | answer |`);
+    console.log("|---|---:|---:|---:|---|---|");
+    for (const line of latencies) console.log(line);
+  }
   console.log("");
   console.log("- CPU: share of one core used by the server (tabula or bare) and by the load generator during the measurement; 2 cores in all.");
   for (const note of notes) console.log(`- ${note}`);
@@ -389,7 +449,7 @@ function parseOptions(argv) {
     else if (flag === "--sustain") parsed.sustain = positive(flag, value());
     else if (flag === "--node-flags") parsed.nodeFlags = value().split(/\s+/).filter(Boolean);
     else if (flag === "--cpu-prof") parsed.cpuProf = path.resolve(value());
-    else throw new Error(`unknown option ${flag}; options: --records N --duration S --warmup S --connections C --only W1,W2 --keep --cpu-prof DIR --sustain S --w1-ids N --node-flags "--max-old-space-size=256"`);
+    else throw new Error(`unknown option ${flag}; options: --records N --duration S --warmup S --connections C --only W1,W2,AGG --keep --cpu-prof DIR --sustain S --w1-ids N --node-flags "--max-old-space-size=256"`);
   }
   return parsed;
 }
