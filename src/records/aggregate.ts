@@ -67,63 +67,78 @@ function countedGroups(store: Store, entity: string, spec: AggregateSpec): Group
   return [...groups.values()];
 }
 
-/** Reads every matching live row once, into a tree of maps keyed by group values, one level per column. */
+/** Reads every matching live row once into its groups (an array column: the group of each element). */
 function walkedGroups(store: Store, entity: string, spec: AggregateSpec): Group[] {
-  const columns = spec.groups;
   const measures = spec.measures.map(accumulatorOf);
-  const newGroup = (values: GroupValue[]): Group => ({ values, count: 0, states: measures.map(newState) });
   const add = (group: Group, row: Row) => {
     group.count++;
     for (let i = 0; i < measures.length; i++) measures[i]!(group.states[i]!, row);
   };
-  if (columns.length === 0) {
-    const total = newGroup([]);
-    store.forEachLive(entity, spec.filter, (row) => add(total, row));
-    return [total];
-  }
-  const groups: Group[] = [];
-  const root = new Map<GroupValue, unknown>();
-  const last = columns.length - 1;
-  // Reused for every row: a group's values are copied only when the group is first seen.
-  const values: GroupValue[] = columns.map(() => null);
-  const groupOfValues = (): Group => {
-    let node = root;
-    for (let i = 0; i < last; i++) {
-      let next = node.get(values[i]!) as Map<GroupValue, unknown> | undefined;
-      if (!next) node.set(values[i]!, (next = new Map()));
-      node = next;
-    }
-    let group = node.get(values[last]!) as Group | undefined;
-    if (!group) {
-      node.set(values[last]!, (group = newGroup(values.slice())));
-      groups.push(group);
-    }
-    return group;
-  };
-  const readers = columns.map(readerOf);
-  const arrayAt = columns.findIndex((column) => column.isArray);
+  const tree = new GroupTree(spec.groups.length, (values) => ({ values, count: 0, states: measures.map(newState) }));
+  const readers = spec.groups.map(readerOf);
+  const arrayAt = spec.groups.findIndex((column) => column.isArray);
+  const { values } = tree;
   store.forEachLive(entity, spec.filter, (row) => {
     for (let i = 0; i < readers.length; i++) if (i !== arrayAt) values[i] = readers[i]!(row);
-    if (arrayAt === -1) return add(groupOfValues(), row);
+    if (arrayAt === -1) return add(tree.current(), row);
     // Each distinct element is a group the record belongs to; an array with none is the null group.
-    const elements = row.data[columns[arrayAt]!.name];
+    const { name, kind } = spec.groups[arrayAt]!;
+    const elements = row.data[name];
     let isInSome = false;
     if (Array.isArray(elements)) {
-      const kind = columns[arrayAt]!.kind;
       for (let i = 0; i < elements.length; i++) {
         const element = elements[i];
         if (!isOfKind(kind, element) || elements.indexOf(element) < i) continue;
         values[arrayAt] = element as GroupValue;
-        add(groupOfValues(), row);
+        add(tree.current(), row);
         isInSome = true;
       }
     }
     if (!isInSome) {
       values[arrayAt] = null;
-      add(groupOfValues(), row);
+      add(tree.current(), row);
     }
   });
-  return groups;
+  if (spec.groups.length === 0) tree.current(); // one total row, even of no record
+  return tree.groups;
+}
+
+/**
+ * Groups in a tree of maps, one level per group column, keyed by the column's value. The caller
+ * fills `values` in for each row; they are copied only when a group is first seen, so a row
+ * allocates nothing.
+ */
+class GroupTree {
+  readonly groups: Group[] = [];
+  readonly values: GroupValue[];
+  private readonly root = new Map<GroupValue, unknown>();
+
+  constructor(
+    columns: number,
+    private readonly newGroup: (values: GroupValue[]) => Group,
+  ) {
+    this.values = new Array<GroupValue>(columns).fill(null);
+  }
+
+  /** The group of the current values, made on first sight. */
+  current(): Group {
+    const { values } = this;
+    const last = values.length - 1;
+    let node = this.root;
+    for (let i = 0; i < last; i++) {
+      let next = node.get(values[i]!) as Map<GroupValue, unknown> | undefined;
+      if (!next) node.set(values[i]!, (next = new Map()));
+      node = next;
+    }
+    // With no column at all, every row is in the one group under null.
+    const value = last < 0 ? null : values[last]!;
+    let group = node.get(value) as Group | undefined;
+    if (!group) {
+      node.set(value, (group = this.newGroup(values.slice())));
+      this.groups.push(group);
+    }
+    return group;
+  }
 }
 
 /** How a scalar group column reads its value from a row. */
