@@ -51,7 +51,9 @@ async function openApp(browser: Browser, origin: string): Promise<App> {
   const preflights = await recordPreflights(page);
   await page.goto(`${origin}/`);
   return {
-    preflights,
+    get preflights() {
+      return preflights.map((preflight) => preflight.url);
+    },
     call: (url, init = {}) => page.evaluate(([u, i]) => (globalThis as unknown as PageGlobals).callTabula(u, i), [url, init] as const),
   };
 }

@@ -1,11 +1,14 @@
 // A real browser for the tests that need one: Debian's chromium (never a downloaded build), driven
-// by playwright-core, and a small node:http server that serves the page of an app on its own origin.
+// by playwright-core, and a small node:http server that serves the page of an app on its own origin,
+// with the scripts it loads (bundled here, in memory, as an app's build would bundle them).
 // Installing chromium is .ci/run's job; here we only find it, or say why a test cannot run.
 
+import { build } from "esbuild";
 import { accessSync, constants } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { delimiter, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type Page } from "playwright-core";
 
 const CHROMIUM_NAMES = ["chromium", "chromium-browser"];
@@ -50,9 +53,15 @@ export interface AppServer {
   close(): Promise<void>;
 }
 
-/** Serves `html` at every path, as an app's own server would serve its page. */
-export async function startAppServer(html: string): Promise<AppServer> {
+/** Serves each of `scripts` at its path and `html` at every other, as an app's own server would. */
+export async function startAppServer(html: string, scripts: Readonly<Record<string, string>> = {}): Promise<AppServer> {
   const server = createServer((req, res) => {
+    const script = Object.hasOwn(scripts, req.url ?? "") ? scripts[req.url!] : undefined;
+    if (script !== undefined) {
+      res.writeHead(200, { "Content-Type": "text/javascript; charset=utf-8" });
+      res.end(script);
+      return;
+    }
     res.writeHead(req.url === "/favicon.ico" ? 404 : 200, { "Content-Type": "text/html; charset=utf-8" });
     res.end(req.url === "/favicon.ico" ? "" : html);
   });
@@ -67,13 +76,58 @@ export async function startAppServer(html: string): Promise<AppServer> {
   };
 }
 
-/** The URLs of the CORS preflights Chromium sent for a page; playwright's own events leave them out. */
-export async function recordPreflights(page: Page): Promise<string[]> {
-  const urls: string[] = [];
+const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+/**
+ * One classic script for a page, built in memory from `source` (a module that may import packages
+ * of node_modules) the way an app's bundler builds it for browsers. Nothing is written to disk.
+ */
+export async function bundleForPage(source: string): Promise<string> {
+  const result = await build({
+    stdin: { contents: source, resolveDir: REPO_ROOT, sourcefile: "page-entry.js", loader: "js" },
+    bundle: true,
+    format: "iife",
+    platform: "browser",
+    write: false,
+    logLevel: "silent",
+    // What an app's production build sets; @base44/sdk, for one, logs every error it throws otherwise.
+    define: { "process.env.NODE_ENV": '"production"' },
+  });
+  return result.outputFiles[0]!.text;
+}
+
+/** A CORS preflight Chromium sent, and what the server allowed in its answer. */
+export interface Preflight {
+  readonly url: string;
+  /** Access-Control-Request-Headers as Chromium sent it: lower-case names, comma-separated. */
+  readonly requestedHeaders: string;
+  /** The answer's status and Access-Control-Allow-Headers; absent until it arrives. */
+  status?: number;
+  allowedHeaders?: string;
+}
+
+/** The CORS preflights Chromium sends for a page, in order; playwright's own events leave them out. */
+export async function recordPreflights(page: Page): Promise<Preflight[]> {
+  const preflights: Preflight[] = [];
+  const byRequestId = new Map<string, Preflight>();
   const session = await page.context().newCDPSession(page);
   session.on("Network.requestWillBeSent", (event) => {
-    if (event.initiator.type === "preflight") urls.push(event.request.url);
+    if (event.initiator.type !== "preflight") return;
+    const preflight: Preflight = { url: event.request.url, requestedHeaders: headerIn(event.request.headers, "access-control-request-headers") ?? "" };
+    preflights.push(preflight);
+    byRequestId.set(event.requestId, preflight);
+  });
+  session.on("Network.responseReceived", (event) => {
+    const preflight = byRequestId.get(event.requestId);
+    if (preflight === undefined) return;
+    preflight.status = event.response.status;
+    preflight.allowedHeaders = headerIn(event.response.headers, "access-control-allow-headers");
   });
   await session.send("Network.enable");
-  return urls;
+  return preflights;
+}
+
+/** A header of a CDP event, whose names keep the case they were sent in. */
+function headerIn(headers: Record<string, string>, name: string): string | undefined {
+  return Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1];
 }
