@@ -430,10 +430,14 @@ function pageOperation(entity: EntityDef): Json {
     query("sort", "One field, `-` for descending, `+` or nothing for ascending. Every sort pages by cursor.", { type: "string", default: "-created_date" }),
     query("limit", `Items per page: default ${DEFAULT_LIMIT}; at most ${MAX_LIMIT_SECRET} records (${MAX_LIMIT_PUBLISHABLE} with a publishable key), larger limits are capped.`, { type: "integer", minimum: 1 }),
     query("cursor", "`next_cursor` of the previous page. It carries the walk: send it with `limit` alone.", { type: "string" }),
+    query("distinct", "A field: the items are then its distinct values among the matching records, ascending (array fields contribute each element), up to 1,000 a page (default 100). Takes `q`, `limit` and `cursor` only.", { type: "string" }),
   ];
   const page = {
     type: "object", required: ["items", "next_cursor", "has_more"],
-    properties: { items: { type: "array", items: ref(entity.name) }, next_cursor: { type: ["string", "null"] }, has_more: { type: "boolean" } },
+    properties: {
+      items: { type: "array", items: { oneOf: [ref(entity.name), { not: { type: "object" }, description: "A distinct value." }] } },
+      next_cursor: { type: ["string", "null"] }, has_more: { type: "boolean" },
+    },
   };
   return operation({
     verb: "listPage", entity, summary: `One cursor page of ${entity.name} records (the SDK's list(options))`, parameters,

@@ -105,6 +105,15 @@ const OPERATIONS = {
   list: (ctx, mount) => listRecords(ctx, mount.list),
   listPage(ctx, mount) {
     const entity = ctx.records.entity(ctx.params.entity!);
+    const distinct = ctx.query.get("distinct");
+    if (distinct !== null) {
+      // The SDK's list({ distinct }): the native distinct's values and cursor, as a page.
+      const rest = new URLSearchParams(ctx.query);
+      rest.delete("distinct");
+      const plan = parseDistinctParams(entity, distinct, rest, ctx.caller);
+      const answer = distinctValues(ctx.records.store, entity, plan.request);
+      return { result: { type: "page", items: { values: answer.values }, nextCursor: nextDistinctPage(plan, answer)?.cursor ?? null } };
+    }
     const plan = parseListParams(entity, ctx.query, ctx.caller, mount.pages!);
     const answer = ctx.records.list(entity, plan.request);
     const next = nextPage(plan, answer, ctx.query);

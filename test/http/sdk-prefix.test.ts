@@ -291,3 +291,29 @@ test("the preflight of a browser running the SDK allows the headers it sends", a
   const allowed = answer.headers.get("access-control-allow-headers")!.toLowerCase().split(/,\s*/);
   for (const header of ["authorization", "x-app-id", "x-origin-url", "content-type"]) assert.ok(allowed.includes(header), header);
 });
+
+describe("/v2/list?distinct= and aggregate on the prefix", () => {
+  test("distinct values come as pages of {items, next_cursor, has_more}, filtered, to the end", async () => {
+    await createTasks(Array.from({ length: 30 }, (_, i) => ({ title: `t${i % 12}`, priority: i % 5, tags: [`a${i % 3}`, "z"] })));
+    const values: string[] = [];
+    let page = await server.call("GET", `${A}/v2/list?distinct=title&limit=5`);
+    for (;;) {
+      assert.equal(page.status, 200, page.text);
+      values.push(...page.body.items);
+      if (!page.body.has_more) break;
+      page = await server.call("GET", `${A}/v2/list?distinct=title&limit=5&cursor=${encodeURIComponent(page.body.next_cursor)}`);
+    }
+    assert.deepEqual(values, Array.from({ length: 12 }, (_, i) => `t${i}`).sort());
+    assert.deepEqual((await server.call("GET", `${A}/v2/list?distinct=tags`)).body.items, ["a0", "a1", "a2", "z"]);
+    assert.deepEqual((await server.call("GET", `${A}/v2/list?distinct=priority&q=${q({ priority: { $lt: 2 } })}`)).body, { items: [0, 1], next_cursor: null, has_more: false });
+    const bad = await server.call("GET", `${A}/v2/list?distinct=title&sort=title`);
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.error.code, "invalid_parameter");
+  });
+
+  test("aggregate is served on the prefix", async () => {
+    await createTasks([{ title: "a", status: "done", priority: 2 }, { title: "b", status: "done", priority: 3 }, { title: "c", priority: 9 }]);
+    const answer = await server.call("POST", `${A}/aggregate`, { body: { groupBy: "status", sum: "priority", sort: "-count" } });
+    assert.deepEqual(answer.body, { rows: [{ status: "done", count: 2, sum_priority: 5 }, { status: "todo", count: 1, sum_priority: 9 }], truncated: false });
+  });
+});

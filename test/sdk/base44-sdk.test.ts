@@ -88,6 +88,30 @@ describe("reading many", () => {
     assert.deepEqual([filtered.has_more, filtered.next_cursor], [false, null]);
   });
 
+  test("list({ distinct }) and filter(query, { distinct }) page a field's values", async () => {
+    const all = await Task.list({ distinct: "priority" });
+    assert.deepEqual(all, { items: [0, 1, 2], next_cursor: null, has_more: false });
+    const first = await Task.filter({ priority: { $gte: 1 } }, { distinct: "title", limit: 5 });
+    assert.deepEqual(first.items, ["t01", "t02", "t04", "t05", "t07"]);
+    assert.equal(first.has_more, true);
+    const rest = await Task.filter({ priority: { $gte: 1 } }, { distinct: "title", limit: 5, cursor: first.next_cursor });
+    assert.deepEqual(rest.items, ["t08", "t10", "t11"]);
+    assert.equal(rest.has_more, false);
+    assert.deepEqual((await Task.list({ distinct: "tags" })).items, ["even", "odd"]);
+  });
+
+  test("aggregate(spec)", async () => {
+    const { rows, truncated } = await Task.aggregate({ groupBy: "priority", count: true, max: "title", sort: "-priority" });
+    assert.equal(truncated, false);
+    assert.deepEqual(rows, [
+      { priority: 2, count: 4, max_title: "t11" },
+      { priority: 1, count: 4, max_title: "t10" },
+      { priority: 0, count: 4, max_title: "t09" },
+    ]);
+    const duplicated = await Task.aggregate({ groupBy: "tags", having: { count: { $gt: 5 } } });
+    assert.deepEqual(duplicated.rows, [{ tags: "even", count: 6 }, { tags: "odd", count: 6 }]);
+  });
+
   test("count(query)", async () => {
     assert.equal(await Task.count(), 12);
     assert.equal(await Task.count({ priority: 1 }), 4);
