@@ -12,6 +12,7 @@ import { loadSchemaObject } from "../../src/schema/load.ts";
 import { MemoryStore } from "../../src/store/memory-store.ts";
 import type { Row } from "../../src/store/store.ts";
 import { TASK } from "../support/server.ts";
+import { seeded } from "../support/random.ts";
 
 const entity = loadSchemaObject({ Task: TASK }).entities.get("Task")!;
 const SECRET = { mayUseCreatedBy: true };
@@ -126,15 +127,6 @@ describe("aggregate", () => {
 // ---------------------------------------------------------------- seeded comparison
 
 type Data = Record<string, unknown>;
-
-function seeded(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function randomRecord(next: () => number): Data & { deleted: boolean } {
   const pick = <T>(values: readonly T[]) => values[Math.floor(next() * values.length)]!;

@@ -11,6 +11,7 @@ import { loadSchemaObject } from "../../src/schema/load.ts";
 import { MemoryStore } from "../../src/store/memory-store.ts";
 import type { Row } from "../../src/store/store.ts";
 import { TASK } from "../support/server.ts";
+import { seeded } from "../support/random.ts";
 
 const entity = loadSchemaObject({ Task: TASK }).entities.get("Task")!;
 const SECRET = { mayUseCreatedBy: true };
@@ -79,15 +80,6 @@ test("fields of no order are refused, and a cursor's value must fit its field", 
   ];
   for (const [field, value, fits] of table) assert.equal(isDistinctValue(resolveDistinctField(entity, field, SECRET), value), fits, `${field} ${value}`);
 });
-
-function seeded(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 test("with or without a value index, and page by page, distinct equals a brute-force reference", () => {
   const next = seeded(777);

@@ -6,16 +6,7 @@ import { test } from "node:test";
 import { compareSortKeys } from "../../src/schema/fields.ts";
 import { SortedIndex } from "../../src/store/sorted-index.ts";
 import type { Row, SortKey, SortPosition } from "../../src/store/store.ts";
-
-/** Deterministic PRNG (mulberry32), so a failure replays. */
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seeded } from "../support/random.ts";
 
 function row(id: number, key: SortKey, rev = 1): Row {
   return { id: String(id).padStart(8, "0"), rev, deleted: false, data: { key } };
@@ -94,7 +85,7 @@ test("walks resume strictly after a position, whether or not an entry sits there
 });
 
 test("build and one-by-one inserts give the same order across many chunks", () => {
-  const next = random(1);
+  const next = seeded(1);
   const rows: Row[] = [];
   for (let i = 0; i < 9000; i++) rows.push(row(i, next() < 0.05 ? null : Math.floor(next() * 500)));
   const built = newIndex();
@@ -139,7 +130,7 @@ test("descending inserts split the first chunk and stay in order", () => {
 });
 
 test("random inserts, removes and replaces keep every walk equal to the reference", () => {
-  const next = random(42);
+  const next = seeded(42);
   const index = newIndex();
   const live = new Map<string, Row>();
   let nextId = 0;
@@ -212,7 +203,7 @@ test("removing every entry empties the index, and it fills again", () => {
   const rows: Row[] = [];
   for (let i = 0; i < 5000; i++) rows.push(row(i, i % 17));
   for (const r of rows) index.insert(r);
-  const next = random(7);
+  const next = seeded(7);
   const shuffled = [...rows].sort(() => next() - 0.5);
   for (const r of shuffled) index.remove(r);
   assert.equal(index.size, 0);
