@@ -15,7 +15,8 @@ export type CompareOp =
   | "$in"
   | "$nin"
   | "$contains"
-  | "$exists";
+  | "$exists"
+  | "$regex";
 
 export type FilterNode =
   | { readonly type: "and"; readonly nodes: readonly FilterNode[] }
@@ -33,8 +34,21 @@ export interface CompareNode {
   /** True when the field holds an array: scalar operators then match any element. */
   readonly isArray: boolean;
   readonly op: CompareOp;
-  /** The operand as given (dates as written), already checked against the kind. */
+  /**
+   * The operand as given (dates as written), already checked against the kind; for `$regex` a
+   * RegexOperand.
+   */
   readonly value: unknown;
+}
+
+/**
+ * A regular expression as data: JavaScript syntax, run with the u flag plus `options` (some of
+ * `i`, `m`, `s`, each once). Already refused when long or prone to exponential backtracking
+ * (regex-guard.ts).
+ */
+export interface RegexOperand {
+  readonly pattern: string;
+  readonly options: string;
 }
 
 /** Case-insensitive substring search over several text fields, ORed. */

@@ -6,9 +6,13 @@ import { forbidden, invalidFilter, invalidJson, unknownField } from "../errors.t
 import { findTooDeep, MAX_JSON_DEPTH } from "../json-depth.ts";
 import { isPlainObject } from "../schema/load.ts";
 import { PLATFORM_FIELD_DEFS, isFinerThanMillisecond, kindOf, parseDateValue, type EntityDef, type FieldDef } from "../schema/fields.ts";
-import type { CompareNode, CompareOp, FilterNode, ValueKind } from "./filter-tree.ts";
+import type { CompareNode, CompareOp, FilterNode, RegexOperand, ValueKind } from "./filter-tree.ts";
+import { findRegexProblem } from "./regex-guard.ts";
 
-const OPERATORS: readonly CompareOp[] = ["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$contains", "$exists"];
+const OPERATORS: readonly CompareOp[] = ["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$contains", "$exists", "$regex"];
+/** Operators as they may be written: $options rides along with $regex. */
+const WRITTEN_OPERATORS = [...OPERATORS, "$options"];
+const REGEX_OPTIONS_RE = /^[ims]*$/;
 // Deep enough for any filter a person or a query builder writes; bounded so recursion cannot overflow.
 const MAX_FILTER_DEPTH = 64;
 
@@ -103,7 +107,7 @@ function parseCondition(entity: EntityDef, name: string, value: unknown, access:
   const target = describeTarget(field, path, name);
   const operators = isPlainObject(value) ? Object.keys(value) : [];
   if (operators.length > 0 && operators.every((op) => op.startsWith("$"))) {
-    return operators.map((op) => compareNode(target, op, (value as Record<string, unknown>)[op]));
+    return parseOperators(target, value as Record<string, unknown>);
   }
   if (operators.some((op) => op.startsWith("$"))) {
     throw invalidFilter(`The condition on "${name}" mixes operators and plain keys; write either {"$op": value, ...} or a plain value.`, { field: name });
@@ -127,9 +131,38 @@ function describeTarget(field: FieldDef, path: string[], name: string): Target {
   return { name, path, kind: kindOf(field), isArray, field: isArray ? field.items : field };
 }
 
+/** The conditions of an operator object, such as {"$gte": 1, "$lt": 5}, all to hold. */
+function parseOperators(target: Target, operators: Record<string, unknown>): CompareNode[] {
+  const nodes: CompareNode[] = [];
+  for (const [op, operand] of Object.entries(operators)) {
+    if (op === "$regex") nodes.push(regexNode(target, operand, operators.$options));
+    else if (op === "$options") {
+      if (!Object.hasOwn(operators, "$regex")) {
+        throw invalidFilter(`$options on "${target.name}" goes with $regex, as in {"$regex": "^ab", "$options": "i"}.`, { field: target.name, operator: op });
+      }
+    } else nodes.push(compareNode(target, op, operand));
+  }
+  return nodes;
+}
+
+function regexNode(target: Target, pattern: unknown, options: unknown = ""): CompareNode {
+  const details = { field: target.name, operator: "$regex" };
+  if (target.kind !== "string" && target.kind !== "json") {
+    throw invalidFilter(`Operator $regex works on text fields only, and "${target.name}" is not one; use $eq, $in or a range.`, details);
+  }
+  if (typeof pattern !== "string") throw invalidFilter(`Operator $regex on "${target.name}" takes a pattern as a string, such as "^ab" (got ${JSON.stringify(pattern)}).`, details);
+  if (typeof options !== "string" || !REGEX_OPTIONS_RE.test(options)) {
+    throw invalidFilter(`$options on "${target.name}" takes some of the letters i, m and s, such as "i" (got ${JSON.stringify(options)}).`, { field: target.name, operator: "$options" });
+  }
+  const value: RegexOperand = { pattern, options: [..."ims"].filter((letter) => options.includes(letter)).join("") };
+  const problem = findRegexProblem(value.pattern, value.options);
+  if (problem) throw invalidFilter(`The $regex pattern on "${target.name}" ${problem}`, details);
+  return { type: "compare", field: target.name, path: target.path, kind: target.kind, isArray: target.isArray, op: "$regex", value };
+}
+
 function compareNode(target: Target, op: string, operand: unknown): CompareNode {
   if (!(OPERATORS as readonly string[]).includes(op)) {
-    throw invalidFilter(`Unknown operator ${op} on "${target.name}". Operators: ${OPERATORS.join(", ")}.`, { field: target.name, operator: op });
+    throw invalidFilter(`Unknown operator ${op} on "${target.name}". Operators: ${WRITTEN_OPERATORS.join(", ")}.`, { field: target.name, operator: op });
   }
   const node = { type: "compare", field: target.name, path: target.path, kind: target.kind, isArray: target.isArray, op: op as CompareOp, value: operand } as const;
   checkOperand(target, node.op, operand);

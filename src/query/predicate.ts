@@ -6,7 +6,8 @@
 import { compareCodePoints, parseDateValue } from "../schema/fields.ts";
 import type { Row } from "../store/store.ts";
 import { compileFoldedIncludes, foldCase } from "./case-fold.ts";
-import type { CompareNode, FilterNode, ValueKind } from "./filter-tree.ts";
+import type { CompareNode, FilterNode, RegexOperand, ValueKind } from "./filter-tree.ts";
+import { regexOf } from "./regex-guard.ts";
 
 export type Predicate = (row: Row) => boolean;
 
@@ -153,6 +154,13 @@ function compileScalarTest(node: CompareNode): (value: unknown) => boolean {
     }
     case "$contains":
       return compileFoldedIncludes(node.value as string);
+    case "$regex": {
+      // Compiled once per tree, which is shared by every request with the same `q` text. Without
+      // the g and y flags, test() keeps no state between rows.
+      const { pattern, options } = node.value as RegexOperand;
+      const regex = regexOf(pattern, options);
+      return (value) => typeof value === "string" && regex.test(value);
+    }
     default: {
       const bound = toComparable(node.value);
       const accept = ORDER_TESTS[op]!;

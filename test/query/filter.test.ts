@@ -90,6 +90,12 @@ const TREES: Array<[unknown, FilterNode | null]> = [
   [{ start_at: "2026-01-01T00:00:00.0019Z" }, cmp("start_at", "$in", [])],
   [{ start_at: { $ne: "2026-01-01T00:00:00.0019Z" } }, cmp("start_at", "$nin", [])],
   [{ due_date: { $in: ["2026-01-01T00:00:00.000001Z", "2026-01-02"] } }, cmp("due_date", "$in", ["2026-01-02"])],
+  // $regex carries its pattern and its options (sorted, each once) as data.
+  [{ title: { $regex: "^a" } }, cmp("title", "$regex", { pattern: "^a", options: "" })],
+  [{ title: { $regex: "^a", $options: "sii" } }, cmp("title", "$regex", { pattern: "^a", options: "is" })],
+  [{ tags: { $options: "m", $regex: "x$" } }, cmp("tags", "$regex", { pattern: "x$", options: "m" })],
+  [{ "meta.owner": { $regex: "(ann|bob)" } }, cmp("meta.owner", "$regex", { pattern: "(ann|bob)", options: "" })],
+  [{ status: { $regex: "^do" } }, cmp("status", "$regex", { pattern: "^do", options: "" })],
   // Zeros past the millisecond name the millisecond itself: nothing to rewrite.
   [{ start_at: { $gte: "2026-01-01T00:00:00.001000Z" } }, cmp("start_at", "$gte", "2026-01-01T00:00:00.001000Z")],
 ];
@@ -127,7 +133,7 @@ const REFUSALS: Array<[unknown, Refusal, FieldAccess?]> = [
   [{ created_by_id: "k" }, { status: 403, code: "forbidden" }, PUBLIC],
   [{ $or: [{ title: "a" }, { created_by_id: "k" }] }, { status: 403, code: "forbidden" }, PUBLIC],
   // unknown operators
-  [{ title: { $regex: "a" } }, invalidFilter("title", "$regex")],
+  [{ title: { $match: "a" } }, invalidFilter("title", "$match")],
   [{ title: { $eq: "a", $like: "b" } }, invalidFilter("title", "$like")],
   [{ $not: { title: "a" } }, invalidFilter(undefined, "$not")],
   [{ $nor: [{ title: "a" }] }, invalidFilter(undefined, "$nor")],
@@ -158,6 +164,21 @@ const REFUSALS: Array<[unknown, Refusal, FieldAccess?]> = [
   [{ done: { $contains: "t" } }, invalidFilter("done", "$contains")],
   [{ due_date: { $contains: "2026" } }, invalidFilter("due_date", "$contains")],
   [{ title: { $contains: 1 } }, invalidFilter("title", "$contains")],
+  // $regex: text fields, a string pattern, options of i, m and s, no hazards
+  [{ priority: { $regex: "1" } }, invalidFilter("priority", "$regex")],
+  [{ due_date: { $regex: "^2026" } }, invalidFilter("due_date", "$regex")],
+  [{ done: { $regex: "t" } }, invalidFilter("done", "$regex")],
+  [{ title: { $regex: 1 } }, invalidFilter("title", "$regex")],
+  [{ title: { $regex: null } }, invalidFilter("title", "$regex")],
+  [{ title: { $regex: "a", $options: "g" } }, invalidFilter("title", "$options")],
+  [{ title: { $regex: "a", $options: "x" } }, invalidFilter("title", "$options")],
+  [{ title: { $regex: "a", $options: 1 } }, invalidFilter("title", "$options")],
+  [{ title: { $regex: "a", $options: "I" } }, invalidFilter("title", "$options")],
+  [{ title: { $options: "i" } }, invalidFilter("title", "$options")],
+  [{ title: { $regex: "(a+)+" } }, invalidFilter("title", "$regex")],
+  [{ title: { $regex: "(" } }, invalidFilter("title", "$regex")],
+  [{ title: { $regex: "a".repeat(257) } }, invalidFilter("title", "$regex")],
+  [{ title: { $regex: "(a)\\1" } }, invalidFilter("title", "$regex")],
   // enums are checked
   [{ status: "finished" }, invalidFilter("status", "$eq")],
   [{ status: { $ne: "finished" } }, invalidFilter("status", "$ne")],

@@ -79,6 +79,38 @@ test("a dotted path steps into arrays: any element, a numeric step picks one, ne
     [{ status: { $ne: "todo" } }, { status: ["todo"] }, true],
   ]));
 
+test("$regex is a JavaScript regular expression with the u flag and the options i, m and s", () =>
+  check([
+    [{ title: { $regex: "^ab" } }, { title: "abc" }, true],
+    [{ title: { $regex: "^ab" } }, { title: "cab" }, false],
+    [{ title: { $regex: "^ab" } }, { title: "ABc" }, false],
+    [{ title: { $regex: "^ab", $options: "i" } }, { title: "ABc" }, true],
+    [{ title: { $regex: "foo$" } }, { title: "foo\nbar" }, false],
+    [{ title: { $regex: "foo$", $options: "m" } }, { title: "foo\nbar" }, true],
+    [{ title: { $regex: "a.b" } }, { title: "a\nb" }, false],
+    [{ title: { $regex: "a.b", $options: "s" } }, { title: "a\nb" }, true],
+    [{ title: { $regex: "^.$" } }, { title: "😀" }, true], // u: one code point is one character
+    [{ title: { $regex: "\\p{Lu}" } }, { title: "aÉ" }, true],
+    [{ title: { $regex: "" } }, { title: "" }, true],
+    [{ title: { $regex: "" } }, {}, false], // a missing value is no text
+    [{ title: { $regex: "" } }, { title: null }, false],
+    [{ title: { $regex: "1" } }, { title: 1 }, false], // a value an older declaration left is no text
+    // arrays of strings: any element
+    [{ tags: { $regex: "^b" } }, { tags: ["a", "bc"] }, true],
+    [{ tags: { $regex: "^b" } }, { tags: ["a", "cb"] }, false],
+    [{ tags: { $regex: "^b" } }, { tags: [] }, false],
+    // JSON paths: strings only
+    [{ "meta.owner": { $regex: "^an" } }, { meta: { owner: "ann" } }, true],
+    [{ "meta.owner": { $regex: "^1" } }, { meta: { owner: 12 } }, false],
+    [{ "meta.items.k": { $regex: "x" } }, { meta: { items: [{ k: "a" }, { k: "x" }] } }, true],
+    [{ status: { $regex: "^do" } }, { status: "doing" }, true],
+  ]));
+
+test("a compiled $regex keeps no state from one record to the next", () => {
+  const predicate = compileFilter(parseFilter(entity, { title: { $regex: "a" } }, { mayUseCreatedBy: true })!);
+  for (let i = 0; i < 3; i++) assert.equal(predicate({ id: "1", rev: 1, deleted: false, data: { title: "a" } }), true);
+});
+
 test("a path over deep stored data is walked without recursion", () => {
   let deep: Record<string, unknown> = { k: 1 };
   for (let i = 0; i < 100_000; i++) deep = { a: [deep] };
