@@ -21,6 +21,8 @@ export type CompareOp =
 export type FilterNode =
   | { readonly type: "and"; readonly nodes: readonly FilterNode[] }
   | { readonly type: "or"; readonly nodes: readonly FilterNode[] }
+  /** Records the inner node does not match, records lacking its field included (`$not`; `$nor` is not-or). */
+  | { readonly type: "not"; readonly node: FilterNode }
   | CompareNode
   | SearchNode;
 

@@ -10,8 +10,8 @@ import type { CompareNode, CompareOp, FilterNode, RegexOperand, ValueKind } from
 import { findRegexProblem } from "./regex-guard.ts";
 
 const OPERATORS: readonly CompareOp[] = ["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$contains", "$exists", "$regex"];
-/** Operators as they may be written: $options rides along with $regex. */
-const WRITTEN_OPERATORS = [...OPERATORS, "$options"];
+/** Operators as they may be written: $options rides along with $regex, $not wraps others. */
+const WRITTEN_OPERATORS = [...OPERATORS, "$options", "$not"];
 const REGEX_OPTIONS_RE = /^[ims]*$/;
 // Deep enough for any filter a person or a query builder writes; bounded so recursion cannot overflow.
 const MAX_FILTER_DEPTH = 64;
@@ -79,25 +79,35 @@ export function allFieldNames(entity: EntityDef, access: FieldAccess): string[] 
 }
 
 function parseObject(entity: EntityDef, object: Record<string, unknown>, access: FieldAccess, depth: number): FilterNode {
-  if (depth > MAX_FILTER_DEPTH) throw invalidFilter(`The filter nests deeper than ${MAX_FILTER_DEPTH} levels; flatten it.`);
+  checkDepth(depth);
   const nodes: FilterNode[] = [];
   for (const [name, value] of Object.entries(object)) {
-    if (name === "$and" || name === "$or") {
+    if (name === "$and" || name === "$or" || name === "$nor") {
       if (!Array.isArray(value) || value.length === 0 || !value.every(isPlainObject)) {
         throw invalidFilter(`${name} takes a non-empty array of filter objects, such as {"${name}":[{"a":1},{"b":2}]}.`, { operator: name });
       }
       const parts = value.map((part) => parseObject(entity, part as Record<string, unknown>, access, depth + 1));
-      nodes.push({ type: name === "$and" ? "and" : "or", nodes: parts });
+      if (name === "$nor") nodes.push({ type: "not", node: { type: "or", nodes: parts } });
+      else nodes.push({ type: name === "$and" ? "and" : "or", nodes: parts });
     } else if (name.startsWith("$")) {
-      throw invalidFilter(`Unknown operator ${name} at the top of a filter; only $and and $or combine filters there.`, { operator: name });
+      const hint = name === "$not" ? ` $not goes inside a field's condition, as in {"priority": {"$not": {"$gt": 3}}}.` : "";
+      throw invalidFilter(`Unknown operator ${name} at the top of a filter; only $and, $or and $nor combine filters there.${hint}`, { operator: name });
     } else {
-      nodes.push(...parseCondition(entity, name, value, access));
+      nodes.push(...parseCondition(entity, name, value, access, depth));
     }
   }
+  return allOf(nodes);
+}
+
+function allOf(nodes: FilterNode[]): FilterNode {
   return nodes.length === 1 ? nodes[0]! : { type: "and", nodes };
 }
 
-function parseCondition(entity: EntityDef, name: string, value: unknown, access: FieldAccess): CompareNode[] {
+function checkDepth(depth: number): void {
+  if (depth > MAX_FILTER_DEPTH) throw invalidFilter(`The filter nests deeper than ${MAX_FILTER_DEPTH} levels; flatten it.`);
+}
+
+function parseCondition(entity: EntityDef, name: string, value: unknown, access: FieldAccess, depth: number): FilterNode[] {
   const path = name.split(".");
   const field = resolveField(entity, path[0]!, access);
   if (path.length > 1 && field.type !== "object") {
@@ -107,7 +117,7 @@ function parseCondition(entity: EntityDef, name: string, value: unknown, access:
   const target = describeTarget(field, path, name);
   const operators = isPlainObject(value) ? Object.keys(value) : [];
   if (operators.length > 0 && operators.every((op) => op.startsWith("$"))) {
-    return parseOperators(target, value as Record<string, unknown>);
+    return parseOperators(target, value as Record<string, unknown>, depth);
   }
   if (operators.some((op) => op.startsWith("$"))) {
     throw invalidFilter(`The condition on "${name}" mixes operators and plain keys; write either {"$op": value, ...} or a plain value.`, { field: name });
@@ -132,10 +142,11 @@ function describeTarget(field: FieldDef, path: string[], name: string): Target {
 }
 
 /** The conditions of an operator object, such as {"$gte": 1, "$lt": 5}, all to hold. */
-function parseOperators(target: Target, operators: Record<string, unknown>): CompareNode[] {
-  const nodes: CompareNode[] = [];
+function parseOperators(target: Target, operators: Record<string, unknown>, depth: number): FilterNode[] {
+  const nodes: FilterNode[] = [];
   for (const [op, operand] of Object.entries(operators)) {
     if (op === "$regex") nodes.push(regexNode(target, operand, operators.$options));
+    else if (op === "$not") nodes.push(notNode(target, operand, depth + 1));
     else if (op === "$options") {
       if (!Object.hasOwn(operators, "$regex")) {
         throw invalidFilter(`$options on "${target.name}" goes with $regex, as in {"$regex": "^ab", "$options": "i"}.`, { field: target.name, operator: op });
@@ -143,6 +154,22 @@ function parseOperators(target: Target, operators: Record<string, unknown>): Com
     } else nodes.push(compareNode(target, op, operand));
   }
   return nodes;
+}
+
+/**
+ * `$not` inverts an operator object as a whole, so it matches records lacking the field too
+ * (MongoDB's rule): {"n": {"$not": {"$gt": 3}}} matches n ≤ 3 and no n at all.
+ */
+function notNode(target: Target, operand: unknown, depth: number): FilterNode {
+  checkDepth(depth);
+  const operators = isPlainObject(operand) ? Object.keys(operand) : [];
+  if (operators.length === 0 || !operators.every((op) => op.startsWith("$"))) {
+    throw invalidFilter(
+      `Operator $not on "${target.name}" takes an operator object, such as {"$not": {"$gt": 3}} (got ${JSON.stringify(operand)}); for "not equal to a value" use $ne.`,
+      { field: target.name, operator: "$not" },
+    );
+  }
+  return { type: "not", node: allOf(parseOperators(target, operand as Record<string, unknown>, depth)) };
 }
 
 function regexNode(target: Target, pattern: unknown, options: unknown = ""): CompareNode {

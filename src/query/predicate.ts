@@ -29,6 +29,10 @@ function compileNode(node: FilterNode): Predicate {
       const parts = node.nodes.map(compileFilter);
       return (row) => parts.some((part) => part(row));
     }
+    case "not": {
+      const inner = compileFilter(node.node);
+      return (row) => !inner(row);
+    }
     case "search": {
       const needle = foldCase(node.text);
       const fields = node.fields;

@@ -90,6 +90,15 @@ const TREES: Array<[unknown, FilterNode | null]> = [
   [{ start_at: "2026-01-01T00:00:00.0019Z" }, cmp("start_at", "$in", [])],
   [{ start_at: { $ne: "2026-01-01T00:00:00.0019Z" } }, cmp("start_at", "$nin", [])],
   [{ due_date: { $in: ["2026-01-01T00:00:00.000001Z", "2026-01-02"] } }, cmp("due_date", "$in", ["2026-01-02"])],
+  // $not wraps an operator object whole; $nor is not-or, at the top or inside $and/$or
+  [{ priority: { $not: { $gt: 3 } } }, { type: "not", node: cmp("priority", "$gt", 3) }],
+  [{ priority: { $not: { $gte: 1, $lt: 5 } } }, { type: "not", node: { type: "and", nodes: [cmp("priority", "$gte", 1), cmp("priority", "$lt", 5)] } }],
+  [{ priority: { $gt: 0, $not: { $eq: 3 } } }, { type: "and", nodes: [cmp("priority", "$gt", 0), { type: "not", node: cmp("priority", "$eq", 3) }] }],
+  [{ title: { $not: { $regex: "^a", $options: "i" } } }, { type: "not", node: cmp("title", "$regex", { pattern: "^a", options: "i" }) }],
+  [{ tags: { $not: { $not: { $in: ["a"] } } } }, { type: "not", node: { type: "not", node: cmp("tags", "$in", ["a"]) } }],
+  [{ $nor: [{ title: "a" }, { done: true }] }, { type: "not", node: { type: "or", nodes: [cmp("title", "$eq", "a"), cmp("done", "$eq", true)] } }],
+  [{ $and: [{ $nor: [{ title: "a" }] }] }, { type: "and", nodes: [{ type: "not", node: { type: "or", nodes: [cmp("title", "$eq", "a")] } }] }],
+  [{ $or: [{ $nor: [{ title: "a" }] }, { done: true }] }, { type: "or", nodes: [{ type: "not", node: { type: "or", nodes: [cmp("title", "$eq", "a")] } }, cmp("done", "$eq", true)] }],
   // $regex carries its pattern and its options (sorted, each once) as data.
   [{ title: { $regex: "^a" } }, cmp("title", "$regex", { pattern: "^a", options: "" })],
   [{ title: { $regex: "^a", $options: "sii" } }, cmp("title", "$regex", { pattern: "^a", options: "is" })],
@@ -136,7 +145,6 @@ const REFUSALS: Array<[unknown, Refusal, FieldAccess?]> = [
   [{ title: { $match: "a" } }, invalidFilter("title", "$match")],
   [{ title: { $eq: "a", $like: "b" } }, invalidFilter("title", "$like")],
   [{ $not: { title: "a" } }, invalidFilter(undefined, "$not")],
-  [{ $nor: [{ title: "a" }] }, invalidFilter(undefined, "$nor")],
   // wrong operand types
   [{ priority: { $gt: "3" } }, invalidFilter("priority", "$gt")],
   [{ priority: "3" }, invalidFilter("priority", "$eq")],
@@ -184,7 +192,22 @@ const REFUSALS: Array<[unknown, Refusal, FieldAccess?]> = [
   [{ status: { $ne: "finished" } }, invalidFilter("status", "$ne")],
   [{ status: { $in: ["todo", "finished"] } }, invalidFilter("status", "$in")],
   [{ status: { $nin: ["Todo"] } }, invalidFilter("status", "$nin")],
+  // $not takes a non-empty operator object, typed like any other
+  [{ priority: { $not: 3 } }, invalidFilter("priority", "$not")],
+  [{ priority: { $not: null } }, invalidFilter("priority", "$not")],
+  [{ priority: { $not: {} } }, invalidFilter("priority", "$not")],
+  [{ priority: { $not: [{ $gt: 3 }] } }, invalidFilter("priority", "$not")],
+  [{ meta: { $not: { owner: "ann" } } }, invalidFilter("meta", "$not")],
+  [{ priority: { $not: { $gt: "3" } } }, invalidFilter("priority", "$gt")],
+  [{ priority: { $not: { $like: 3 } } }, invalidFilter("priority", "$like")],
+  [{ status: { $not: { $eq: "finished" } } }, invalidFilter("status", "$eq")],
+  [{ title: { $not: { $regex: "(a*)*" } } }, invalidFilter("title", "$regex")],
+  [{ nope: { $not: { $gt: 3 } } }, { status: 400, code: "unknown_field", details: { field: "nope" } }],
   // combinators take non-empty arrays of objects
+  [{ $nor: [] }, invalidFilter(undefined, "$nor")],
+  [{ $nor: { title: "a" } }, invalidFilter(undefined, "$nor")],
+  [{ $nor: [3] }, invalidFilter(undefined, "$nor")],
+  [{ $nor: [{ nope: 1 }] }, { status: 400, code: "unknown_field", details: { field: "nope" } }],
   [{ $or: [] }, invalidFilter(undefined, "$or")],
   [{ $and: [] }, invalidFilter(undefined, "$and")],
   [{ $or: { title: "a" } }, invalidFilter(undefined, "$or")],
@@ -270,6 +293,9 @@ test("filters nested deeper than the limit are refused, not stack-overflowed", (
   let filter: Record<string, unknown> = { title: "a" };
   for (let i = 0; i < 100; i++) filter = { $and: [filter] };
   assert.throws(() => parseFilter(entity, filter, SECRET), (error: ApiError) => error.code === "invalid_filter");
+  let negation: Record<string, unknown> = { $gt: 3 };
+  for (let i = 0; i < 100; i++) negation = { $not: negation };
+  assert.throws(() => parseFilter(entity, { priority: negation }, SECRET), (error: ApiError) => error.code === "invalid_filter", "$not in $not");
   let shallow: Record<string, unknown> = { title: "a" };
   for (let i = 0; i < 10; i++) shallow = { $or: [shallow] };
   assert.ok(parseFilter(entity, shallow, SECRET));

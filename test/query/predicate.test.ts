@@ -111,6 +111,46 @@ test("a compiled $regex keeps no state from one record to the next", () => {
   for (let i = 0; i < 3; i++) assert.equal(predicate({ id: "1", rev: 1, deleted: false, data: { title: "a" } }), true);
 });
 
+test("$not matches where its operator object does not, records lacking the field included; $nor where no filter does", () =>
+  check([
+    [{ priority: { $not: { $gt: 3 } } }, { priority: 2 }, true],
+    [{ priority: { $not: { $gt: 3 } } }, { priority: 3 }, true],
+    [{ priority: { $not: { $gt: 3 } } }, { priority: 4 }, false],
+    [{ priority: { $not: { $gt: 3 } } }, {}, true],
+    [{ priority: { $not: { $gt: 3 } } }, { priority: null }, true],
+    [{ priority: { $not: { $gte: 1, $lt: 5 } } }, { priority: 3 }, false],
+    [{ priority: { $not: { $gte: 1, $lt: 5 } } }, { priority: 5 }, true],
+    [{ priority: { $not: { $gte: 1, $lt: 5 } } }, { priority: 0 }, true],
+    [{ priority: { $not: { $eq: null } } }, {}, false],
+    [{ priority: { $not: { $eq: null } } }, { priority: 0 }, true],
+    [{ priority: { $not: { $ne: 3 } } }, { priority: 3 }, true],
+    [{ priority: { $not: { $ne: 3 } } }, {}, false],
+    [{ priority: { $not: { $not: { $gt: 3 } } } }, { priority: 4 }, true],
+    [{ priority: { $not: { $not: { $gt: 3 } } } }, {}, false],
+    // on an array field, the inner operator matches when any element does, so $not when none does
+    [{ tags: { $not: { $eq: "a" } } }, { tags: ["a", "b"] }, false],
+    [{ tags: { $not: { $eq: "a" } } }, { tags: ["b"] }, true],
+    [{ tags: { $not: { $eq: "a" } } }, { tags: [] }, true],
+    [{ tags: { $not: { $in: ["a", "b"] } } }, { tags: ["c"] }, true],
+    [{ title: { $not: { $regex: "^a", $options: "i" } } }, { title: "Ab" }, false],
+    [{ title: { $not: { $regex: "^a", $options: "i" } } }, { title: "ba" }, true],
+    [{ title: { $not: { $regex: "^a" } } }, {}, true],
+    [{ title: { $not: { $contains: "x" } } }, { title: 3 }, true],
+    [{ "meta.owner": { $not: { $eq: "ann" } } }, { meta: { owner: "bob" } }, true],
+    [{ "meta.owner": { $not: { $eq: "ann" } } }, { meta: {} }, true],
+    [{ "meta.items.k": { $not: { $gt: 1 } } }, { meta: { items: [{ k: 1 }, { k: 2 }] } }, false],
+    [{ "meta.items.k": { $not: { $gt: 1 } } }, { meta: { items: [{ k: 1 }] } }, true],
+    // $nor
+    [{ $nor: [{ title: "a" }, { done: true }] }, { title: "b", done: false }, true],
+    [{ $nor: [{ title: "a" }, { done: true }] }, { title: "a", done: false }, false],
+    [{ $nor: [{ title: "a" }, { done: true }] }, { title: "b", done: true }, false],
+    [{ $nor: [{ title: "a" }, { done: true }] }, {}, true],
+    [{ $nor: [{ title: "a", done: true }] }, { title: "a", done: false }, true],
+    [{ title: "a", $nor: [{ done: true }] }, { title: "a" }, true],
+    [{ $and: [{ $nor: [{ priority: { $gt: 1 } }] }, { $or: [{ title: "a" }] }] }, { title: "a", priority: 1 }, true],
+    [{ $and: [{ $nor: [{ priority: { $gt: 1 } }] }, { $or: [{ title: "a" }] }] }, { title: "a", priority: 2 }, false],
+  ]));
+
 test("a path over deep stored data is walked without recursion", () => {
   let deep: Record<string, unknown> = { k: 1 };
   for (let i = 0; i < 100_000; i++) deep = { a: [deep] };
