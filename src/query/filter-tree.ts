@@ -16,7 +16,9 @@ export type CompareOp =
   | "$nin"
   | "$contains"
   | "$exists"
-  | "$regex";
+  | "$regex"
+  | "$all"
+  | "$size";
 
 export type FilterNode =
   | { readonly type: "and"; readonly nodes: readonly FilterNode[] }
@@ -38,7 +40,8 @@ export interface CompareNode {
   readonly op: CompareOp;
   /**
    * The operand as given (dates as written), already checked against the kind; for `$regex` a
-   * RegexOperand.
+   * RegexOperand, for `$all` a non-empty array of values every one of which an element must
+   * equal, for `$size` a whole number of elements.
    */
   readonly value: unknown;
 }

@@ -9,7 +9,7 @@ import { PLATFORM_FIELD_DEFS, isFinerThanMillisecond, kindOf, parseDateValue, ty
 import type { CompareNode, CompareOp, FilterNode, RegexOperand, ValueKind } from "./filter-tree.ts";
 import { findRegexProblem } from "./regex-guard.ts";
 
-const OPERATORS: readonly CompareOp[] = ["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$contains", "$exists", "$regex"];
+const OPERATORS: readonly CompareOp[] = ["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$contains", "$exists", "$regex", "$all", "$size"];
 /** Operators as they may be written: $options rides along with $regex, $not wraps others. */
 const WRITTEN_OPERATORS = [...OPERATORS, "$options", "$not"];
 const REGEX_OPTIONS_RE = /^[ims]*$/;
@@ -133,12 +133,14 @@ interface Target {
   readonly isArray: boolean;
   /** The declaration of the compared values, when there is one (not inside JSON). */
   readonly field: FieldDef | undefined;
+  /** The declaration the name resolves to (an array's own, not its items'); undefined inside JSON. */
+  readonly declared: FieldDef | undefined;
 }
 
 function describeTarget(field: FieldDef, path: string[], name: string): Target {
-  if (path.length > 1) return { name, path, kind: "json", isArray: false, field: undefined };
+  if (path.length > 1) return { name, path, kind: "json", isArray: false, field: undefined, declared: undefined };
   const isArray = field.type === "array";
-  return { name, path, kind: kindOf(field), isArray, field: isArray ? field.items : field };
+  return { name, path, kind: kindOf(field), isArray, field: isArray ? field.items : field, declared: field };
 }
 
 /** The conditions of an operator object, such as {"$gte": 1, "$lt": 5}, all to hold. */
@@ -219,6 +221,8 @@ function alignDateOperand(node: CompareNode): CompareNode {
     case "$in":
     case "$nin":
       return { ...node, value: (node.value as unknown[]).filter((item) => !isFinerThanMillisecond(item)) };
+    case "$all":
+      return (node.value as unknown[]).some(isFinerThanMillisecond) ? { ...node, op: "$in", value: [] } : node;
     default:
       return node;
   }
@@ -237,6 +241,18 @@ function checkOperand(target: Target, op: CompareOp, operand: unknown): void {
       // null among the values means "has no value", as {"field": null} does, on every field kind.
       for (const item of operand) if (item !== null) checkValue(target, op, item, refuse);
       return;
+    case "$size":
+      refuseUnlessArray(target, op);
+      if (!Number.isInteger(operand) || (operand as number) < 0) throw refuse("a whole number of elements, 0 or more");
+      return;
+    case "$all":
+      refuseUnlessArray(target, op);
+      if (!Array.isArray(operand) || operand.length === 0) throw refuse(`a non-empty array of ${describeKind(target)}, every one of which an element must equal`);
+      for (const item of operand) {
+        if (item === null) throw refuse(`values that are not null (no element holds "no value"; ask for that with {"$exists": false})`);
+        if (!(isPlainObject(item) || Array.isArray(item)) || target.kind !== "json") checkValue(target, op, item, refuse);
+      }
+      return;
     case "$contains":
       if (target.kind !== "string" && target.kind !== "json") {
         throw invalidFilter(`Operator $contains works on text fields only, and "${target.name}" is not one; use $eq or a range.`, { field: target.name, operator: op });
@@ -254,6 +270,17 @@ function checkOperand(target: Target, op: CompareOp, operand: unknown): void {
       checkValue(target, op, operand, refuse);
       if (target.kind === "json" && typeof operand !== "number" && typeof operand !== "string") throw refuse("a number or a string");
   }
+}
+
+/** $all, $size and $elemMatch ask about an array: a declared array field, or JSON that may hold one. */
+function refuseUnlessArray(target: Target, op: string): void {
+  const declared = target.declared;
+  if (target.isArray || !declared) return;
+  const type = declared.format ?? declared.type;
+  throw invalidFilter(
+    `Operator ${op} works on array fields only, and "${target.name}" is ${/^[aeiou]/.test(type) ? "an" : "a"} ${type} field; use it on an array field, or compare the value with $eq or $in.`,
+    { field: target.name, operator: op },
+  );
 }
 
 function checkValue(target: Target, op: CompareOp, value: unknown, refuse: (expected: string) => Error): void {
@@ -276,7 +303,7 @@ function checkValue(target: Target, op: CompareOp, value: unknown, refuse: (expe
   // An enum is part of its field's type, so an operand outside it is "an operand of the wrong type"
   // (CONTRACT §5), under $ne and $nin too, where it would match every record: it is a typo or a
   // stale value far more often than a wish for everything.
-  if (allowed && (op === "$eq" || op === "$ne" || op === "$in" || op === "$nin") && !allowed.includes(value)) {
+  if (allowed && (op === "$eq" || op === "$ne" || op === "$in" || op === "$nin" || op === "$all") && !allowed.includes(value)) {
     throw invalidFilter(
       `"${target.name}" takes one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}; ${JSON.stringify(value)} is outside the enum, so no record holds it: use one of those values.`,
       { field: target.name, operator: op, allowed },

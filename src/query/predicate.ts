@@ -123,6 +123,15 @@ function compileCompare(node: CompareNode): Predicate {
     const matches = (row: Row) => !reach(row, IS_PRESENT) || listed(row);
     return op === "$in" ? matches : (row) => !matches(row);
   }
+  if (op === "$size") {
+    const size = node.value as number;
+    return (row) => reach(row, (value) => Array.isArray(value) && value.length === size);
+  }
+  if (op === "$all") {
+    // MongoDB's definition: {"$all": [a, b]} is {"$and": [{field: a}, {field: b}]}.
+    const tests = (node.value as unknown[]).map((item) => compileValueTest({ ...node, op: "$eq", value: item }));
+    return (row) => tests.every((test) => reach(row, test));
+  }
   // A negation is the opposite of its operator: it matches records lacking the field, and arrays
   // where no element matches.
   const isNegation = op === "$ne" || op === "$nin";

@@ -99,6 +99,12 @@ const TREES: Array<[unknown, FilterNode | null]> = [
   [{ $nor: [{ title: "a" }, { done: true }] }, { type: "not", node: { type: "or", nodes: [cmp("title", "$eq", "a"), cmp("done", "$eq", true)] } }],
   [{ $and: [{ $nor: [{ title: "a" }] }] }, { type: "and", nodes: [{ type: "not", node: { type: "or", nodes: [cmp("title", "$eq", "a")] } }] }],
   [{ $or: [{ $nor: [{ title: "a" }] }, { done: true }] }, { type: "or", nodes: [{ type: "not", node: { type: "or", nodes: [cmp("title", "$eq", "a")] } }, cmp("done", "$eq", true)] }],
+  // $all and $size on array fields and JSON paths
+  [{ tags: { $all: ["a", "b"] } }, cmp("tags", "$all", ["a", "b"])],
+  [{ tags: { $size: 0 } }, cmp("tags", "$size", 0)],
+  [{ tags: { $size: 2, $all: ["a"] } }, { type: "and", nodes: [cmp("tags", "$size", 2), cmp("tags", "$all", ["a"])] }],
+  [{ "meta.items": { $all: [1, { k: 1 }, [2]] } }, cmp("meta.items", "$all", [1, { k: 1 }, [2]])],
+  [{ "meta.items": { $size: 3 } }, cmp("meta.items", "$size", 3)],
   // $regex carries its pattern and its options (sorted, each once) as data.
   [{ title: { $regex: "^a" } }, cmp("title", "$regex", { pattern: "^a", options: "" })],
   [{ title: { $regex: "^a", $options: "sii" } }, cmp("title", "$regex", { pattern: "^a", options: "is" })],
@@ -192,6 +198,21 @@ const REFUSALS: Array<[unknown, Refusal, FieldAccess?]> = [
   [{ status: { $ne: "finished" } }, invalidFilter("status", "$ne")],
   [{ status: { $in: ["todo", "finished"] } }, invalidFilter("status", "$in")],
   [{ status: { $nin: ["Todo"] } }, invalidFilter("status", "$nin")],
+  // $all and $size: on arrays, with a non-empty typed list and a whole number
+  [{ title: { $size: 1 } }, invalidFilter("title", "$size")],
+  [{ meta: { $size: 1 } }, invalidFilter("meta", "$size")],
+  [{ due_date: { $all: ["2026-01-01"] } }, invalidFilter("due_date", "$all")],
+  [{ priority: { $all: [1] } }, invalidFilter("priority", "$all")],
+  [{ tags: { $size: -1 } }, invalidFilter("tags", "$size")],
+  [{ tags: { $size: 1.5 } }, invalidFilter("tags", "$size")],
+  [{ tags: { $size: "1" } }, invalidFilter("tags", "$size")],
+  [{ tags: { $size: null } }, invalidFilter("tags", "$size")],
+  [{ tags: { $all: [] } }, invalidFilter("tags", "$all")],
+  [{ tags: { $all: "a" } }, invalidFilter("tags", "$all")],
+  [{ tags: { $all: [1] } }, invalidFilter("tags", "$all")],
+  [{ tags: { $all: ["a", null] } }, invalidFilter("tags", "$all")],
+  [{ tags: { $all: [["a"]] } }, invalidFilter("tags", "$all")],
+  [{ "meta.items": { $all: [null] } }, invalidFilter("meta.items", "$all")],
   // $not takes a non-empty operator object, typed like any other
   [{ priority: { $not: 3 } }, invalidFilter("priority", "$not")],
   [{ priority: { $not: null } }, invalidFilter("priority", "$not")],
@@ -252,6 +273,18 @@ test("an unknown field is refused with the entity's real fields, created_by_id o
   const declared = Object.keys(TASK.properties);
   assert.deepEqual(fieldsOf(SECRET), [...declared, "id", "created_date", "updated_date", "created_by_id"]);
   assert.deepEqual(fieldsOf(PUBLIC), [...declared, "id", "created_date", "updated_date"]);
+});
+
+test("an array operator on another field names the field's type", () => {
+  const table: Array<[unknown, RegExp]> = [
+    [{ title: { $size: 1 } }, /^Operator \$size works on array fields only, and "title" is a string field/],
+    [{ priority: { $all: [1] } }, /"priority" is an integer field/],
+    [{ due_date: { $size: 1 } }, /"due_date" is a date field/],
+    [{ meta: { $size: 1 } }, /"meta" is an object field/],
+  ];
+  for (const [filter, message] of table) {
+    assert.throws(() => parseFilter(entity, filter, SECRET), (error: ApiError) => message.test(error.message), JSON.stringify(filter));
+  }
 });
 
 test("an invalid filter message names the field and the operator", () => {

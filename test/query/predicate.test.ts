@@ -151,6 +151,51 @@ test("$not matches where its operator object does not, records lacking the field
     [{ $and: [{ $nor: [{ priority: { $gt: 1 } }] }, { $or: [{ title: "a" }] }] }, { title: "a", priority: 2 }, false],
   ]));
 
+test("$all matches arrays holding every listed value, $size arrays of that many elements", () =>
+  check([
+    [{ tags: { $all: ["a", "b"] } }, { tags: ["b", "c", "a"] }, true],
+    [{ tags: { $all: ["a", "b"] } }, { tags: ["a", "c"] }, false],
+    [{ tags: { $all: ["a", "a"] } }, { tags: ["a"] }, true],
+    [{ tags: { $all: ["a"] } }, { tags: [] }, false],
+    [{ tags: { $all: ["a"] } }, {}, false],
+    [{ tags: { $all: ["a"] } }, { tags: null }, false],
+    [{ tags: { $not: { $all: ["a", "b"] } } }, { tags: ["a"] }, true],
+    [{ tags: { $not: { $all: ["a"] } } }, {}, true],
+    [{ tags: { $size: 2 } }, { tags: ["a", "b"] }, true],
+    [{ tags: { $size: 2 } }, { tags: ["a"] }, false],
+    [{ tags: { $size: 0 } }, { tags: [] }, true],
+    [{ tags: { $size: 0 } }, {}, false], // no array at all has no size
+    [{ tags: { $size: 0 } }, { tags: null }, false],
+    [{ tags: { $not: { $size: 0 } } }, {}, true],
+    [{ tags: { $size: 1 } }, { tags: "a" }, false], // a value an older declaration left is no array
+    // JSON paths: elements compare as JSON values, and a scalar is a list of one (MongoDB's $all)
+    [{ "meta.items": { $all: [{ k: 1 }, 2] } }, { meta: { items: [2, { k: 1 }] } }, true],
+    [{ "meta.items": { $all: [{ k: 1 }, 2] } }, { meta: { items: [2, { k: 1, j: 0 }] } }, false],
+    [{ "meta.items": { $all: [[1, 2]] } }, { meta: { items: [[1, 2], 3] } }, true],
+    [{ "meta.items": { $all: [[1, 2]] } }, { meta: { items: [1, 2] } }, true],
+    [{ "meta.items": { $all: ["x"] } }, { meta: { items: "x" } }, true],
+    [{ "meta.items": { $size: 1 } }, { meta: { items: [[1, 2]] } }, true],
+    [{ "meta.items": { $size: 2 } }, { meta: { items: [[1, 2]] } }, false],
+    [{ "meta.items": { $size: 2 } }, { meta: { items: { length: 2 } } }, false],
+    [{ "meta.a.list": { $size: 1 } }, { meta: { a: [{ list: [1] }, { list: [] }] } }, true],
+  ]));
+
+test("$all on an array of dates compares instants, and a value inside a millisecond is held by no stored array", () => {
+  const declaration = { ...DECLARATION, properties: { ...DECLARATION.properties, days: { type: "array", items: { type: "string", format: "date-time" } } } };
+  const withDays = loadSchemaObject({ Task: declaration }).entities.get("Task")!;
+  const table: Array<[unknown[], boolean]> = [
+    [["2026-01-01T01:00:00+01:00"], true],
+    [["2026-01-01T00:00:00.000Z", "2026-01-02T00:00:00Z"], true],
+    [["2026-01-01T00:00:00.0001Z"], false],
+    [["2026-01-03"], false],
+  ];
+  for (const [all, matches] of table) {
+    const predicate = compileFilter(parseFilter(withDays, { days: { $all: all } }, { mayUseCreatedBy: true })!);
+    const data = { days: ["2026-01-01T00:00:00.000Z", "2026-01-02T00:00:00.000Z"] };
+    assert.equal(predicate({ id: "1", rev: 1, deleted: false, data }), matches, JSON.stringify(all));
+  }
+});
+
 test("a path over deep stored data is walked without recursion", () => {
   let deep: Record<string, unknown> = { k: 1 };
   for (let i = 0; i < 100_000; i++) deep = { a: [deep] };
