@@ -26,13 +26,17 @@ export type FilterNode =
   /** Records the inner node does not match, records lacking its field included (`$not`; `$nor` is not-or). */
   | { readonly type: "not"; readonly node: FilterNode }
   | CompareNode
+  | ElemMatchNode
   | SearchNode;
 
 export interface CompareNode {
   readonly type: "compare";
   /** The field name as written in `q`, possibly dotted (`meta.owner`). */
   readonly field: string;
-  /** The field name split on dots: [declared field, ...subfields]. */
+  /**
+   * The field name split on dots: [declared field, ...subfields]. Inside an ElemMatchNode, paths
+   * start at the element instead: [] is the element itself, ["k"] its member k.
+   */
   readonly path: readonly string[];
   readonly kind: ValueKind;
   /** True when the field holds an array: scalar operators then match any element. */
@@ -54,6 +58,15 @@ export interface CompareNode {
 export interface RegexOperand {
   readonly pattern: string;
   readonly options: string;
+}
+
+/** Records where the array at `path` holds an element that `node` matches (`$elemMatch`). */
+export interface ElemMatchNode {
+  readonly type: "elemMatch";
+  readonly field: string;
+  readonly path: readonly string[];
+  /** A test of one element: its paths start at the element (see CompareNode.path). */
+  readonly node: FilterNode;
 }
 
 /** Case-insensitive substring search over several text fields, ORed. */

@@ -10,8 +10,8 @@ import type { CompareNode, CompareOp, FilterNode, RegexOperand, ValueKind } from
 import { findRegexProblem } from "./regex-guard.ts";
 
 const OPERATORS: readonly CompareOp[] = ["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$contains", "$exists", "$regex", "$all", "$size"];
-/** Operators as they may be written: $options rides along with $regex, $not wraps others. */
-const WRITTEN_OPERATORS = [...OPERATORS, "$options", "$not"];
+/** Operators as they may be written: $options rides along with $regex, $not and $elemMatch wrap others. */
+const WRITTEN_OPERATORS = [...OPERATORS, "$options", "$not", "$elemMatch"];
 const REGEX_OPTIONS_RE = /^[ims]*$/;
 // Deep enough for any filter a person or a query builder writes; bounded so recursion cannot overflow.
 const MAX_FILTER_DEPTH = 64;
@@ -59,7 +59,7 @@ export function parseFilter(entity: EntityDef, value: unknown, access: FieldAcce
   if (!isPlainObject(value)) {
     throw invalidJson(`A filter must be a JSON object keyed by field name, such as {"status":"done"}.`, { parameter: "q" });
   }
-  const node = parseObject(entity, value, access, 0);
+  const node = parseObject(fieldsOf(entity, access), value, 0);
   return node.type === "and" && node.nodes.length === 0 ? null : node;
 }
 
@@ -78,22 +78,27 @@ export function allFieldNames(entity: EntityDef, access: FieldAccess): string[] 
   return [...entity.fieldNames, ...platform];
 }
 
-function parseObject(entity: EntityDef, object: Record<string, unknown>, access: FieldAccess, depth: number): FilterNode {
+/** What a name in a filter reaches: a field of the entity, or a member of an array element. */
+type Resolve = (name: string) => Target;
+
+const COMBINATORS = ["$and", "$or", "$nor"];
+
+function parseObject(resolve: Resolve, object: Record<string, unknown>, depth: number): FilterNode {
   checkDepth(depth);
   const nodes: FilterNode[] = [];
   for (const [name, value] of Object.entries(object)) {
-    if (name === "$and" || name === "$or" || name === "$nor") {
+    if (COMBINATORS.includes(name)) {
       if (!Array.isArray(value) || value.length === 0 || !value.every(isPlainObject)) {
         throw invalidFilter(`${name} takes a non-empty array of filter objects, such as {"${name}":[{"a":1},{"b":2}]}.`, { operator: name });
       }
-      const parts = value.map((part) => parseObject(entity, part as Record<string, unknown>, access, depth + 1));
+      const parts = value.map((part) => parseObject(resolve, part as Record<string, unknown>, depth + 1));
       if (name === "$nor") nodes.push({ type: "not", node: { type: "or", nodes: parts } });
       else nodes.push({ type: name === "$and" ? "and" : "or", nodes: parts });
     } else if (name.startsWith("$")) {
       const hint = name === "$not" ? ` $not goes inside a field's condition, as in {"priority": {"$not": {"$gt": 3}}}.` : "";
       throw invalidFilter(`Unknown operator ${name} at the top of a filter; only $and, $or and $nor combine filters there.${hint}`, { operator: name });
     } else {
-      nodes.push(...parseCondition(entity, name, value, access, depth));
+      nodes.push(...parseCondition(resolve(name), value, depth));
     }
   }
   return allOf(nodes);
@@ -107,14 +112,37 @@ function checkDepth(depth: number): void {
   if (depth > MAX_FILTER_DEPTH) throw invalidFilter(`The filter nests deeper than ${MAX_FILTER_DEPTH} levels; flatten it.`);
 }
 
-function parseCondition(entity: EntityDef, name: string, value: unknown, access: FieldAccess, depth: number): FilterNode[] {
-  const path = name.split(".");
-  const field = resolveField(entity, path[0]!, access);
-  if (path.length > 1 && field.type !== "object") {
-    throw invalidFilter(`Field "${path[0]}" is not an object field, so "${name}" reaches into nothing; dotted names work on object fields only.`, { field: name });
-  }
+/** Names resolved through the entity's declaration (and the platform fields). */
+function fieldsOf(entity: EntityDef, access: FieldAccess): Resolve {
+  return (name) => {
+    const path = name.split(".");
+    const field = resolveField(entity, path[0]!, access);
+    if (path.length > 1 && field.type !== "object") {
+      throw invalidFilter(`Field "${path[0]}" is not an object field, so "${name}" reaches into nothing; dotted names work on object fields only.`, { field: name });
+    }
+    refuseEmptyPart(name, path);
+    return describeTarget(field, path, name);
+  };
+}
+
+/**
+ * Members of the elements of an array: undeclared (declarations give objects no properties), so
+ * compared as JSON, as dotted names inside object fields are.
+ */
+function membersOf(array: Target): Resolve {
+  return (name) => {
+    const path = name.split(".");
+    refuseEmptyPart(`${array.name}.${name}`, path);
+    return { name: `${array.name}.${name}`, path, kind: "json", isArray: false, field: undefined, declared: undefined };
+  };
+}
+
+function refuseEmptyPart(name: string, path: string[]): void {
   if (path.some((part) => part === "")) throw invalidFilter(`"${name}" has an empty part; write <field>.<subfield>.`, { field: name });
-  const target = describeTarget(field, path, name);
+}
+
+function parseCondition(target: Target, value: unknown, depth: number): FilterNode[] {
+  const name = target.name;
   const operators = isPlainObject(value) ? Object.keys(value) : [];
   if (operators.length > 0 && operators.every((op) => op.startsWith("$"))) {
     return parseOperators(target, value as Record<string, unknown>, depth);
@@ -149,6 +177,7 @@ function parseOperators(target: Target, operators: Record<string, unknown>, dept
   for (const [op, operand] of Object.entries(operators)) {
     if (op === "$regex") nodes.push(regexNode(target, operand, operators.$options));
     else if (op === "$not") nodes.push(notNode(target, operand, depth + 1));
+    else if (op === "$elemMatch") nodes.push(elemMatchNode(target, operand, depth + 1));
     else if (op === "$options") {
       if (!Object.hasOwn(operators, "$regex")) {
         throw invalidFilter(`$options on "${target.name}" goes with $regex, as in {"$regex": "^ab", "$options": "i"}.`, { field: target.name, operator: op });
@@ -172,6 +201,48 @@ function notNode(target: Target, operand: unknown, depth: number): FilterNode {
     );
   }
   return { type: "not", node: allOf(parseOperators(target, operand as Record<string, unknown>, depth)) };
+}
+
+/**
+ * `$elemMatch` asks for one element that meets every condition at once. Its operand is an
+ * operator object applied to each element ({"$gte": 80, "$lt": 85}), or, for elements that may
+ * be objects, a filter over the element's members ({"k": 1, "n": {"$gt": 2}}).
+ */
+function elemMatchNode(target: Target, operand: unknown, depth: number): FilterNode {
+  checkDepth(depth);
+  refuseUnlessArray(target, "$elemMatch");
+  const details = { field: target.name, operator: "$elemMatch" };
+  const names = isPlainObject(operand) ? Object.keys(operand) : [];
+  if (names.length === 0) {
+    throw invalidFilter(
+      `Operator $elemMatch on "${target.name}" takes a non-empty object: an operator object for each element, such as {"$elemMatch": {"$gte": 80, "$lt": 85}}, or conditions on an element's members, such as {"$elemMatch": {"k": 1}} (got ${JSON.stringify(operand)}).`,
+      details,
+    );
+  }
+  const element = elementOf(target);
+  const isOperator = (name: string) => name.startsWith("$") && !COMBINATORS.includes(name);
+  const object = operand as Record<string, unknown>;
+  let node: FilterNode;
+  if (names.every(isOperator)) node = allOf(parseOperators(element, object, depth));
+  else if (names.some(isOperator)) {
+    throw invalidFilter(`The $elemMatch on "${target.name}" mixes operators and member names; write either {"$op": value, ...} for the element or {"member": condition, ...}.`, details);
+  } else if (element.declared && element.declared.type !== "object") {
+    throw invalidFilter(
+      `"${target.name}" holds ${element.isArray ? "arrays" : PLURALS[element.kind]}, which have no members, so $elemMatch takes an operator object for each element, such as {"$elemMatch": {"$gte": 1}}.`,
+      details,
+    );
+  } else node = parseObject(membersOf(target), object, depth);
+  return { type: "elemMatch", field: target.name, path: target.path, node };
+}
+
+const PLURALS: Record<ValueKind, string> = { string: "strings", number: "numbers", boolean: "booleans", date: "dates", json: "JSON values" };
+
+/** One element of the array a target names; its path starts at the element. */
+function elementOf(array: Target): Target {
+  const items = array.isArray ? array.field : undefined;
+  if (!items) return { name: array.name, path: [], kind: "json", isArray: false, field: undefined, declared: undefined };
+  const isArray = items.type === "array";
+  return { name: array.name, path: [], kind: kindOf(items), isArray, field: isArray ? items.items : items, declared: items };
 }
 
 function regexNode(target: Target, pattern: unknown, options: unknown = ""): CompareNode {

@@ -6,40 +6,49 @@
 import { compareCodePoints, parseDateValue } from "../schema/fields.ts";
 import type { Row } from "../store/store.ts";
 import { compileFoldedIncludes, foldCase } from "./case-fold.ts";
-import type { CompareNode, FilterNode, RegexOperand, ValueKind } from "./filter-tree.ts";
+import type { CompareNode, ElemMatchNode, FilterNode, RegexOperand, ValueKind } from "./filter-tree.ts";
 import { regexOf } from "./regex-guard.ts";
 
 export type Predicate = (row: Row) => boolean;
+
+/**
+ * Where a node's paths start: at a record's data, or, inside $elemMatch, at one element of an
+ * array, which is tested as the data of a row of its own (elementRow).
+ */
+type Scope = "record" | "element";
 
 const compiled = new WeakMap<FilterNode, Predicate>();
 
 export function compileFilter(node: FilterNode): Predicate {
   let predicate = compiled.get(node);
-  if (!predicate) compiled.set(node, (predicate = compileNode(node)));
+  if (!predicate) compiled.set(node, (predicate = compileNode(node, "record")));
   return predicate;
 }
 
-function compileNode(node: FilterNode): Predicate {
+function compileNode(node: FilterNode, scope: Scope): Predicate {
+  const compileChild = scope === "record" ? compileFilter : (child: FilterNode) => compileNode(child, scope);
   switch (node.type) {
     case "and": {
-      const parts = node.nodes.map(compileFilter);
+      const parts = node.nodes.map(compileChild);
       return (row) => parts.every((part) => part(row));
     }
     case "or": {
-      const parts = node.nodes.map(compileFilter);
+      const parts = node.nodes.map(compileChild);
       return (row) => parts.some((part) => part(row));
     }
     case "not": {
-      const inner = compileFilter(node.node);
+      const inner = compileChild(node.node);
       return (row) => !inner(row);
     }
+    case "elemMatch":
+      return compileElemMatch(node, scope);
     case "search": {
       const needle = foldCase(node.text);
       const fields = node.fields;
       return (row) => searchTextOf(row, fields).includes(needle);
     }
     case "compare":
-      return compileCompare(node);
+      return compileCompare(node, scope);
   }
 }
 
@@ -73,7 +82,9 @@ const ARRAY_INDEX_RE = /^(?:0|[1-9]\d*)$/;
  * other step is taken in each element that is an object. Walked step by step, never recursively:
  * the work is bounded by the path's length and the values it passes, however deep the data.
  */
-function compileReach(path: readonly string[]): Reach {
+function compileReach(path: readonly string[], scope: Scope): Reach {
+  if (scope === "element") return compileElementReach(path);
+  // Record data holds declared fields only (filter.ts resolved the first step), so it is read directly.
   const first = path[0]!;
   if (path.length === 1) {
     return (row, test) => {
@@ -81,27 +92,38 @@ function compileReach(path: readonly string[]): Reach {
       return value !== undefined && value !== null && test(value);
     };
   }
-  return (row, test) => {
-    let value: unknown = row.data[first];
-    let i = 1;
-    // Objects only, the usual case: follow one value.
-    for (; i < path.length && !Array.isArray(value); i++) value = memberOf(value, path[i]!);
-    if (i === path.length) return value !== undefined && value !== null && test(value);
-    // An array on the way: follow every value reached, one array level per step.
-    let values: unknown[] = [value];
-    for (; i < path.length && values.length > 0; i++) {
-      const step = path[i]!;
-      const isIndex = ARRAY_INDEX_RE.test(step);
-      const next: unknown[] = [];
-      for (const current of values) {
-        if (!Array.isArray(current)) next.push(memberOf(current, step));
-        else if (isIndex) next.push(current[Number(step)]);
-        else for (const element of current) next.push(memberOf(element, step));
-      }
-      values = next.filter((reached) => reached !== undefined && reached !== null);
+  return (row, test) => reachFrom(row.data[first], path, 1, test);
+}
+
+/**
+ * An element's members are undeclared, so every step is taken by own members; and they are
+ * looked up only in an element that is an object: an array inside the array is not entered.
+ */
+function compileElementReach(path: readonly string[]): Reach {
+  if (path.length === 0) return (row, test) => reachFrom(row.data, path, 0, test);
+  return (row, test) => !Array.isArray(row.data) && reachFrom(row.data, path, 0, test);
+}
+
+function reachFrom(start: unknown, path: readonly string[], from: number, test: (value: unknown) => boolean): boolean {
+  let value = start;
+  let i = from;
+  // Objects only, the usual case: follow one value.
+  for (; i < path.length && !Array.isArray(value); i++) value = memberOf(value, path[i]!);
+  if (i === path.length) return value !== undefined && value !== null && test(value);
+  // An array on the way: follow every value reached, one array level per step.
+  let values: unknown[] = [value];
+  for (; i < path.length && values.length > 0; i++) {
+    const step = path[i]!;
+    const isIndex = ARRAY_INDEX_RE.test(step);
+    const next: unknown[] = [];
+    for (const current of values) {
+      if (!Array.isArray(current)) next.push(memberOf(current, step));
+      else if (isIndex) next.push(current[Number(step)]);
+      else for (const element of current) next.push(memberOf(element, step));
     }
-    return values.some(test);
-  };
+    values = next.filter((reached) => reached !== undefined && reached !== null);
+  }
+  return values.some(test);
 }
 
 function memberOf(value: unknown, name: string): unknown {
@@ -109,9 +131,22 @@ function memberOf(value: unknown, name: string): unknown {
   return isObject && Object.hasOwn(value as object, name) ? (value as Record<string, unknown>)[name] : undefined;
 }
 
-function compileCompare(node: CompareNode): Predicate {
+/** Arrays (wherever the path reaches one) holding an element that the sub-tree matches on its own. */
+function compileElemMatch(node: ElemMatchNode, scope: Scope): Predicate {
+  const reach = compileReach(node.path, scope);
+  const matchesElement = compileNode(node.node, "element");
+  const test = (value: unknown) => Array.isArray(value) && value.some((element) => matchesElement(elementRow(element)));
+  return (row) => reach(row, test);
+}
+
+/** The sub-tree of $elemMatch reads only `data`, which is the element. */
+function elementRow(element: unknown): Row {
+  return { id: "", rev: 0, deleted: false, data: element as Row["data"] };
+}
+
+function compileCompare(node: CompareNode, scope: Scope): Predicate {
   const { path, op } = node;
-  const reach = compileReach(path);
+  const reach = compileReach(path, scope);
   // `null` as an operand, or in the list of $in/$nin, means "no value": {"f": null} matches
   // records the path reaches no value in, exactly as {"f": {"$exists": false}}.
   if (op === "$exists" || (node.value === null && (op === "$eq" || op === "$ne"))) {
@@ -119,7 +154,7 @@ function compileCompare(node: CompareNode): Predicate {
     return (row) => reach(row, IS_PRESENT) === wanted;
   }
   if ((op === "$in" || op === "$nin") && (node.value as unknown[]).includes(null)) {
-    const listed = compileCompare({ ...node, op: "$in", value: (node.value as unknown[]).filter((item) => item !== null) });
+    const listed = compileCompare({ ...node, op: "$in", value: (node.value as unknown[]).filter((item) => item !== null) }, scope);
     const matches = (row: Row) => !reach(row, IS_PRESENT) || listed(row);
     return op === "$in" ? matches : (row) => !matches(row);
   }

@@ -275,6 +275,58 @@ test("an unknown field is refused with the entity's real fields, created_by_id o
   assert.deepEqual(fieldsOf(PUBLIC), [...declared, "id", "created_date", "updated_date"]);
 });
 
+test("$elemMatch holds a sub-tree whose paths start at the element: [] for values, members for objects", () => {
+  const properties = { ...TASK.properties, scores: { type: "array", items: { type: "number" } }, lines: { type: "array", items: { type: "object" } } };
+  const arrays = loadSchemaObject({ Task: { ...TASK, properties } }).entities.get("Task")!;
+  const at = (field: string, path: string[], kind: string, isArray: boolean, op: string, value: unknown): FilterNode =>
+    ({ type: "compare", field, path, kind: kind as never, isArray, op: op as never, value });
+  const table: Array<[unknown, FilterNode]> = [
+    [
+      { scores: { $elemMatch: { $gte: 80, $lt: 85 } } },
+      { type: "elemMatch", field: "scores", path: ["scores"], node: { type: "and", nodes: [at("scores", [], "number", false, "$gte", 80), at("scores", [], "number", false, "$lt", 85)] } },
+    ],
+    [{ tags: { $elemMatch: { $not: { $regex: "^a" } } } }, { type: "elemMatch", field: "tags", path: ["tags"], node: { type: "not", node: at("tags", [], "string", false, "$regex", { pattern: "^a", options: "" }) } }],
+    [
+      { lines: { $elemMatch: { sku: "a", "dim.w": { $gt: 1 } } } },
+      { type: "elemMatch", field: "lines", path: ["lines"], node: { type: "and", nodes: [at("lines.sku", ["sku"], "json", false, "$eq", "a"), at("lines.dim.w", ["dim", "w"], "json", false, "$gt", 1)] } },
+    ],
+    [
+      { lines: { $elemMatch: { $or: [{ sku: "a" }], tags: { $elemMatch: { $eq: "x" } } } } },
+      {
+        type: "elemMatch",
+        field: "lines",
+        path: ["lines"],
+        node: {
+          type: "and",
+          nodes: [
+            { type: "or", nodes: [at("lines.sku", ["sku"], "json", false, "$eq", "a")] },
+            { type: "elemMatch", field: "lines.tags", path: ["tags"], node: at("lines.tags", [], "json", false, "$eq", "x") },
+          ],
+        },
+      },
+    ],
+    [{ "meta.items": { $elemMatch: { k: 1 } } }, { type: "elemMatch", field: "meta.items", path: ["meta", "items"], node: at("meta.items.k", ["k"], "json", false, "$eq", 1) }],
+  ];
+  for (const [input, expected] of table) assert.deepEqual(parseFilter(arrays, input, SECRET), expected, JSON.stringify(input));
+  const refusals: Array<[unknown, string, RegExp]> = [
+    [{ title: { $elemMatch: { $eq: "a" } } }, "invalid_filter", /"title" is a string field/],
+    [{ meta: { $elemMatch: { k: 1 } } }, "invalid_filter", /"meta" is an object field/],
+    [{ scores: { $elemMatch: 80 } }, "invalid_filter", /takes a non-empty object/],
+    [{ scores: { $elemMatch: {} } }, "invalid_filter", /takes a non-empty object/],
+    [{ scores: { $elemMatch: [] } }, "invalid_filter", /takes a non-empty object/],
+    [{ scores: { $elemMatch: { k: 1 } } }, "invalid_filter", /"scores" holds numbers, which have no members/],
+    [{ scores: { $elemMatch: { $gt: "80" } } }, "invalid_filter", /\$gt on "scores" takes a number/],
+    [{ scores: { $elemMatch: { $contains: "8" } } }, "invalid_filter", /\$contains works on text fields only/],
+    [{ lines: { $elemMatch: { sku: "a", $gt: 1 } } }, "invalid_filter", /mixes operators and member names/],
+    [{ lines: { $elemMatch: { "sku.": 1 } } }, "invalid_filter", /"lines.sku." has an empty part/],
+    [{ lines: { $elemMatch: { sku: { $like: 1 } } } }, "invalid_filter", /Unknown operator \$like on "lines.sku"/],
+    [{ lines: { $elemMatch: { $not: { sku: 1 } } } }, "invalid_filter", /\$not on "lines" takes an operator object/],
+  ];
+  for (const [input, code, message] of refusals) {
+    assert.throws(() => parseFilter(arrays, input, SECRET), (error: ApiError) => error.code === code && message.test(error.message), JSON.stringify(input));
+  }
+});
+
 test("an array operator on another field names the field's type", () => {
   const table: Array<[unknown, RegExp]> = [
     [{ title: { $size: 1 } }, /^Operator \$size works on array fields only, and "title" is a string field/],

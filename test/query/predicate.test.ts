@@ -196,6 +196,70 @@ test("$all on an array of dates compares instants, and a value inside a millisec
   }
 });
 
+test("$elemMatch needs one element meeting every condition: operators on values, a filter on objects' members", () => {
+  const properties = {
+    ...DECLARATION.properties,
+    scores: { type: "array", items: { type: "number" } },
+    lines: { type: "array", items: { type: "object" } },
+    list: { type: "array" },
+    grid: { type: "array", items: { type: "array", items: { type: "integer" } } },
+  };
+  const arrays = loadSchemaObject({ Task: { ...DECLARATION, properties } }).entities.get("Task")!;
+  const table: Case[] = [
+    // values: one element satisfies all the operators at once
+    [{ scores: { $elemMatch: { $gte: 80, $lt: 85 } } }, { scores: [70, 82, 90] }, true],
+    [{ scores: { $elemMatch: { $gte: 80, $lt: 85 } } }, { scores: [79, 90] }, false], // each bound met by a different element
+    [{ scores: { $gte: 80, $lt: 85 } }, { scores: [79, 90] }, true], // ... which plain operators accept
+    [{ scores: { $elemMatch: { $gte: 80 } } }, { scores: [] }, false],
+    [{ scores: { $elemMatch: { $gte: 80 } } }, {}, false],
+    [{ scores: { $elemMatch: { $gte: 80 } } }, { scores: null }, false],
+    [{ scores: { $elemMatch: { $gte: 80 } } }, { scores: 90 }, false], // a value an older declaration left is no array
+    [{ scores: { $elemMatch: { $in: [1, 2] } } }, { scores: [3, 2] }, true],
+    [{ scores: { $elemMatch: { $ne: 3 } } }, { scores: [3, 3] }, false],
+    [{ scores: { $elemMatch: { $ne: 3 } } }, { scores: [3, 4] }, true],
+    [{ scores: { $elemMatch: { $not: { $gt: 5 } } } }, { scores: [6, 7] }, false],
+    [{ scores: { $elemMatch: { $not: { $gt: 5 } } } }, { scores: [6, 5] }, true],
+    [{ scores: { $not: { $elemMatch: { $gt: 5 } } } }, { scores: [6, 5] }, false],
+    [{ scores: { $not: { $elemMatch: { $gt: 5 } } } }, {}, true],
+    [{ tags: { $elemMatch: { $regex: "^b", $options: "i" } } }, { tags: ["a", "Bc"] }, true],
+    [{ tags: { $elemMatch: { $regex: "^b" } } }, { tags: ["a", "Bc"] }, false],
+    [{ tags: { $elemMatch: { $eq: null } } }, { tags: ["a"] }, false],
+    // arrays of arrays: the element is an array, with its own operators
+    [{ grid: { $elemMatch: { $size: 2, $all: [1] } } }, { grid: [[1], [2, 3], [1, 4]] }, true],
+    [{ grid: { $elemMatch: { $size: 2, $all: [1] } } }, { grid: [[1], [2, 1, 3]] }, false],
+    [{ grid: { $elemMatch: { $elemMatch: { $gt: 8 } } } }, { grid: [[1], [9]] }, true],
+    // objects: a filter over one element's members, compared as JSON
+    [{ lines: { $elemMatch: { sku: "a", qty: { $gt: 1 } } } }, { lines: [{ sku: "a", qty: 1 }, { sku: "b", qty: 2 }] }, false],
+    [{ lines: { $elemMatch: { sku: "a", qty: { $gt: 1 } } } }, { lines: [{ sku: "b", qty: 2 }, { sku: "a", qty: 3 }] }, true],
+    [{ lines: { $elemMatch: { "dim.w": { $gte: 2 } } } }, { lines: [{ dim: { w: 1 } }, { dim: { w: 2 } }] }, true],
+    [{ lines: { $elemMatch: { "dim.w": { $gte: 2 } } } }, { lines: [{ dim: { w: 1 } }] }, false],
+    [{ lines: { $elemMatch: { $or: [{ sku: "x" }, { qty: 0 }] } } }, { lines: [{ sku: "a", qty: 0 }] }, true],
+    [{ lines: { $elemMatch: { $nor: [{ sku: "a" }] } } }, { lines: [{ sku: "a" }] }, false],
+    [{ lines: { $elemMatch: { $nor: [{ sku: "a" }] } } }, { lines: [{ sku: "a" }, {}] }, true],
+    [{ lines: { $elemMatch: { sku: { $exists: false } } } }, { lines: [{ sku: "a" }, { qty: 1 }] }, true],
+    [{ lines: { $elemMatch: { sku: { $not: { $eq: "a" } } } } }, { lines: [{ sku: "a" }] }, false],
+    [{ lines: { $elemMatch: { sku: { $not: { $eq: "a" } } } } }, { lines: [{ sku: "a" }, { sku: "b" }] }, true],
+    [{ lines: { $elemMatch: { tags: { $elemMatch: { $eq: "x" } } } } }, { lines: [{ tags: ["y"] }, { tags: ["x"] }] }, true],
+    [{ lines: { $elemMatch: { constructor: { $exists: true } } } }, { lines: [{}] }, false], // own members only
+    [{ lines: { $elemMatch: { sku: "a" } } }, { lines: [[{ sku: "a" }]] }, false], // an array inside the array is not entered
+    [{ lines: { $elemMatch: { sku: "a" } } }, { lines: ["a", null, 1] }, false],
+    // undeclared items: the operand's keys tell values from members
+    [{ list: { $elemMatch: { $gt: 2 } } }, { list: ["3", 3] }, true],
+    [{ list: { $elemMatch: { $gt: 2 } } }, { list: ["3", { k: 3 }] }, false],
+    [{ list: { $elemMatch: { k: 3 } } }, { list: ["3", { k: 3 }] }, true],
+    [{ list: { $elemMatch: { $eq: { k: 3 } } } }, { list: [{ k: 3 }] }, true],
+    // JSON paths
+    [{ "meta.items": { $elemMatch: { k: { $gte: 2 }, tag: "x" } } }, { meta: { items: [{ k: 2 }, { k: 1, tag: "x" }] } }, false],
+    [{ "meta.items": { $elemMatch: { k: { $gte: 2 }, tag: "x" } } }, { meta: { items: [{ k: 2, tag: "x" }] } }, true],
+    [{ "meta.items": { $elemMatch: { $gte: 2 } } }, { meta: { items: { k: 2 } } }, false],
+    [{ "meta.a.list": { $elemMatch: { $eq: 2 } } }, { meta: { a: [{ list: [1] }, { list: [2] }] } }, true],
+  ];
+  for (const [filter, data, matches] of table) {
+    const predicate = compileFilter(parseFilter(arrays, filter, { mayUseCreatedBy: true })!);
+    assert.equal(predicate({ id: "1", rev: 1, deleted: false, data }), matches, `${JSON.stringify(filter)} on ${JSON.stringify(data)}`);
+  }
+});
+
 test("a path over deep stored data is walked without recursion", () => {
   let deep: Record<string, unknown> = { k: 1 };
   for (let i = 0; i < 100_000; i++) deep = { a: [deep] };
