@@ -150,6 +150,9 @@ function parseCondition(target: Target, value: unknown, depth: number): FilterNo
   if (operators.some((op) => op.startsWith("$"))) {
     throw invalidFilter(`The condition on "${name}" mixes operators and plain keys; write either {"$op": value, ...} or a plain value.`, { field: name });
   }
+  // CONTRACT §7 and the SDK: a plain array means any of its values, on every field (MongoDB's
+  // whole-array equality is written {"$eq": [...]}).
+  if (Array.isArray(value)) return [compareNode(target, "$in", value, true)];
   return [compareNode(target, "$eq", value)];
 }
 
@@ -260,12 +263,12 @@ function regexNode(target: Target, pattern: unknown, options: unknown = ""): Com
   return { type: "compare", field: target.name, path: target.path, kind: target.kind, isArray: target.isArray, op: "$regex", value };
 }
 
-function compareNode(target: Target, op: string, operand: unknown): CompareNode {
+function compareNode(target: Target, op: string, operand: unknown, isPlainArray = false): CompareNode {
   if (!(OPERATORS as readonly string[]).includes(op)) {
     throw invalidFilter(`Unknown operator ${op} on "${target.name}". Operators: ${WRITTEN_OPERATORS.join(", ")}.`, { field: target.name, operator: op });
   }
   const node = { type: "compare", field: target.name, path: target.path, kind: target.kind, isArray: target.isArray, op: op as CompareOp, value: operand } as const;
-  checkOperand(target, node.op, operand);
+  checkOperand(target, node.op, operand, isPlainArray);
   return node.kind === "date" ? alignDateOperand(node) : node;
 }
 
@@ -299,9 +302,9 @@ function alignDateOperand(node: CompareNode): CompareNode {
   }
 }
 
-function checkOperand(target: Target, op: CompareOp, operand: unknown): void {
-  const refuse = (expected: string) =>
-    invalidFilter(`Operator ${op} on "${target.name}" takes ${expected} (got ${JSON.stringify(operand)}).`, { field: target.name, operator: op });
+function checkOperand(target: Target, op: CompareOp, operand: unknown, isPlainArray: boolean): void {
+  const written = isPlainArray ? `A plain array on "${target.name}" means any of its values, and` : `Operator ${op} on "${target.name}"`;
+  const refuse = (expected: string) => invalidFilter(`${written} takes ${expected} (got ${JSON.stringify(operand)}).`, { field: target.name, operator: op });
   switch (op) {
     case "$exists":
       if (typeof operand !== "boolean") throw refuse("true or false");
@@ -310,7 +313,7 @@ function checkOperand(target: Target, op: CompareOp, operand: unknown): void {
     case "$nin":
       if (!Array.isArray(operand)) throw refuse(`an array of ${describeKind(target)}`);
       // null among the values means "has no value", as {"field": null} does, on every field kind.
-      for (const item of operand) if (item !== null) checkValue(target, op, item, refuse);
+      for (const item of operand) if (item !== null && !isJsonStructure(target, item)) checkValue(target, op, item, refuse);
       return;
     case "$size":
       refuseUnlessArray(target, op);
@@ -321,7 +324,7 @@ function checkOperand(target: Target, op: CompareOp, operand: unknown): void {
       if (!Array.isArray(operand) || operand.length === 0) throw refuse(`a non-empty array of ${describeKind(target)}, every one of which an element must equal`);
       for (const item of operand) {
         if (item === null) throw refuse(`values that are not null (no element holds "no value"; ask for that with {"$exists": false})`);
-        if (!(isPlainObject(item) || Array.isArray(item)) || target.kind !== "json") checkValue(target, op, item, refuse);
+        if (!isJsonStructure(target, item)) checkValue(target, op, item, refuse);
       }
       return;
     case "$contains":
@@ -341,6 +344,11 @@ function checkOperand(target: Target, op: CompareOp, operand: unknown): void {
       checkValue(target, op, operand, refuse);
       if (target.kind === "json" && typeof operand !== "number" && typeof operand !== "string") throw refuse("a number or a string");
   }
+}
+
+/** An object or array listed for JSON values: it compares as a JSON value, as under $eq. */
+function isJsonStructure(target: Target, item: unknown): boolean {
+  return target.kind === "json" && (isPlainObject(item) || Array.isArray(item));
 }
 
 /** $all, $size and $elemMatch ask about an array: a declared array field, or JSON that may hold one. */

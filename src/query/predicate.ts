@@ -197,8 +197,12 @@ function compileScalarTest(node: CompareNode): (value: unknown) => boolean {
       return (value) => toComparable(value) === wanted;
     }
     case "$in": {
-      const wanted = new Set((node.value as unknown[]).map(toComparable));
-      return (value) => wanted.has(toComparable(value));
+      const items = node.value as unknown[];
+      const wanted = new Set(items.filter((item) => !isStructured(item)).map(toComparable));
+      // Objects and arrays are listed only for JSON values (filter.ts), and compare as $eq does.
+      const structured = items.filter(isStructured);
+      if (structured.length === 0) return (value) => wanted.has(toComparable(value));
+      return (value) => wanted.has(toComparable(value)) || structured.some((item) => isStructurallyEqual(value, item));
     }
     case "$contains":
       return compileFoldedIncludes(node.value as string);

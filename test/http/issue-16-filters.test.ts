@@ -128,8 +128,8 @@ describe("issue 16, defect 3: what dotted paths, object operands, fine timestamp
       [`q={"meta.sub":{"a":{"x":[{"z":3,"y":2},1]},"b":null}}`, []],
       [`q={"meta.sub":{"a":1}}`, []],
       [`q={"meta.sub":{"a":1,"b":2,"c":null}}`, []],
-      [`q={"meta.sub":[3,{"a":1,"b":2}]}`, []],
-      [`q={"meta.sub":[{"a":1,"b":2},3]}`, ["list"]],
+      [`q={"meta.sub":{"$eq":[3,{"a":1,"b":2}]}}`, []],
+      [`q={"meta.sub":{"$eq":[{"a":1,"b":2},3]}}`, ["list"]],
     ]);
   });
 

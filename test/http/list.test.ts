@@ -184,7 +184,7 @@ describe("filters: every operator on every field kind", () => {
       [{ start_at: { $exists: true } }, ["t1", "t2", "t3"]],
     ]));
 
-  test("array fields match when any element does; negations when none does; arrays compare whole", () =>
+  test("array fields match when any element does; negations when none does; a plain array is any of its values, $eq compares an array whole", () =>
     checkFilters([
       [{ tags: "blue" }, ["t1", "t2"]],
       [{ tags: { $eq: "red" } }, ["t1"]],
@@ -195,7 +195,8 @@ describe("filters: every operator on every field kind", () => {
       [{ tags: { $gt: "q" } }, ["t1"]],
       [{ tags: { $exists: true } }, ["t1", "t2", "t3", "t4"]],
       [{ tags: { $exists: false } }, ["t5"]],
-      [{ tags: ["red", "blue"] }, ["t1"]],
+      [{ tags: ["red", "blue"] }, ["t1", "t2"]],
+      [{ tags: { $eq: ["red", "blue"] } }, ["t1"]],
       [{ tags: { $eq: [] } }, ["t3"]],
       [{ tags: { $ne: ["blue"] } }, ["t1", "t3", "t4", "t5"]],
     ]));

@@ -55,7 +55,15 @@ const TREES: Array<[unknown, FilterNode | null]> = [
   [{ start_at: { $gte: "2026-01-01" } }, cmp("start_at", "$gte", "2026-01-01")],
   [{ start_at: { $lt: "2026-01-01T12:30:00.123+02:00" } }, cmp("start_at", "$lt", "2026-01-01T12:30:00.123+02:00")],
   [{ tags: "x" }, cmp("tags", "$eq", "x")],
-  [{ tags: ["x", "y"] }, cmp("tags", "$eq", ["x", "y"])],
+  // A plain array means any of its values (CONTRACT §7), on every field; whole-array equality is $eq.
+  [{ tags: ["x", "y"] }, cmp("tags", "$in", ["x", "y"])],
+  [{ tags: { $eq: ["x", "y"] } }, cmp("tags", "$eq", ["x", "y"])],
+  [{ title: ["a", "b"] }, cmp("title", "$in", ["a", "b"])],
+  [{ priority: [1, null] }, cmp("priority", "$in", [1, null])],
+  [{ tags: [] }, cmp("tags", "$in", [])],
+  [{ "meta.sub": [{ a: 1 }, [2], 3] }, cmp("meta.sub", "$in", [{ a: 1 }, [2], 3])],
+  [{ "meta.x": { $nin: [{ a: 1 }] } }, cmp("meta.x", "$nin", [{ a: 1 }])],
+  [{ due_date: ["2026-01-01T00:00:00.000001Z", "2026-01-02"] }, cmp("due_date", "$in", ["2026-01-02"])],
   [{ tags: { $contains: "x" } }, cmp("tags", "$contains", "x")],
   [{ title: { $contains: "Wr" } }, cmp("title", "$contains", "Wr")],
   [{ email: { $exists: true } }, cmp("email", "$exists", true)],
@@ -162,7 +170,10 @@ const REFUSALS: Array<[unknown, Refusal, FieldAccess?]> = [
   [{ done: { $ne: 1 } }, invalidFilter("done", "$ne")],
   [{ title: 3 }, invalidFilter("title", "$eq")],
   [{ title: { $gt: 3 } }, invalidFilter("title", "$gt")],
-  [{ title: ["a"] }, invalidFilter("title", "$eq")],
+  [{ title: [1] }, invalidFilter("title", "$in")],
+  [{ title: [["a"]] }, invalidFilter("title", "$in")],
+  [{ tags: [["a"]] }, invalidFilter("tags", "$in")],
+  [{ status: ["todo", "finished"] }, invalidFilter("status", "$in")],
   [{ title: { $eq: { a: 1 } } }, invalidFilter("title", "$eq")],
   [{ due_date: "yesterday" }, invalidFilter("due_date", "$eq")],
   [{ due_date: { $gt: "2026-02-30" } }, invalidFilter("due_date", "$gt")],
@@ -172,7 +183,6 @@ const REFUSALS: Array<[unknown, Refusal, FieldAccess?]> = [
   [{ email: { $exists: 1 } }, invalidFilter("email", "$exists")],
   [{ email: { $exists: "true" } }, invalidFilter("email", "$exists")],
   [{ "meta.x": { $gt: true } }, invalidFilter("meta.x", "$gt")],
-  [{ "meta.x": { $in: [{ a: 1 }] } }, invalidFilter("meta.x", "$in")],
   // $contains on text fields only, with a string
   [{ priority: { $contains: "1" } }, invalidFilter("priority", "$contains")],
   [{ done: { $contains: "t" } }, invalidFilter("done", "$contains")],
@@ -325,6 +335,14 @@ test("$elemMatch holds a sub-tree whose paths start at the element: [] for value
   for (const [input, code, message] of refusals) {
     assert.throws(() => parseFilter(arrays, input, SECRET), (error: ApiError) => error.code === code && message.test(error.message), JSON.stringify(input));
   }
+});
+
+test("a refused plain array says that it means any of its values", () => {
+  assert.throws(() => parseFilter(entity, { priority: [1, "2"] }, SECRET), (error: ApiError) => {
+    assert.equal(error.message, `A plain array on "priority" means any of its values, and takes a number (got [1,"2"]).`);
+    assert.deepEqual(error.details, { field: "priority", operator: "$in" });
+    return true;
+  });
 });
 
 test("an array operator on another field names the field's type", () => {

@@ -217,8 +217,6 @@ function testScalar(kind: Kind, op: string, operand: unknown, value: unknown): b
   switch (op) {
     case "$eq":
       return v !== undefined && v === comparable(kind, operand);
-    case "$in":
-      return v !== undefined && (operand as unknown[]).some((item) => comparable(kind, item) === v);
     case "$contains":
       return typeof value === "string" && containsFolded(value, String(operand));
     default: {
@@ -247,9 +245,12 @@ function matchesCondition(data: Data, name: string, op: string, operand: unknown
   const any = values.some((value) => {
     // An array reached matches when an element does (a typed scalar field never holds one).
     const elements = !Array.isArray(value) ? [value] : isArray || kind === "json" ? value : [];
-    // Arrays and objects as operands of $eq compare whole, or with an element of a reached array.
-    if (positive === "$eq" && typeof operand === "object") return [value, ...elements].some((v) => canonicalJson(v) === canonicalJson(operand));
-    return elements.some((element) => testScalar(kind, positive, operand, element));
+    if (positive !== "$eq" && positive !== "$in") return elements.some((element) => testScalar(kind, positive, operand, element));
+    // $in is $eq with any listed value. Arrays and objects compare whole, or with an element of a reached array.
+    const listed = positive === "$in" ? (operand as unknown[]) : [operand];
+    return listed.some((item) =>
+      typeof item === "object" ? [value, ...elements].some((v) => canonicalJson(v) === canonicalJson(item)) : elements.some((element) => testScalar(kind, "$eq", item, element)),
+    );
   });
   return negated ? !any : any;
 }
@@ -261,7 +262,8 @@ function matchesFilter(data: Data, filter: Data): boolean {
     if (isObject(condition) && Object.keys(condition).length > 0 && Object.keys(condition).every((op) => op.startsWith("$"))) {
       return Object.entries(condition).every(([op, operand]) => matchesCondition(data, name, op, operand));
     }
-    return matchesCondition(data, name, "$eq", condition);
+    // A plain array means any of its values (CONTRACT §7).
+    return matchesCondition(data, name, Array.isArray(condition) ? "$in" : "$eq", condition);
   });
 }
 
@@ -405,8 +407,8 @@ const FIELDS_AND_OPS: Array<[string, string[]]> = [
   ["meta.n", ["$eq", "$ne", "$gt", "$lte", "$in", "$exists"]],
   ["meta.flag", ["$eq", "$ne", "$exists"]],
   ["meta.a.b", ["$eq", "$gte", "$exists"]],
-  ["meta.a", ["$eq", "$ne"]],
-  ["meta.items", ["$eq", "$ne", "$exists"]],
+  ["meta.a", ["$eq", "$ne", "$in", "$nin"]],
+  ["meta.items", ["$eq", "$ne", "$exists", "$in"]],
   ["meta.items.k", ["$eq", "$ne", "$gt", "$in", "$nin", "$exists"]],
   ["meta.items.0.k", ["$eq", "$ne", "$exists"]],
   ["id", ["$eq", "$gt", "$lte", "$in"]],
@@ -424,8 +426,10 @@ function randomCondition(next: Random, world: World): [string, unknown] {
     conditions[op] = randomOperand(next, name, op, world);
   }
   const [onlyOp] = Object.keys(conditions);
-  // A plain value is $eq (unless it is an object, which would read as a whole-object equality).
-  if (count === 1 && onlyOp === "$eq" && !isObject(conditions.$eq) && next() < 0.6) return [name, conditions.$eq];
+  // A plain value is $eq (unless it is an object, which would read as a whole-object equality), a
+  // plain array $in.
+  if (count === 1 && onlyOp === "$eq" && !isObject(conditions.$eq) && !Array.isArray(conditions.$eq) && next() < 0.6) return [name, conditions.$eq];
+  if (count === 1 && onlyOp === "$in" && next() < 0.4) return [name, conditions.$in];
   return [name, conditions];
 }
 
