@@ -255,12 +255,60 @@ function matchesCondition(data: Data, name: string, op: string, operand: unknown
   return negated ? !any : any;
 }
 
+/** CONTRACT §7's operators, from their definitions; the others go to matchesCondition. */
+function matchesOperators(data: Data, name: string, operators: Data): boolean {
+  return Object.entries(operators).every(([op, operand]) => {
+    switch (op) {
+      case "$options":
+        return true;
+      case "$regex": {
+        const { kind, isArray } = kindOfField(name);
+        const regex = new RegExp(operand as string, `${(operators.$options as string | undefined) ?? ""}u`);
+        return reached(data, name).some((value) =>
+          (Array.isArray(value) ? (isArray || kind === "json" ? value : []) : [value]).some((text) => typeof text === "string" && regex.test(text)),
+        );
+      }
+      case "$not":
+        return !matchesOperators(data, name, operand as Data);
+      case "$all":
+        return (operand as unknown[]).every((item) => matchesCondition(data, name, "$eq", item));
+      case "$size":
+        return reached(data, name).some((value) => Array.isArray(value) && value.length === operand);
+      case "$elemMatch":
+        return reached(data, name).some((value) => Array.isArray(value) && value.some((element) => elementMatches(name, element, operand as Data)));
+      default:
+        return matchesCondition(data, name, op, operand);
+    }
+  });
+}
+
+/**
+ * One element against an $elemMatch operand, by putting it where a field of the same kind would
+ * be: a tag as a title (a string field), an object element's members inside meta (JSON).
+ */
+function elementMatches(name: string, element: unknown, operand: Data): boolean {
+  const isOperatorObject = Object.keys(operand).every((key) => key.startsWith("$") && !["$and", "$or", "$nor"].includes(key));
+  if (name === "tags") return matchesOperators({ title: element }, "title", operand);
+  if (isOperatorObject) return matchesOperators({ meta: element }, "meta", operand);
+  // Members are looked up in an element that is an object only.
+  return matchesFilter({ meta: isObject(element) ? element : {} }, insideMeta(operand));
+}
+
+function insideMeta(filter: Data): Data {
+  return Object.fromEntries(
+    Object.entries(filter).map(([key, condition]) =>
+      key.startsWith("$") ? [key, (condition as Data[]).map(insideMeta)] : [`meta.${key}`, condition],
+    ),
+  );
+}
+
 function matchesFilter(data: Data, filter: Data): boolean {
   return Object.entries(filter).every(([name, condition]) => {
     if (name === "$and") return (condition as Data[]).every((part) => matchesFilter(data, part));
     if (name === "$or") return (condition as Data[]).some((part) => matchesFilter(data, part));
+    if (name === "$nor") return !(condition as Data[]).some((part) => matchesFilter(data, part));
     if (isObject(condition) && Object.keys(condition).length > 0 && Object.keys(condition).every((op) => op.startsWith("$"))) {
-      return Object.entries(condition).every(([op, operand]) => matchesCondition(data, name, op, operand));
+      return matchesOperators(data, name, condition);
     }
     // A plain array means any of its values (CONTRACT §7).
     return matchesCondition(data, name, Array.isArray(condition) ? "$in" : "$eq", condition);
@@ -321,7 +369,8 @@ function referenceList(rows: Iterable<Row>, c: Case): Row[] {
 
 // ---------------------------------------------------------------- random filters
 
-function randomOperand(next: Random, name: string, op: string, world: World): unknown {
+/** An operand for `op` on `name`; `ops` are the operators a $not there may wrap. */
+function randomOperand(next: Random, name: string, op: string, world: World, ops: string[] = []): unknown {
   const { kind, isArray } = kindOfField(name);
   const scalar = (): unknown => {
     switch (name) {
@@ -344,6 +393,7 @@ function randomOperand(next: Random, name: string, op: string, world: World): un
       case "email":
         return pick(next, [...EMAILS, "cy@y.io"]);
       case "tags":
+      case "tag":
         return pick(next, [...TAGS, "d"]);
       case "id":
       case "created_date":
@@ -373,6 +423,23 @@ function randomOperand(next: Random, name: string, op: string, world: World): un
     }
   };
   switch (op) {
+    case "$regex":
+      return name === "title"
+        ? pick(next, ["^a", "a$", "^.$", "lp", "^(alpha|beta)", "\\p{Lu}", "ΟΔ", "^$", "İ", "^[^a]*$"])
+        : name === "tags" || name === "tag" ? pick(next, ["^a", "b|c", "^[ab]$"]) : pick(next, ["^an", "N$", "^(ann|bob)$"]);
+    case "$all":
+      if (name === "tags") return [...TAGS, "d"].filter(() => next() < 0.4).concat(pick(next, TAGS));
+      return pick(next, [[{ k: 1 }], [1], [{ k: 1 }, { k: 2 }], ["k", { k: 3 }], [{ k: 2 }]]);
+    case "$size":
+      return pick(next, [0, 1, 2, 3]);
+    case "$not":
+      return randomOperators(next, name, ops.filter((other) => other !== "$not" && other !== "$elemMatch"), world);
+    case "$elemMatch":
+      // "tag": one element of tags, a string.
+      if (name === "tags") return randomOperators(next, "tag", ["$eq", "$ne", "$in", "$gt", "$lt", "$regex", "$not"], world);
+      if (next() < 0.3) return randomOperators(next, "meta.items", ["$eq", "$ne", "$in"], world);
+      if (next() < 0.3) return { $or: [{ k: randomOperand(next, "meta.items.k", "$eq", world) }, { k: { $exists: false } }] };
+      return { k: randomOperators(next, "meta.items.k", ["$eq", "$ne", "$gt", "$in", "$exists", "$not"], world) };
     case "$exists":
       return next() < 0.5;
     case "$in":
@@ -392,23 +459,23 @@ function randomOperand(next: Random, name: string, op: string, world: World): un
 }
 
 const FIELDS_AND_OPS: Array<[string, string[]]> = [
-  ["title", ["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$contains", "$exists"]],
+  ["title", ["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$contains", "$exists", "$regex", "$not"]],
   ["status", ["$eq", "$eq", "$eq", "$ne", "$in", "$nin", "$exists", "$gt"]],
-  ["priority", ["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists"]],
+  ["priority", ["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$not"]],
   ["estimate", ["$eq", "$gt", "$lte", "$in", "$exists"]],
   ["level", ["$eq", "$eq", "$ne", "$in", "$lt"]],
   ["done", ["$eq", "$eq", "$eq", "$ne", "$in", "$nin", "$exists", "$gt"]],
   ["due_date", ["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists"]],
   ["start_at", ["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$exists"]],
   ["email", ["$eq", "$contains", "$exists", "$in"]],
-  ["tags", ["$eq", "$ne", "$in", "$nin", "$contains", "$exists", "$gt"]],
+  ["tags", ["$eq", "$ne", "$in", "$nin", "$contains", "$exists", "$gt", "$regex", "$not", "$all", "$size", "$elemMatch"]],
   ["meta", ["$exists", "$eq", "$ne"]],
-  ["meta.owner", ["$eq", "$ne", "$in", "$nin", "$contains", "$exists", "$gt"]],
+  ["meta.owner", ["$eq", "$ne", "$in", "$nin", "$contains", "$exists", "$gt", "$regex", "$not"]],
   ["meta.n", ["$eq", "$ne", "$gt", "$lte", "$in", "$exists"]],
   ["meta.flag", ["$eq", "$ne", "$exists"]],
   ["meta.a.b", ["$eq", "$gte", "$exists"]],
   ["meta.a", ["$eq", "$ne", "$in", "$nin"]],
-  ["meta.items", ["$eq", "$ne", "$exists", "$in"]],
+  ["meta.items", ["$eq", "$ne", "$exists", "$in", "$all", "$size", "$elemMatch", "$not"]],
   ["meta.items.k", ["$eq", "$ne", "$gt", "$in", "$nin", "$exists"]],
   ["meta.items.0.k", ["$eq", "$ne", "$exists"]],
   ["id", ["$eq", "$gt", "$lte", "$in"]],
@@ -417,14 +484,21 @@ const FIELDS_AND_OPS: Array<[string, string[]]> = [
   ["created_by_id", ["$eq", "$ne"]],
 ];
 
+/** An operator object of one or two operators; $regex sometimes with $options. */
+function randomOperators(next: Random, name: string, ops: string[], world: World): Data {
+  const conditions: Data = {};
+  for (let i = next() < 0.8 ? 1 : 2; i > 0; i--) {
+    const op = pick(next, ops);
+    conditions[op] = randomOperand(next, name, op, world, ops);
+    if (op === "$regex" && next() < 0.5) conditions.$options = pick(next, ["i", "m", "s", "is"]);
+  }
+  return conditions;
+}
+
 function randomCondition(next: Random, world: World): [string, unknown] {
   const [name, ops] = pick(next, FIELDS_AND_OPS);
-  const count = next() < 0.8 ? 1 : 2;
-  const conditions: Data = {};
-  for (let i = 0; i < count; i++) {
-    const op = pick(next, ops);
-    conditions[op] = randomOperand(next, name, op, world);
-  }
+  const conditions = randomOperators(next, name, ops, world);
+  const count = Object.keys(conditions).length;
   const [onlyOp] = Object.keys(conditions);
   // A plain value is $eq (unless it is an object, which would read as a whole-object equality), a
   // plain array $in.
@@ -440,6 +514,7 @@ function randomFilter(next: Random, world: World, depth: number): Data {
     const roll = next();
     if (depth < 2 && roll < 0.15) filter.$or = Array.from({ length: 1 + Math.floor(next() * 3) }, () => randomFilter(next, world, depth + 1));
     else if (depth < 2 && roll < 0.22) filter.$and = Array.from({ length: 1 + Math.floor(next() * 2) }, () => randomFilter(next, world, depth + 1));
+    else if (depth < 2 && roll < 0.28) filter.$nor = Array.from({ length: 1 + Math.floor(next() * 2) }, () => randomFilter(next, world, depth + 1));
     else {
       const [name, condition] = randomCondition(next, world);
       filter[name] = condition;
