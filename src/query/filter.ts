@@ -321,7 +321,7 @@ function checkOperand(target: Target, op: CompareOp, operand: unknown, isPlainAr
       return;
     case "$all":
       refuseUnlessArray(target, op);
-      if (!Array.isArray(operand) || operand.length === 0) throw refuse(`a non-empty array of ${describeKind(target)}, every one of which an element must equal`);
+      if (!Array.isArray(operand) || operand.length === 0) throw refuse(`a non-empty array of values that elements must all equal, each ${describeKind(target)}`);
       for (const item of operand) {
         if (item === null) throw refuse(`values that are not null (no element holds "no value"; ask for that with {"$exists": false})`);
         if (!isJsonStructure(target, item)) checkValue(target, op, item, refuse);
