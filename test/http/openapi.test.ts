@@ -151,7 +151,7 @@ test("list takes every SPEC §4.1 parameter, each described, and answers with th
   assert.deepEqual(names, ["q", "search", "sort_by", "fields", "limit", "cursor", "skip", "count", "deleted"]);
   for (const parameter of list.parameters) assert.ok(parameter.description.length > 20, parameter.name);
   const q = list.parameters[0];
-  for (const word of ["$contains", "$in", "$or", "$exists", "Dotted names", "invalid_filter", '{"status":"todo"}', '{"priority":{"$gte":3}}']) {
+  for (const word of ["$contains", "$in", "$or", "$exists", "$regex", "$not", "$nor", "$all", "$size", "$elemMatch", "any of its values", "Dotted names", "invalid_filter", '{"status":"todo"}', '{"priority":{"$gte":3}}']) {
     assert.ok(q.description.includes(word), word);
   }
   assert.deepEqual(Object.keys(list.responses[200].headers), ["X-Next-Cursor", "Link", "X-Total-Count"]);
