@@ -2,6 +2,7 @@
 // the in-memory half of the file store, which adds the log by overriding persist() and friends.
 
 import type { FilterNode, SortSpec } from "../query/filter-tree.ts";
+import { limitRegexScan } from "../query/time-limit.ts";
 import { planCount, planEach, planList } from "../query/plan.ts";
 import type { DeletedFilter, IdempotentAnswer, ListQuery, ListResult, Row, SortPosition, Store, WriteBatch } from "./store.ts";
 import { Table } from "./table.ts";
@@ -24,11 +25,11 @@ export class MemoryStore implements Store {
   }
 
   list(entity: string, query: ListQuery): ListResult {
-    return planList(this.table(entity), query);
+    return limitRegexScan(query.filter, () => planList(this.table(entity), query));
   }
 
   count(entity: string, filter: FilterNode | null, deleted: DeletedFilter): number {
-    return planCount(this.table(entity), filter, deleted);
+    return limitRegexScan(filter, () => planCount(this.table(entity), filter, deleted));
   }
 
   valueCounts(entity: string, field: string): ReadonlyMap<unknown, number> | null {
@@ -36,7 +37,7 @@ export class MemoryStore implements Store {
   }
 
   forEachLive(entity: string, filter: FilterNode | null, visit: (row: Row) => void): void {
-    planEach(this.table(entity), filter, visit);
+    limitRegexScan(filter, () => planEach(this.table(entity), filter, visit));
   }
 
   positionOf(entity: string, row: Row, sort: SortSpec): SortPosition {
