@@ -11,6 +11,7 @@ import { parseSort } from "../../src/query/sort.ts";
 import { loadSchemaObject } from "../../src/schema/load.ts";
 import { MemoryStore } from "../../src/store/memory-store.ts";
 import type { DeletedFilter, Row, SortPosition } from "../../src/store/store.ts";
+import { seeded, type Random } from "../support/random.ts";
 import { TASK } from "../support/server.ts";
 
 const SEED = 20260101;
@@ -22,18 +23,6 @@ const VALUE_INDEXED = ["status", "done", "level"];
 const ACCESS = { mayUseCreatedBy: true };
 
 type Data = Record<string, unknown>;
-type Random = () => number;
-
-/** mulberry32: deterministic, so a failing case replays. */
-function seeded(seed: number): Random {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 // ---------------------------------------------------------------- value domains
 
 const TITLES = ["alpha", "Beta", "gamma", "ALPHA beta", "é", "\uff3a", "\u{1f600}x", "", "delta", "alp", "ΟΔΟΣ", "İstanbul"];

@@ -65,12 +65,16 @@ describe("reading many", () => {
     assert.equal((await Task.list("+title", 1))[0].title, "t00");
   });
 
-  test("filter(query, sort, limit) with operators and $or", async () => {
+  test("filter(query, sort, limit) with operators, $or, $nor, $regex and the array shorthand", async () => {
     const high = await Task.filter({ priority: { $gte: 2 } }, "title");
     assert.deepEqual(high.map((r: any) => r.title), ["t02", "t05", "t08", "t11"]);
     const either = await Task.filter({ $or: [{ title: "t00" }, { title: "t01" }] }, "title");
     assert.deepEqual(either.map((r: any) => r.title), ["t00", "t01"]);
     assert.equal((await Task.filter({ tags: "odd" })).length, 6);
+    const listed = await Task.filter({ title: ["t03", "t07", "nope"] }, "-title");
+    assert.deepEqual(listed.map((r: any) => r.title), ["t07", "t03"]);
+    const regex = await Task.filter({ title: { $regex: "^T0[12]$", $options: "i" }, $nor: [{ priority: 2 }] }, "title");
+    assert.deepEqual(regex.map((r: any) => r.title), ["t01"]);
   });
 
   test("list(options) and filter(query, options) walk cursor pages to the end", async () => {
