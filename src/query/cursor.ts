@@ -4,7 +4,7 @@
 // A distinct walk's cursor carries entity, field and filter, and the last value of its page.
 
 import { invalidCursor } from "../errors.ts";
-import type { SortPosition } from "../store/store.ts";
+import type { SortPosition } from "./filter-tree.ts";
 
 /** The request parameters a cursor is bound to, as text, so that they compare exactly. */
 export interface Walk {

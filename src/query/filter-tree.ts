@@ -1,6 +1,8 @@
 // The typed filter tree: plain data that `q` and `search` are parsed into once, already checked
 // against the schema. Stores translate it (the memory store into a predicate; a SQL store could
-// into a WHERE clause), so it carries every type fact a store needs and nothing about HTTP.
+// into a WHERE clause), so it carries every type fact a store needs and nothing about HTTP. The
+// sort and the position a cursor resumes after are here too: stores import these types from
+// query/, never the other way round.
 
 /** How values of a field compare: dates chronologically, numbers numerically, and so on. */
 export type ValueKind = "string" | "number" | "boolean" | "date" | "json";
@@ -81,3 +83,12 @@ export interface SortSpec {
   readonly kind: ValueKind;
   readonly descending: boolean;
 }
+
+/** Where a record sits in a sort: a cursor resumes strictly after one. */
+export interface SortPosition {
+  readonly key: SortKey;
+  readonly id: string;
+}
+
+/** A comparable value of a sort: numbers for numbers, booleans and dates, strings for text. */
+export type SortKey = number | string | null;

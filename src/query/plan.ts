@@ -5,8 +5,8 @@
 
 import { compareSortKeys } from "../schema/fields.ts";
 import type { Table } from "../store/table.ts";
-import type { DeletedFilter, ListQuery, ListResult, Row, SortPosition } from "../store/store.ts";
-import type { CompareNode, FilterNode } from "./filter-tree.ts";
+import type { DeletedFilter, ListQuery, ListResult, Row } from "../store/store.ts";
+import type { CompareNode, FilterNode, SortPosition } from "./filter-tree.ts";
 import { compileFilter, type Predicate } from "./predicate.ts";
 
 export function planList(table: Table, query: ListQuery): ListResult {

@@ -5,7 +5,8 @@
 import { compareSortKeys, toSortKey } from "../schema/fields.ts";
 import type { ValueKind } from "../query/filter-tree.ts";
 import type { EntityDef } from "../schema/fields.ts";
-import type { Row, SortKey, Store } from "../store/store.ts";
+import type { SortKey } from "../query/filter-tree.ts";
+import type { Row, Store } from "../store/store.ts";
 import type { AggregateSpec, GroupColumn, HavingTest, Measure } from "./aggregate-spec.ts";
 import { bucketLabel, bucketOf } from "./date-bucket.ts";
 

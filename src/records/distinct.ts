@@ -3,10 +3,10 @@
 // the native route answers a bare array with cursor headers, the SDK's prefix its own shape.
 
 import { invalidParameter } from "../errors.ts";
-import type { FilterNode, ValueKind } from "../query/filter-tree.ts";
+import type { FilterNode, SortKey, ValueKind } from "../query/filter-tree.ts";
 import { resolveField, type FieldAccess } from "../query/filter.ts";
 import { compareSortKeys, kindOf, toSortKey, type EntityDef } from "../schema/fields.ts";
-import type { SortKey, Store } from "../store/store.ts";
+import type { Store } from "../store/store.ts";
 
 export const DEFAULT_DISTINCT_LIMIT = 100;
 export const MAX_DISTINCT_LIMIT = 1000;

@@ -5,12 +5,12 @@
 
 import { entityNotFound, recordNotFound } from "../errors.ts";
 import { stringifyDeep } from "../json-depth.ts";
-import type { FilterNode } from "../query/filter-tree.ts";
+import type { FilterNode, SortPosition } from "../query/filter-tree.ts";
 import type { Schema } from "../schema/load.ts";
 import { isPlatformField, type EntityDef } from "../schema/fields.ts";
 import { validateChanges, validateCreate } from "../schema/validate.ts";
 import { IdGenerator } from "../store/ids.ts";
-import type { ListQuery, Row, SortPosition, Store } from "../store/store.ts";
+import type { ListQuery, Row, Store } from "../store/store.ts";
 import type { Caller } from "./caller.ts";
 
 const NO_CHANGES: ReadonlyMap<string, unknown> = new Map();

@@ -1,8 +1,7 @@
 // What a field is: its declared type and format, and how its values compare and sort.
 // Loading declarations is load.ts's job; checking written values is validate.ts's.
 
-import type { SortKey } from "../store/store.ts";
-import type { ValueKind } from "../query/filter-tree.ts";
+import type { SortKey, ValueKind } from "../query/filter-tree.ts";
 
 export type FieldType = "string" | "number" | "integer" | "boolean" | "array" | "object";
 export type StringFormat = "date" | "date-time" | "email" | "uri";

@@ -1,7 +1,7 @@
 // The Store interface: what the records layer asks of any store (memory today, file-backed with a
 // log, SQL later). It holds rows and answers typed filter trees; it knows no HTTP and no API keys.
 
-import type { FilterNode, SortSpec } from "../query/filter-tree.ts";
+import type { FilterNode, SortPosition, SortSpec } from "../query/filter-tree.ts";
 
 /** One stored version of a record. Rows are immutable: every write makes a new Row. */
 export interface Row {
@@ -41,14 +41,6 @@ export interface ListQuery {
   readonly limit: number;
   readonly deleted: DeletedFilter;
 }
-
-export interface SortPosition {
-  readonly key: SortKey;
-  readonly id: string;
-}
-
-/** A comparable value of a sort: numbers for numbers, booleans and dates, strings for text. */
-export type SortKey = number | string | null;
 
 export interface ListResult {
   readonly rows: Row[];

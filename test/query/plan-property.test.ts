@@ -6,11 +6,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { parseFilter } from "../../src/query/filter.ts";
-import type { FilterNode, SortSpec } from "../../src/query/filter-tree.ts";
+import type { FilterNode, SortPosition, SortSpec } from "../../src/query/filter-tree.ts";
 import { parseSort } from "../../src/query/sort.ts";
 import { loadSchemaObject } from "../../src/schema/load.ts";
 import { MemoryStore } from "../../src/store/memory-store.ts";
-import type { DeletedFilter, Row, SortPosition } from "../../src/store/store.ts";
+import type { DeletedFilter, Row } from "../../src/store/store.ts";
 import { seeded, type Random } from "../support/random.ts";
 import { TASK } from "../support/server.ts";
 
