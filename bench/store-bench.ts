@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
-import { FileStore } from "../src/store/file-store.ts";
+import { FileStore } from "../src/store/file/file-store.ts";
 import type { Row } from "../src/store/store.ts";
 
 const THROUGHPUT_SECONDS = 3;

@@ -22,8 +22,8 @@ import { Records } from "./records/records.ts";
 import { loadSeed, type SeedSource } from "./records/seed.ts";
 import { loadSchemaObject, loadSchemaPath, type Declarations, type Schema } from "./schema/load.ts";
 import { isPlatformField } from "./schema/fields.ts";
-import { FileStore } from "./store/file-store.ts";
-import { MemoryStore, type ValueIndexedFields } from "./store/memory-store.ts";
+import { FileStore } from "./store/file/file-store.ts";
+import { MemoryStore, type ValueIndexedFields } from "./store/memory/memory-store.ts";
 import { isOutOfSpace, type Store } from "./store/store.ts";
 
 export const VERSION = "0.1.0";

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { unauthorized } from "../errors.ts";
 import type { Caller, KeyKind } from "../records/caller.ts";
 import { isPlainObject } from "../schema/load.ts";
-import { replaceFileWith } from "../store/durable-file.ts";
+import { replaceFileWith } from "../store/file/durable-file.ts";
 
 export interface ApiKey {
   readonly id: string;

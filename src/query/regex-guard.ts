@@ -1,6 +1,6 @@
 // Decides whether a `$regex` pattern (CONTRACT §7) may run: short, valid, and free of the shapes
 // that make a backtracking engine take exponential time. It reads patterns; parsing the filter is
-// filter.ts's job and running the compiled expression predicate.ts's.
+// filter.ts's job and running the compiled expression a store's (store/memory/predicate.ts).
 
 export const MAX_REGEX_CHARACTERS = 256;
 

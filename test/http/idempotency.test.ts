@@ -8,8 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, beforeEach, mock, test } from "node:test";
 import { IDEMPOTENCY_TTL_MS, idempotentRequest } from "../../src/http/idempotency.ts";
-import { FileStore } from "../../src/store/file-store.ts";
-import { MemoryStore } from "../../src/store/memory-store.ts";
+import { FileStore } from "../../src/store/file/file-store.ts";
+import { MemoryStore } from "../../src/store/memory/memory-store.ts";
 import type { IdempotentAnswer } from "../../src/store/store.ts";
 import { PUBLISHABLE, q, SECRET, startTestServer, TASK, type Answer, type TestServer } from "../support/server.ts";
 

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { findTooDeep, MAX_JSON_DEPTH, stringifyDeep } from "../../src/json-depth.ts";
 import { Records } from "../../src/records/records.ts";
 import { loadSchemaObject } from "../../src/schema/load.ts";
-import { FileStore } from "../../src/store/file-store.ts";
+import { FileStore } from "../../src/store/file/file-store.ts";
 import { startTestServer, TASK, type Answer, type TestServer } from "../support/server.ts";
 
 const T = "/api/entities/Task";

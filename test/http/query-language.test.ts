@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { q, startTestServer, TASK, type TestServer } from "../support/server.ts";
-import { REGEX_SCAN_LIMIT_MS } from "../../src/query/time-limit.ts";
+import { REGEX_SCAN_LIMIT_MS } from "../../src/store/memory/time-limit.ts";
 
 const PATH = "/api/entities/Task";
 const SCHEMA = {

@@ -9,7 +9,7 @@ import { parseAggregateSpec } from "../../src/records/aggregate-spec.ts";
 import { bucketLabel, bucketOf } from "../../src/records/date-bucket.ts";
 import { compareSortKeys, toSortKey } from "../../src/schema/fields.ts";
 import { loadSchemaObject } from "../../src/schema/load.ts";
-import { MemoryStore } from "../../src/store/memory-store.ts";
+import { MemoryStore } from "../../src/store/memory/memory-store.ts";
 import type { Row } from "../../src/store/store.ts";
 import { TASK } from "../support/server.ts";
 import { seeded } from "../support/random.ts";

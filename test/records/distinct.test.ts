@@ -8,7 +8,7 @@ import { parseFilter } from "../../src/query/filter.ts";
 import { distinctValues, isDistinctValue, resolveDistinctField } from "../../src/records/distinct.ts";
 import { compareSortKeys, toSortKey } from "../../src/schema/fields.ts";
 import { loadSchemaObject } from "../../src/schema/load.ts";
-import { MemoryStore } from "../../src/store/memory-store.ts";
+import { MemoryStore } from "../../src/store/memory/memory-store.ts";
 import type { Row } from "../../src/store/store.ts";
 import { TASK } from "../support/server.ts";
 import { seeded } from "../support/random.ts";

@@ -9,7 +9,7 @@ import { Records } from "../../src/records/records.ts";
 import { MAX_CACHED_JSON_ROWS, MAX_CACHED_PAGE_ROWS, recordJson, recordJsonWith, recordObject, recordsJson } from "../../src/records/serialize.ts";
 import { loadSchemaObject } from "../../src/schema/load.ts";
 import { validateChanges, validateCreate } from "../../src/schema/validate.ts";
-import { MemoryStore } from "../../src/store/memory-store.ts";
+import { MemoryStore } from "../../src/store/memory/memory-store.ts";
 import type { Row } from "../../src/store/store.ts";
 import { TASK } from "../support/server.ts";
 

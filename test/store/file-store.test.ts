@@ -6,11 +6,11 @@ import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { FileStore } from "../../src/store/file-store.ts";
+import { FileStore } from "../../src/store/file/file-store.ts";
 import type { IdempotentAnswer, Row } from "../../src/store/store.ts";
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), "../..");
-const FILE_STORE_URL = new URL("../../src/store/file-store.ts", import.meta.url).href;
+const FILE_STORE_URL = new URL("../../src/store/file/file-store.ts", import.meta.url).href;
 
 let root: string;
 before(async () => {

@@ -5,7 +5,7 @@ import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { COMPACTION_MIN_LOG_BYTES, FileStore } from "../../src/store/file-store.ts";
+import { COMPACTION_MIN_LOG_BYTES, FileStore } from "../../src/store/file/file-store.ts";
 import type { Row } from "../../src/store/store.ts";
 
 let root: string;

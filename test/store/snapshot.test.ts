@@ -4,10 +4,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { crc32 } from "node:zlib";
-import { FileStore } from "../../src/store/file-store.ts";
-import { snapshotName } from "../../src/store/snapshot.ts";
+import { FileStore } from "../../src/store/file/file-store.ts";
+import { snapshotName } from "../../src/store/file/snapshot.ts";
 import type { IdempotentAnswer, Row } from "../../src/store/store.ts";
-import { frameLine, parseFramedLine, segmentName } from "../../src/store/wal.ts";
+import { frameLine, parseFramedLine, segmentName } from "../../src/store/file/wal.ts";
 
 let root: string;
 before(async () => {

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { compareSortKeys } from "../../src/schema/fields.ts";
-import { SortedIndex } from "../../src/store/sorted-index.ts";
+import { SortedIndex } from "../../src/store/memory/sorted-index.ts";
 import type { SortKey, SortPosition } from "../../src/query/filter-tree.ts";
 import type { Row } from "../../src/store/store.ts";
 import { seeded } from "../support/random.ts";

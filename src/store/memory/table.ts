@@ -6,10 +6,10 @@
 // cost a start-up nothing: at 1,000,000 records the two value indexes of the bench's Task took
 // 0.7 s of it, and take about half that built in one pass over the rows.
 
-import { compareSortKeys, toSortKey } from "../schema/fields.ts";
-import type { SortSpec } from "../query/filter-tree.ts";
+import { compareSortKeys, toSortKey } from "../../schema/fields.ts";
+import type { SortSpec } from "../../query/filter-tree.ts";
 import { SortedIndex } from "./sorted-index.ts";
-import type { Row } from "./store.ts";
+import type { Row } from "../store.ts";
 
 export class Table {
   readonly rows = new Map<string, Row>();

@@ -18,7 +18,7 @@ import { isAscii } from "node:buffer";
 import { open } from "node:fs/promises";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
-import type { IdempotentAnswer, Row } from "./store.ts";
+import type { IdempotentAnswer, Row } from "../store.ts";
 import { crcHex, frameLine, parseFramedLine, parseSeqFileName, scanLineRuns, scanLines, seqFileName, writeFully, type RowImage } from "./wal.ts";
 import { replaceFile, TEMPORARY_SUFFIX } from "./durable-file.ts";
 

@@ -2,8 +2,8 @@
 // it replaced, so that when the disk is full they can be taken back out (newest first) and memory
 // is again exactly what the log holds (buntdb's rollback of a failed commit). The log owns seqs.
 
-import type { IdempotentAnswer, Row, WriteBatch } from "./store.ts";
-import type { Table } from "./table.ts";
+import type { IdempotentAnswer, Row, WriteBatch } from "../store.ts";
+import type { Table } from "../memory/table.ts";
 
 type Undo =
   | {

@@ -1,10 +1,10 @@
-// The memory store: every entity's rows in a Table, answered through query/plan.ts. It is also
+// The memory store: every entity's rows in a Table, answered through plan.ts. It is also
 // the in-memory half of the file store, which adds the log by overriding persist() and friends.
 
-import type { FilterNode, SortPosition, SortSpec } from "../query/filter-tree.ts";
-import { limitRegexScan } from "../query/time-limit.ts";
-import { planCount, planEach, planList } from "../query/plan.ts";
-import type { DeletedFilter, IdempotentAnswer, ListQuery, ListResult, Row, Store, WriteBatch } from "./store.ts";
+import type { FilterNode, SortPosition, SortSpec } from "../../query/filter-tree.ts";
+import { limitRegexScan } from "./time-limit.ts";
+import { planCount, planEach, planList } from "./plan.ts";
+import type { DeletedFilter, IdempotentAnswer, ListQuery, ListResult, Row, Store, WriteBatch } from "../store.ts";
 import { Table } from "./table.ts";
 
 /** Entity name → the fields that get a value index (enum and boolean fields). */

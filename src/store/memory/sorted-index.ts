@@ -3,8 +3,8 @@
 // two binary searches: a page costs the same at any depth. Keys come from a function the index is
 // handed; it knows nothing about field types.
 
-import type { SortKey, SortPosition } from "../query/filter-tree.ts";
-import type { Row } from "./store.ts";
+import type { SortKey, SortPosition } from "../../query/filter-tree.ts";
+import type { Row } from "../store.ts";
 
 // Small: an insert lands in a random chunk that is seldom in the CPU cache, and moves half of it
 // in three arrays. 512 made durable creates with a priority index 12% faster than 2048.

@@ -7,8 +7,8 @@
 // once built).
 
 import { Script, createContext } from "node:vm";
-import { invalidFilter } from "../errors.ts";
-import type { FilterNode } from "./filter-tree.ts";
+import { invalidFilter } from "../../errors.ts";
+import type { FilterNode } from "../../query/filter-tree.ts";
 
 export const REGEX_SCAN_LIMIT_MS = 2000;
 

@@ -7,7 +7,7 @@ import { constants, ftruncateSync, writeSync } from "node:fs";
 import { open, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
-import { isOutOfSpace, StorageFullError, type IdempotentAnswer, type Row } from "./store.ts";
+import { isOutOfSpace, StorageFullError, type IdempotentAnswer, type Row } from "../store.ts";
 
 /**
  * Files are read this much at a time, and each run of whole lines decoded into one string. Node

@@ -3,11 +3,11 @@
 // tree was checked against the schema when parsed (filter.ts); this file only decides how values
 // compare (CONTRACT §6).
 
-import { compareCodePoints, parseDateValue } from "../schema/fields.ts";
-import type { Row } from "../store/store.ts";
+import { compareCodePoints, parseDateValue } from "../../schema/fields.ts";
+import type { Row } from "../store.ts";
 import { compileFoldedIncludes, foldCase } from "./case-fold.ts";
-import type { CompareNode, ElemMatchNode, FilterNode, RegexOperand, ValueKind } from "./filter-tree.ts";
-import { regexOf } from "./regex-guard.ts";
+import type { CompareNode, ElemMatchNode, FilterNode, RegexOperand, ValueKind } from "../../query/filter-tree.ts";
+import { regexOf } from "../../query/regex-guard.ts";
 
 export type Predicate = (row: Row) => boolean;
 

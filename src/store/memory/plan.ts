@@ -3,10 +3,10 @@
 // equals the filter's value (a value index) and sort only those. Either way no request sorts or
 // scans the whole entity when an index can answer it.
 
-import { compareSortKeys } from "../schema/fields.ts";
-import type { Table } from "../store/table.ts";
-import type { DeletedFilter, ListQuery, ListResult, Row } from "../store/store.ts";
-import type { CompareNode, FilterNode, SortPosition } from "./filter-tree.ts";
+import { compareSortKeys } from "../../schema/fields.ts";
+import type { Table } from "./table.ts";
+import type { CompareNode, FilterNode, SortPosition } from "../../query/filter-tree.ts";
+import type { DeletedFilter, ListQuery, ListResult, Row } from "../store.ts";
 import { compileFilter, type Predicate } from "./predicate.ts";
 
 export function planList(table: Table, query: ListQuery): ListResult {

@@ -1,4 +1,4 @@
-// Seeded property test of the memory store's planner (query/plan.ts through store/memory-store.ts):
+// Seeded property test of the memory store's planner (store/memory/plan.ts through memory-store.ts):
 // random records, random filters (parsed by query/filter.ts), sorts and pages, checked against a
 // brute-force reference written here from CONTRACT §6 alone: it reads the raw `q` JSON, not the
 // parsed tree, then filters → sorts → slices. Cursor walks must equal one big page.
@@ -9,7 +9,7 @@ import { parseFilter } from "../../src/query/filter.ts";
 import type { FilterNode, SortPosition, SortSpec } from "../../src/query/filter-tree.ts";
 import { parseSort } from "../../src/query/sort.ts";
 import { loadSchemaObject } from "../../src/schema/load.ts";
-import { MemoryStore } from "../../src/store/memory-store.ts";
+import { MemoryStore } from "../../src/store/memory/memory-store.ts";
 import type { DeletedFilter, Row } from "../../src/store/store.ts";
 import { seeded, type Random } from "../support/random.ts";
 import { TASK } from "../support/server.ts";
