@@ -234,7 +234,7 @@ class App {
     private readonly onFatal: ((error: Error) => void) | undefined,
   ) {
     this.router = buildRouter(mounts);
-    this.idempotency = new IdempotencyGuard(records.store);
+    this.idempotency = new IdempotencyGuard(records);
     const schema = records.schema;
     let openApi: string | undefined;
     this.documents = {

@@ -5,7 +5,8 @@
 import { createHash } from "node:crypto";
 import { ApiError } from "../errors.ts";
 import type { Caller } from "../records/caller.ts";
-import type { IdempotentAnswer, Store } from "../store/store.ts";
+import type { Records } from "../records/records.ts";
+import type { IdempotentAnswer } from "../store/store.ts";
 import type { Reply } from "./response.ts";
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -27,7 +28,7 @@ export function idempotentRequest(caller: Caller, idempotencyKey: string, method
 export class IdempotencyGuard {
   private readonly inFlight = new Set<string>();
 
-  constructor(private readonly store: Store) {}
+  constructor(private readonly records: Records) {}
 
   /**
    * The stored answer to replay, or null when this request is the first with its key (it is then
@@ -37,7 +38,7 @@ export class IdempotencyGuard {
     if (this.inFlight.has(request.scope)) {
       throw new ApiError(409, "idempotency_key_in_use", "A request with this Idempotency-Key is still being processed; retry once it has been answered.");
     }
-    const answer = this.store.findAnswer(request.scope, now);
+    const answer = this.records.findAnswer(request.scope, now);
     if (answer) {
       if (answer.fingerprint !== request.fingerprint) {
         throw new ApiError(

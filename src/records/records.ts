@@ -10,7 +10,7 @@ import type { Schema } from "../schema/load.ts";
 import { isPlatformField, type EntityDef } from "../schema/fields.ts";
 import { validateChanges, validateCreate } from "../schema/validate.ts";
 import { IdGenerator } from "../store/ids.ts";
-import type { ListQuery, Row, Store } from "../store/store.ts";
+import type { IdempotentAnswer, ListQuery, Row, Store } from "../store/store.ts";
 import type { Caller } from "./caller.ts";
 
 const NO_CHANGES: ReadonlyMap<string, unknown> = new Map();
@@ -97,6 +97,11 @@ export class Records {
     if (!row.deleted) return { entity, rows: [], result: { row, restored: false } };
     const restored = this.nextVersion(entity, row, NO_CHANGES, false, Date.now());
     return { entity, rows: [restored], result: { row: restored, restored: true } };
+  }
+
+  /** The stored answer to an earlier write with this Idempotency-Key scope, while it has not expired. */
+  findAnswer(scope: string, now: number): IdempotentAnswer | undefined {
+    return this.store.findAnswer(scope, now);
   }
 
   /**
