@@ -1,5 +1,5 @@
 // The embedding API (`import { startServer } from "tabula-server"`): tabula as an in-process test
-// fixture. Memory mode and a free port by default; everything else as the CLI.
+// fixture. Memory mode (unless a store is given) and a free port by default; everything else as the CLI.
 
 import { createServer, type ServerOptions, type TabulaServer } from "./server.ts";
 
@@ -9,5 +9,5 @@ export type { ApiKey } from "./keys/api-keys.ts";
 export type StartOptions = Omit<ServerOptions, "memory" | "port"> & { readonly memory?: boolean; readonly port?: number };
 
 export function startServer(options: StartOptions): Promise<TabulaServer> {
-  return createServer({ ...options, memory: options.memory ?? true, port: options.port ?? 0 });
+  return createServer({ ...options, memory: options.memory ?? options.store === undefined, port: options.port ?? 0 });
 }

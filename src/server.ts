@@ -4,7 +4,6 @@
 
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { performance } from "node:perf_hooks";
 import { ApiError, expectationFailed, insufficientStorage, internalError, methodNotAllowed, notFound, storeUnavailable } from "./errors.ts";
 import { answerClientError, answerConnect } from "./http/client-error.ts";
 import { IdempotencyGuard, idempotentRequest, type IdempotentRequest } from "./http/idempotency.ts";
@@ -22,8 +21,8 @@ import { Records } from "./records/records.ts";
 import { loadSeed, type SeedSource } from "./records/seed.ts";
 import { loadSchemaObject, loadSchemaPath, type Declarations, type Schema } from "./schema/load.ts";
 import { isPlatformField } from "./schema/fields.ts";
-import { FileStore } from "./store/file/file-store.ts";
-import { MemoryStore, type ValueIndexedFields } from "./store/memory/memory-store.ts";
+import type { ValueIndexedFields } from "./store/memory/memory-store.ts";
+import { openStore, parseStoreUrl, type LoadedData, type StoreLocation } from "./store/open-store.ts";
 import { isOutOfSpace, type Store } from "./store/store.ts";
 
 export const VERSION = "0.1.0";
@@ -31,9 +30,14 @@ export const VERSION = "0.1.0";
 export interface ServerOptions {
   /** A schema folder or file, declarations as objects, or a loaded Schema. */
   readonly schema: string | Declarations | Schema;
-  /** Keep nothing on disk. */
+  /**
+   * The store, as a URL (CONTRACT §10): file:<dir> or memory:. Instead of memory and data, which
+   * are its shorthands; giving it with either is an error.
+   */
+  readonly store?: string;
+  /** Keep nothing on disk: the store memory:. */
   readonly memory?: boolean;
-  /** The data folder (ignored with memory). Default ./data. */
+  /** The data folder (ignored with memory): the store file:<data>. Default ./data. */
   readonly data?: string;
   readonly port?: number;
   readonly host?: string;
@@ -55,13 +59,7 @@ export interface ServerOptions {
   readonly onFatal?: (error: Error) => void;
 }
 
-export interface LoadedData {
-  readonly records: number;
-  readonly deletedRecords: number;
-  /** Snapshot and log bytes read. */
-  readonly bytes: number;
-  readonly ms: number;
-}
+export type { LoadedData } from "./store/open-store.ts";
 
 export interface TabulaServer {
   readonly url: string;
@@ -87,13 +85,8 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
   const schema = resolveSchema(options.schema);
   const cors = parseCorsPolicy(options.cors ?? "*");
   const warn = options.warn ?? ((message: string) => process.stderr.write(`warning: ${message}\n`));
-  const dataDir = options.memory ? null : (options.data ?? "./data");
   // The store first: it creates the data folder and takes its lock before keys.json is written.
-  const openedAt = performance.now();
-  const store = dataDir
-    ? await FileStore.open({ dir: dataDir, valueIndexed: valueIndexedFields(schema), warn })
-    : new MemoryStore(valueIndexedFields(schema));
-  const loaded = store instanceof FileStore ? describeLoad(store, performance.now() - openedAt) : null;
+  const { store, dataDir, loaded } = await openStore(storeLocationOf(options), { valueIndexed: valueIndexedFields(schema), warn });
   try {
     const keys = await loadKeys({ dataDir, secretKey: options.secretKey, publishableKey: options.publishableKey, keys: options.keys });
     const records = new Records(schema, store);
@@ -156,9 +149,12 @@ function valueIndexedFields(schema: Schema): ValueIndexedFields {
   return fields;
 }
 
-function describeLoad(store: FileStore, ms: number): LoadedData {
-  const { records, deletedRecords, snapshotBytes, logBytes } = store.describe();
-  return { records, deletedRecords, bytes: snapshotBytes + logBytes, ms };
+function storeLocationOf(options: ServerOptions): StoreLocation {
+  if (options.store === undefined) return options.memory ? { kind: "memory" } : { kind: "file", dir: options.data ?? "./data" };
+  if (options.memory || options.data !== undefined) {
+    throw new Error(`The store is given twice: as store, and as ${options.memory ? "memory" : "data"}. Give one (memory is the store memory:, data the store file:<data>).`);
+  }
+  return parseStoreUrl(options.store, "The store option");
 }
 
 function findUndeclaredFields(schema: Schema, store: Store): string[] {

@@ -212,3 +212,41 @@ test("with a data folder, loaded says how many records the folder held at start-
     await rm(data, { recursive: true, force: true });
   }
 });
+
+test("store: a file: URL is the file store in that folder, and memory: keeps nothing (CONTRACT §10)", async () => {
+  const data = await mkdtemp(join(tmpdir(), "tabula-store-"));
+  try {
+    const first = await startServer({ schema: { Task: TASK }, store: `file:${data}` });
+    assert.equal(first.dataDir, data, "a store given means no memory default");
+    assert.equal((await post(`${first.url}/api/entities/Task`, first.secretKey, { title: "kept" })).status, 201);
+    await first.close();
+    const second = await startServer({ schema: { Task: TASK }, store: `file:${data}` });
+    try {
+      assert.equal(second.loaded?.records, 1);
+    } finally {
+      await second.close();
+    }
+    const inMemory = await startServer({ schema: { Task: TASK }, store: "memory:" });
+    try {
+      assert.equal(inMemory.dataDir, null);
+      assert.equal(inMemory.loaded, null);
+    } finally {
+      await inMemory.close();
+    }
+  } finally {
+    await rm(data, { recursive: true, force: true });
+  }
+});
+
+// [options besides the schema, what the rejection says]
+const badStoreOptions: Array<[Record<string, unknown>, RegExp]> = [
+  [{ store: "memory:", memory: true }, /given twice: as store, and as memory/],
+  [{ store: "file:x", data: "x" }, /given twice: as store, and as data/],
+  [{ store: "s3://bucket" }, /"s3:".*file:<dir>.*memory:/],
+  [{ store: "postgres://app:hunter2@db.example/app" }, /^(?!.*hunter2).*PostgreSQL store .* has none yet/],
+];
+for (const [options, message] of badStoreOptions) {
+  test(`startServer(${JSON.stringify(options)}) rejects: ${message.source}`, async () => {
+    await assert.rejects(startServer({ schema: { Task: TASK }, ...options }), message);
+  });
+}

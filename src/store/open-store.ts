@@ -1,0 +1,94 @@
+// The one place that knows every store (CONTRACT §10): a store URL (file:<dir>, memory:, and
+// postgres://…, which this build refuses) → where the store is, and then the open store. server.ts
+// opens and closes stores only through here; records/ is what calls them in between.
+
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+import { FileStore } from "./file/file-store.ts";
+import { MemoryStore, type ValueIndexedFields } from "./memory/memory-store.ts";
+import type { Store } from "./store.ts";
+
+export type StoreLocation =
+  | { readonly kind: "memory" }
+  | { readonly kind: "file"; readonly dir: string }
+  | { readonly kind: "postgres"; readonly url: string };
+
+export const STORE_URL_FORMS = "file:<dir> (the file store in that folder, like --data) or memory: (nothing on disk, like --memory)";
+
+const SCHEME_RE = /^([a-z][a-z0-9+.-]*):/i;
+
+/**
+ * Reads a store URL; `source` names where it came from (a flag, a variable) for the message. A
+ * refusal never repeats the URL, which may hold a database password: only its scheme.
+ */
+export function parseStoreUrl(url: string, source = "The store URL"): StoreLocation {
+  const scheme = SCHEME_RE.exec(url)?.[1]!.toLowerCase();
+  const rest = scheme === undefined ? url : url.slice(scheme.length + 1);
+  switch (scheme) {
+    case "memory":
+      if (rest !== "" && rest !== "//") throw new Error(`${source}: memory: takes nothing after the colon; write memory:.`);
+      return { kind: "memory" };
+    case "file":
+      return { kind: "file", dir: fileDirOf(rest, source) };
+    case "postgres":
+    case "postgresql":
+      return { kind: "postgres", url };
+    case undefined:
+      if (url === "") throw new Error(`${source} is empty; give ${STORE_URL_FORMS}.`);
+      throw new Error(`${source} must be a store URL, ${STORE_URL_FORMS}: for the folder ${url}, write file:${url}.`);
+    default:
+      throw new Error(`${source} names a store of scheme "${scheme}:", which tabula does not know; give ${STORE_URL_FORMS}.`);
+  }
+}
+
+/** `file:data` and `file:/srv/data` name a folder as written; `file:///srv/data` is a file URL. */
+function fileDirOf(rest: string, source: string): string {
+  if (!rest.startsWith("//")) {
+    if (rest === "") throw new Error(`${source}: file: needs a folder after the colon, such as file:./data.`);
+    return rest;
+  }
+  try {
+    return fileURLToPath(`file:${rest}`);
+  } catch (error) {
+    throw new Error(`${source} is not a usable file URL (${(error as Error).message}); write file:<dir>, such as file:./data or file:///srv/tabula.`);
+  }
+}
+
+export interface LoadedData {
+  readonly records: number;
+  readonly deletedRecords: number;
+  /** Snapshot and log bytes read. */
+  readonly bytes: number;
+  readonly ms: number;
+}
+
+export interface OpenedStore {
+  readonly store: Store;
+  /** The folder that keys.json is kept in beside the data; null when the store keeps nothing on disk. */
+  readonly dataDir: string | null;
+  /** What the store held at start-up and how long reading it took; null when it read nothing. */
+  readonly loaded: LoadedData | null;
+}
+
+export interface OpenStoreOptions {
+  readonly valueIndexed: ValueIndexedFields;
+  /** Things the operator should hear about that do not stop the server (a torn tail was cut). */
+  readonly warn: (message: string) => void;
+}
+
+export async function openStore(location: StoreLocation, options: OpenStoreOptions): Promise<OpenedStore> {
+  switch (location.kind) {
+    case "memory":
+      return { store: new MemoryStore(options.valueIndexed), dataDir: null, loaded: null };
+    case "file": {
+      const openedAt = performance.now();
+      const store = await FileStore.open({ dir: location.dir, ...options });
+      const { records, deletedRecords, snapshotBytes, logBytes } = store.describe();
+      const loaded = { records, deletedRecords, bytes: snapshotBytes + logBytes, ms: performance.now() - openedAt };
+      return { store, dataDir: location.dir, loaded };
+    }
+    case "postgres":
+      // TODO(#18) step 2: the PostgreSQL store, loaded with a dynamic import of the `postgres` package.
+      throw new Error(`A PostgreSQL store (postgres://…) was asked for, but this build of tabula has none yet. Use ${STORE_URL_FORMS}.`);
+  }
+}
