@@ -3,12 +3,15 @@
 
 import { createServer, VERSION, type ServerOptions, type TabulaServer } from "./server.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
+import { parseStoreUrl } from "./store/open-store.ts";
 
 const HELP = `tabula ${VERSION}: each entity of a JSON schema served as a REST collection of records.
 
 Usage: tabula [options]
 
   --schema PATH            folder of <Entity>.json declarations, or one JSON file   [TABULA_SCHEMA, default ./entities]
+  --store URL              the store: file:DIR (as --data DIR) or memory: (as       [TABULA_STORE, DATABASE_URL]
+                           --memory); give one of --store, --data and --memory
   --data DIR               the file store: write-ahead log, snapshots, keys.json     [TABULA_DATA, default ./data]
   --memory                 keep nothing on disk (tests, CI fixtures)
   --port N                 0 picks a free port                                      [TABULA_PORT or PORT, default 8080]
@@ -23,6 +26,9 @@ Usage: tabula [options]
                            appId given to @base44/sdk's createClient)
   --help, --version
 
+Without --store, --data or --memory the store comes from TABULA_STORE, else TABULA_DATA, else
+DATABASE_URL when it is a postgres:// URL (read last, as other programs set it too), else ./data.
+
 Every request under /api/ carries X-Api-Key (or Authorization: Bearer). Docs: GET /api/openapi.json, and the README.`;
 
 /** After a fatal store failure, how long new requests are still answered (503) before closing. */
@@ -30,7 +36,7 @@ const FATAL_GRACE_MS = 1000;
 
 class UsageError extends Error {}
 
-const VALUE_FLAGS = ["schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "cors", "app-id"] as const;
+const VALUE_FLAGS = ["schema", "store", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "cors", "app-id"] as const;
 type ValueFlag = (typeof VALUE_FLAGS)[number];
 
 interface Parsed {
@@ -74,14 +80,41 @@ function parseSize(text: string): number {
   return Number(match[1]) * (unit.startsWith("k") ? 1024 : unit.startsWith("m") ? 1024 * 1024 : 1);
 }
 
-function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv): ServerOptions {
+const POSTGRES_URL_RE = /^postgres(ql)?:/i;
+
+/** The store's options, and where they came from (a flag or a variable), for messages. */
+type StoreChoice = Pick<ServerOptions, "store" | "memory" | "data"> & { readonly source: string };
+
+/** CONTRACT §10. --data and --memory are shorthands of --store, so two of the three conflict. */
+function chooseStore(parsed: Parsed, env: NodeJS.ProcessEnv): StoreChoice {
+  const { values } = parsed;
+  const given = [values.store !== undefined && "--store", values.data !== undefined && "--data", parsed.memory && "--memory"].filter(Boolean);
+  if (given.length > 1) throw new UsageError(`${given.join(" and ")} each choose the store; give one of --store, --data and --memory.`);
+  if (values.store !== undefined) return storeUrl(values.store, "--store");
+  if (parsed.memory) return { memory: true, source: "--memory" };
+  if (values.data !== undefined) return { data: values.data, source: "--data" };
+  if (env.TABULA_STORE !== undefined) return storeUrl(env.TABULA_STORE, "TABULA_STORE");
+  if (env.TABULA_DATA !== undefined) return { data: env.TABULA_DATA, source: "TABULA_DATA" };
+  // Last, and only a PostgreSQL URL: DATABASE_URL is often set for other programs and databases.
+  if (env.DATABASE_URL !== undefined && POSTGRES_URL_RE.test(env.DATABASE_URL)) return storeUrl(env.DATABASE_URL, "DATABASE_URL");
+  return { data: "./data", source: "the default" };
+}
+
+/** Checked here, so that a malformed URL is a usage error like any bad flag. */
+function storeUrl(url: string, source: string): StoreChoice {
+  parseStoreUrl(url, source);
+  return { store: url, source };
+}
+
+function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv): ServerOptions & { readonly storeSource: string } {
   const { values } = parsed;
   const [port, portSource] =
     values.port !== undefined ? [values.port, "--port"] : env.TABULA_PORT !== undefined ? [env.TABULA_PORT, "TABULA_PORT"] : [env.PORT, "PORT"];
+  const { source: storeSource, ...store } = chooseStore(parsed, env);
   return {
     schema: values.schema ?? env.TABULA_SCHEMA ?? "./entities",
-    memory: parsed.memory,
-    data: values.data ?? env.TABULA_DATA ?? "./data",
+    ...store,
+    storeSource,
     port: port === undefined ? 8080 : parsePort(port, portSource),
     host: values.host ?? env.TABULA_HOST ?? "127.0.0.1",
     secretKey: values["secret-key"] ?? env.TABULA_SECRET_KEY,
@@ -124,7 +157,7 @@ function printBanner(server: TabulaServer, options: ServerOptions): void {
 }
 
 async function main(): Promise<void> {
-  let options: ServerOptions;
+  let options: ReturnType<typeof toOptions>;
   try {
     const parsed = parseArgs(process.argv.slice(2));
     if (parsed.help) return void process.stdout.write(HELP + "\n");
@@ -136,9 +169,10 @@ async function main(): Promise<void> {
   }
   let server: TabulaServer;
   let isStopping = false;
+  const { storeSource, ...serverOptions } = options;
   try {
     server = await createServer({
-      ...options,
+      ...serverOptions,
       onFatal(error) {
         process.stderr.write(`tabula: the store failed and can make no further write durable: ${error.message}\n`);
         // Every request waiting on the failed write is being answered 503, and so is every request
@@ -150,6 +184,9 @@ async function main(): Promise<void> {
     });
   } catch (error) {
     process.stderr.write(`tabula: ${(error as Error).message}\n`);
+    if (storeSource === "DATABASE_URL") {
+      process.stderr.write("tabula: the store was DATABASE_URL's, read because none of --store, --data, --memory, TABULA_STORE and TABULA_DATA was given; give one of them to choose the store.\n");
+    }
     process.exit(1);
   }
   const stop = (signal: string) => {

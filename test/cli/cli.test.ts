@@ -1,5 +1,6 @@
 // The command line (CONTRACT §1, issue 2), spawned as users run it: `node dist/tabula.mjs`. Flags,
-// env, the banner, bad input exiting 1 before listening, keys.json, signals, seeds, the data lock.
+// env, the banner, bad input exiting 1 before listening, keys.json, signals, seeds, the data lock,
+// and choosing the store (CONTRACT §10).
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -9,7 +10,7 @@ import { createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { TASK } from "../support/server.ts";
 import { BUILT_CLI, copyCli, killSpawned, spawnCli, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
 
@@ -58,8 +59,8 @@ interface Exit {
 }
 
 /** Runs the CLI to its end (for commands that must not start listening). */
-function run(args: string[], env: Record<string, string> = {}): Promise<Exit> {
-  const child = spawnCli(CLI, args, { env: cleanEnv(env) });
+function run(args: string[], env: Record<string, string> = {}, cwd?: string): Promise<Exit> {
+  const child = spawnCli(CLI, args, { env: cleanEnv(env), cwd });
   let stdout = "";
   let stderr = "";
   child.stdout!.on("data", (text) => (stdout += text));
@@ -77,15 +78,15 @@ function run(args: string[], env: Record<string, string> = {}): Promise<Exit> {
   });
 }
 
-/** The env of a child: no TABULA_* or PORT from the test's own environment. */
+/** The env of a child: no TABULA_*, PORT or DATABASE_URL from the test's own environment. */
 function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("TABULA_") && name !== "PORT"));
+  const base = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("TABULA_") && name !== "PORT" && name !== "DATABASE_URL"));
   return { ...base, ...env };
 }
 
 /** Starts the CLI and waits for its `listening on` line. */
-function start(args: string[], env: Record<string, string> = {}): Promise<SpawnedServer> {
-  return startSpawnedServer(CLI, args, START_TIMEOUT_MS, { env: cleanEnv(env) });
+function start(args: string[], env: Record<string, string> = {}, cwd?: string): Promise<SpawnedServer> {
+  return startSpawnedServer(CLI, args, START_TIMEOUT_MS, { env: cleanEnv(env), cwd });
 }
 
 /** Starts the CLI and sends SIGTERM from the very handler that sees its listening line. */
@@ -147,7 +148,7 @@ describe("flags", { concurrency: CONCURRENT_TESTS }, () => {
     const { code, stdout } = await run(["--help"]);
     assert.equal(code, 0);
     assert.match(stdout, /Usage/);
-    for (const flag of ["--schema", "--data", "--memory", "--port", "--host", "--secret-key", "--publishable-key", "--seed", "--max-body", "--version"]) {
+    for (const flag of ["--schema", "--store", "--data", "--memory", "--port", "--host", "--secret-key", "--publishable-key", "--seed", "--max-body", "--version"]) {
       assert.ok(stdout.includes(flag), `--help mentions ${flag}`);
     }
     assert.doesNotMatch(stdout, /listening on/);
@@ -474,6 +475,116 @@ describe("running", { concurrency: CONCURRENT_TESTS }, () => {
       assert.equal((await call(first, "sk_locked_00001", "GET", "/api/entities/Task")).status, 200);
     } finally {
       assert.equal(await stop(first), 0);
+    }
+  });
+});
+
+describe("choosing the store", { concurrency: CONCURRENT_TESTS }, () => {
+  const FORMS = /file:<dir>.*memory:/;
+  // [args, env, what stderr must name]: usage errors, so each also points to --help.
+  const badStores: Array<[string[], Record<string, string>, RegExp[]]> = [
+    [["--memory", "--store", "file:x"], {}, [/--store and --memory/, /give one of --store, --data and --memory/]],
+    [["--data", "x", "--memory"], {}, [/--data and --memory/]],
+    [["--store", "file:x", "--data", "x"], {}, [/--store and --data/]],
+    [["--store", "bogus://somewhere"], {}, [/--store/, /"bogus:"/, FORMS]],
+    [["--store", "./folder"], {}, [/--store must be a store URL/, /write file:\.\/folder/]],
+    [["--store", "file:"], {}, [/--store: file: needs a folder/]],
+    [["--store", "memory:extra"], {}, [/--store: memory: takes nothing/]],
+    [["--store", "file://elsewhere/data"], {}, [/--store is not a usable file URL/]],
+    [[], { TABULA_STORE: "redis://cache:6379" }, [/TABULA_STORE/, /"redis:"/, FORMS]],
+  ];
+  for (const [args, env, named] of badStores) {
+    test(`${[...Object.entries(env).map(([name, value]) => `${name}=${value}`), ...args].join(" ")} is a usage error: exit 1 before listening, naming the fault`, async () => {
+      const { code, stdout, stderr } = await run(["--schema", schemaDir, "--port", "0", ...args], env);
+      assert.equal(code, 1);
+      for (const pattern of named) assert.match(stderr, pattern);
+      assert.match(stderr, /tabula --help/);
+      assert.doesNotMatch(stdout + stderr, /listening on/);
+    });
+  }
+
+  for (const url of ["postgres://tabula:hunter2@db.example:5432/app", "postgresql://tabula:hunter2@db.example/app"]) {
+    test(`--store ${url.split(":")[0]}://… exits 1 before listening: this build has no PostgreSQL store, and the password is not printed`, async () => {
+      const { code, stdout, stderr } = await run(["--schema", schemaDir, "--port", "0", "--store", url]);
+      assert.equal(code, 1);
+      assert.match(stderr, /PostgreSQL store .* has none yet/);
+      assert.match(stderr, FORMS);
+      assert.doesNotMatch(stderr, /hunter2/);
+      assert.doesNotMatch(stdout + stderr, /listening on/);
+    });
+  }
+
+  test("a postgres:// DATABASE_URL is the store when nothing else chooses one: exit 1 here, saying how to choose another", async () => {
+    const { code, stdout, stderr } = await run(["--schema", schemaDir, "--port", "0"], { DATABASE_URL: "postgres://app:hunter2@db.example/app" });
+    assert.equal(code, 1);
+    assert.match(stderr, /PostgreSQL store .* has none yet/);
+    assert.match(stderr, /DATABASE_URL.*none of --store, --data, --memory, TABULA_STORE and TABULA_DATA/);
+    assert.doesNotMatch(stderr, /hunter2/);
+    assert.doesNotMatch(stdout, /listening on/);
+  });
+
+  // [args, env]: each chooses the store before DATABASE_URL is read.
+  const beforeDatabaseUrl: Array<[string[], Record<string, string>]> = [
+    [["--memory"], {}],
+    [["--store", "memory:"], {}],
+    [[], { TABULA_STORE: "memory:" }],
+  ];
+  for (const [args, env] of beforeDatabaseUrl) {
+    test(`${[...Object.keys(env), ...args].join(" ")} beats a postgres:// DATABASE_URL`, async () => {
+      const server = await start(["--schema", schemaDir, "--port", "0", ...args], { DATABASE_URL: "postgres://app:hunter2@db.example/app", ...env });
+      try {
+        assert.match(server.output(), /^data {7}in memory only/m);
+      } finally {
+        assert.equal(await stop(server), 0);
+      }
+    });
+  }
+
+  test("--data and TABULA_DATA beat a postgres:// DATABASE_URL, and a DATABASE_URL of another database is left to its program", async () => {
+    const dir = await folder();
+    for (const [args, env] of [[["--data", "flag-data"], {}], [[], { TABULA_DATA: "env-data" }], [[], { DATABASE_URL: "mysql://app:hunter2@db.example/app" }]] as const) {
+      const server = await start(["--schema", schemaDir, "--port", "0", ...args], { DATABASE_URL: "postgres://app:hunter2@db.example/app", ...env }, dir);
+      assert.equal(await stop(server), 0);
+    }
+    for (const data of ["flag-data", "env-data", "data"]) assert.ok(existsSync(join(dir, data, "keys.json")), `${data} holds the file store`);
+  });
+
+  test("--store file:<dir> keeps records across a restart, as TABULA_STORE=file://<dir> and --data <dir> read them", async () => {
+    const data = join(await folder(), "data");
+    const secret = ["--secret-key", "sk_store_file_01"];
+    const first = await start(["--schema", schemaDir, "--port", "0", "--store", `file:${data}`, ...secret]);
+    const created = await call(first, "sk_store_file_01", "POST", "/api/entities/Task", { title: "kept" });
+    assert.equal(created.status, 201);
+    assert.ok(first.output().includes(`data       ${data} (write-ahead log`), first.output());
+    assert.equal(await stop(first), 0);
+    assert.ok(existsSync(join(data, "keys.json")));
+
+    for (const [args, env] of [[[], { TABULA_STORE: pathToFileURL(data).href }], [["--data", data], {}]] as const) {
+      const again = await start(["--schema", schemaDir, "--port", "0", ...secret, ...args], env);
+      try {
+        assert.match(again.output(), /^loaded {5}1 record from/m);
+        assert.deepEqual((await call(again, "sk_store_file_01", "GET", `/api/entities/Task/${created.body.id}`)).body, created.body);
+      } finally {
+        assert.equal(await stop(again), 0);
+      }
+    }
+  });
+
+  test("--store memory: keeps nothing: no data folder, and a restart starts empty", async () => {
+    const dir = await folder();
+    const args = ["--schema", schemaDir, "--port", "0", "--store", "memory:", "--secret-key", "sk_store_memory1"];
+    const first = await start(args, {}, dir);
+    assert.match(first.output(), /^data {7}in memory only/m);
+    assert.equal((await call(first, "sk_store_memory1", "POST", "/api/entities/Task", { title: "gone" })).status, 201);
+    assert.equal((await call(first, "sk_store_memory1", "GET", "/api/entities/Task")).body.length, 1);
+    assert.equal(await stop(first), 0);
+    assert.equal(existsSync(join(dir, "data")), false, "nothing written to ./data");
+
+    const second = await start(args, {}, dir);
+    try {
+      assert.deepEqual((await call(second, "sk_store_memory1", "GET", "/api/entities/Task")).body, []);
+    } finally {
+      assert.equal(await stop(second), 0);
     }
   });
 });

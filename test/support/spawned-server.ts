@@ -20,6 +20,8 @@ export interface SpawnedServer {
 
 export interface SpawnOptions {
   readonly env?: NodeJS.ProcessEnv;
+  /** The working folder, where relative paths (the default ./data) land. */
+  readonly cwd?: string;
   /** node's own flags, before the script (such as --import of a module). */
   readonly nodeArgs?: readonly string[];
 }
@@ -35,7 +37,7 @@ export function copyCli(dir: string): string {
 
 /** Spawns the CLI with piped output; killSpawned() kills it if it is still running then. */
 export function spawnCli(cli: string, args: readonly string[], options: SpawnOptions = {}): ChildProcess {
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), cli, ...args], { env: options.env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), cli, ...args], { env: options.env, cwd: options.cwd, stdio: ["ignore", "pipe", "pipe"] });
   running.add(child);
   // "close", not "exit": it comes once stdout and stderr are read to their end.
   child.on("close", () => running.delete(child));
