@@ -56,9 +56,11 @@ type HttpSocket = Socket & { _httpMessage?: ServerResponse | null };
 
 function refuseAfterOwedAnswers(socket: HttpSocket, refusal: ApiError): void {
   const owed = socket._httpMessage;
-  if (owed && !owed.writableFinished && owed.req.complete) {
-    // A request read whole and still being answered; node:http hands the socket to the next
-    // response in line (if any) before this one's "close", so look again then.
+  if (owed && !owed.closed && owed.req.complete) {
+    // A request read whole and still being answered, or answered whole but not yet let go of the
+    // socket (its "finish" comes a tick after its last byte is written: a pipelined answer that
+    // was ready before its turn is); node:http hands the socket to the next response in line (if
+    // any) before this one's "close", so look again then.
     owed.once("close", () => refuseAfterOwedAnswers(socket, refusal));
     return;
   }

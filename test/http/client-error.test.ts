@@ -3,6 +3,9 @@
 // connection (pipelining), and then the connection closes.
 
 import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { exchangeRaw, type RawResponse } from "../support/raw-http.ts";
 import { SECRET, startTestServer, type TestServer } from "../support/server.ts";
@@ -75,5 +78,25 @@ test("pipelined writes followed by a request the parser refuses: each write gets
     for (const response of responses.slice(0, 2)) {
       assert.equal((await server.call("GET", `${T}/${response.body.id}`)).status, 200, `${label}: the answered write is stored`);
     }
+  }
+});
+
+test("pipelined writes on a data folder, then a request the parser refuses: the refusal still follows the writes' answers (issue 18)", async () => {
+  // Writes wait for their fsync together, so the second answer is ready before its turn; written
+  // out the moment the first lets go of the socket, it held the socket a tick after its last byte,
+  // and the refusal was taken for its answer and dropped: the client got [201, 201] and a close.
+  const dir = await mkdtemp(join(tmpdir(), "tabula-client-error-"));
+  const onDisk = await startTestServer({ memory: false, data: dir });
+  try {
+    for (const count of [2, 3, 8]) {
+      const titles = Array.from({ length: count }, (_, i) => `on disk ${count}.${i}`);
+      const { responses, rest } = await exchangeRaw(onDisk.url, titles.map(post).join("") + "FOO / HTTP/1.1\r\nHost: x\r\n\r\n");
+      assert.deepEqual(responses.map((response) => response.status), [...titles.map(() => 201), 400], `${count} writes`);
+      assertJsonError(responses[count], 400, "invalid_request", `${count} writes`);
+      assert.equal(rest, "");
+    }
+  } finally {
+    await onDisk.close();
+    await rm(dir, { recursive: true, force: true });
   }
 });
