@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
 import { after, before, test } from "node:test";
-import { PUBLISHABLE, startTestServer, type TestServer } from "../support/server.ts";
+import { PUBLISHABLE, startTestServer, TEST_STORE, type TestServer } from "../support/server.ts";
 
 let server: TestServer;
 before(async () => (server = await startTestServer()));
@@ -16,4 +17,19 @@ test("a created record reads back, and a publishable key never sees created_by_i
   assert.equal(read.body.title, "Write tests");
   assert.equal("created_by_id" in read.body, false);
   assert.equal(read.headers.get("etag"), created.headers.get("etag"));
+});
+
+test(`the test server runs on the store TABULA_TEST_STORE names (here ${TEST_STORE}); one that asks for memory gets it`, async () => {
+  const onStore = await startTestServer();
+  const dataDir = onStore.dataDir;
+  await onStore.close();
+  if (TEST_STORE === "memory") {
+    assert.equal(dataDir, null);
+  } else {
+    assert.ok(dataDir, "a data folder of its own");
+    assert.equal(existsSync(dataDir), false, "close() removes it");
+  }
+  const inMemory = await startTestServer({ memory: true });
+  assert.equal(inMemory.dataDir, null);
+  await inMemory.close();
 });

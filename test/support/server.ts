@@ -1,6 +1,36 @@
-// A listening tabula (memory store, port 0) and a small fetch client for HTTP tests.
+// A listening tabula (port 0) on the store that TABULA_TEST_STORE names, and a small fetch client
+// for HTTP tests. test/run.mjs runs the HTTP suites once per store (issue 18, CONTRACT §10).
+//
+// Which tests follow TABULA_TEST_STORE. The rule: a test of what every store must do (SPEC.md and
+// the contract seen through HTTP) starts its server with startTestServer() and no store option, so
+// it runs on every store; a test of one mode names it, and stays on that mode:
+// - test/http/ and test/sdk/ follow the store, except the tests that pass `memory` or `data`
+//   (a data folder they fill or restart on: idempotency.test.ts, write-path.test.ts,
+//   json-depth.test.ts, client-error.test.ts) and those that build a MemoryStore themselves
+//   (idempotency.test.ts's "store's side").
+// - test/api/ stays fixed: it tests startServer()'s own defaults (memory unless `memory: false`).
+// - test/keys/ stays on a data folder: keys.json is written there.
+// - test/cli/ and test/durability/ spawn the CLI with the flags they test (--memory, --data).
+// - test/browser/ runs once, on the memory store: it is about CORS and a browser, not the store.
+// - test/store/, test/query/, test/records/, test/schema/ are unit tests of one module.
 
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createServer, type ServerOptions, type TabulaServer } from "../../src/server.ts";
+
+/** The stores startTestServer() can start; test/run.mjs names the same ones. */
+export const TEST_STORES = ["memory", "file"] as const;
+export type TestStore = (typeof TEST_STORES)[number];
+
+/** TABULA_TEST_STORE, memory when unset. */
+export const TEST_STORE: TestStore = readTestStore(process.env.TABULA_TEST_STORE);
+
+function readTestStore(value: string | undefined): TestStore {
+  if (value === undefined || value === "") return "memory";
+  if ((TEST_STORES as readonly string[]).includes(value)) return value as TestStore;
+  throw new Error(`TABULA_TEST_STORE=${value} names no store; use one of ${TEST_STORES.join(", ")}`);
+}
 
 export const SECRET = "sk_test_secret";
 export const PUBLISHABLE = "pk_test_publishable";
@@ -35,15 +65,39 @@ export interface Answer {
   text: string;
 }
 
+/**
+ * A server on TEST_STORE. A test that passes `memory` or `data` gets what it asks for: it tests
+ * that mode, not every store.
+ */
 export async function startTestServer(options: Partial<ServerOptions> = {}): Promise<TestServer> {
-  const server = await createServer({
-    schema: { Task: TASK },
-    memory: true,
-    port: 0,
-    secretKey: SECRET,
-    publishableKey: PUBLISHABLE,
-    ...options,
-  });
+  const isModeGiven = options.memory !== undefined || options.data !== undefined;
+  // A fresh folder per server, so that no test sees another's records, keys.json or lock.
+  const dataDir = !isModeGiven && TEST_STORE === "file" ? mkdtempSync(join(tmpdir(), "tabula-test-store-")) : null;
+  const removeDataDir = () => {
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  };
+  let server: TabulaServer;
+  try {
+    server = await createServer({
+      schema: { Task: TASK },
+      ...(dataDir ? { memory: false, data: dataDir } : { memory: true }),
+      port: 0,
+      secretKey: SECRET,
+      publishableKey: PUBLISHABLE,
+      ...options,
+    });
+  } catch (error) {
+    removeDataDir();
+    throw error;
+  }
+  const closeServer = server.close.bind(server);
+  const close = async () => {
+    try {
+      await closeServer();
+    } finally {
+      removeDataDir();
+    }
+  };
   const call: TestServer["call"] = async (method, path, init = {}) => {
     const headers: Record<string, string> = { ...init.headers };
     const apiKey = init.apiKey === undefined ? SECRET : init.apiKey;
@@ -63,7 +117,7 @@ export async function startTestServer(options: Partial<ServerOptions> = {}): Pro
     }
     return { status: response.status, headers: response.headers, body: parsed, text };
   };
-  return Object.assign(server, { call });
+  return Object.assign(server, { call, close });
 }
 
 /** `q` as a URL parameter value. */
