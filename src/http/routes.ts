@@ -7,10 +7,8 @@
 
 import { forbidden } from "../errors.ts";
 import type { Caller } from "../records/caller.ts";
-import { aggregate } from "../records/aggregate.ts";
 import { parseAggregateSpec } from "../records/aggregate-spec.ts";
 import { bulkCreate, bulkUpdate, deleteMany, updateMany, upsert } from "../records/batch.ts";
-import { distinctValues } from "../records/distinct.ts";
 import type { Change, Records } from "../records/records.ts";
 import { checkIfMatch, isNotModified } from "./conditional.ts";
 import { accessOf, nextDistinctPage, nextPage, parseCountParams, parseDistinctParams, parseListParams, type ListDialect } from "./list-params.ts";
@@ -111,7 +109,7 @@ const OPERATIONS = {
       const rest = new URLSearchParams(ctx.query);
       rest.delete("distinct");
       const plan = parseDistinctParams(entity, distinct, rest, ctx.caller);
-      const answer = distinctValues(ctx.records.store, entity, plan.request);
+      const answer = ctx.records.distinct(entity, plan.request);
       return { result: { type: "page", items: { values: answer.values }, nextCursor: nextDistinctPage(plan, answer)?.cursor ?? null } };
     }
     const plan = parseListParams(entity, ctx.query, ctx.caller, mount.pages!);
@@ -126,12 +124,12 @@ const OPERATIONS = {
   aggregate(ctx) {
     const entity = ctx.records.entity(ctx.params.entity!);
     const spec = parseAggregateSpec(entity, ctx.body, accessOf(ctx.caller));
-    return { result: { type: "aggregated", ...aggregate(ctx.records.store, entity, spec) } };
+    return { result: { type: "aggregated", ...ctx.records.aggregate(entity, spec) } };
   },
   distinct(ctx) {
     const entity = ctx.records.entity(ctx.params.entity!);
     const plan = parseDistinctParams(entity, ctx.params.field!, ctx.query, ctx.caller);
-    const answer = distinctValues(ctx.records.store, entity, plan.request);
+    const answer = ctx.records.distinct(entity, plan.request);
     return { result: { type: "values", values: answer.values, next: nextDistinctPage(plan, answer) } };
   },
   get(ctx) {

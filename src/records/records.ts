@@ -11,7 +11,10 @@ import { isPlatformField, type EntityDef } from "../schema/fields.ts";
 import { validateChanges, validateCreate } from "../schema/validate.ts";
 import { IdGenerator } from "../store/ids.ts";
 import type { IdempotentAnswer, ListQuery, Row, Store } from "../store/store.ts";
+import { aggregate, type AggregateResult } from "./aggregate.ts";
+import type { AggregateSpec } from "./aggregate-spec.ts";
 import type { Caller } from "./caller.ts";
+import { distinctValues, type DistinctAnswer, type DistinctRequest } from "./distinct.ts";
 
 const NO_CHANGES: ReadonlyMap<string, unknown> = new Map();
 
@@ -97,6 +100,16 @@ export class Records {
     if (!row.deleted) return { entity, rows: [], result: { row, restored: false } };
     const restored = this.nextVersion(entity, row, NO_CHANGES, false, Date.now());
     return { entity, rows: [restored], result: { row: restored, restored: true } };
+  }
+
+  /** Groups and measures the live records a spec selects (aggregate.ts). */
+  aggregate(entity: EntityDef, spec: AggregateSpec): AggregateResult {
+    return aggregate(this.store, entity, spec);
+  }
+
+  /** One page of a field's distinct values (distinct.ts). */
+  distinct(entity: EntityDef, request: DistinctRequest): DistinctAnswer {
+    return distinctValues(this.store, entity, request);
   }
 
   /** The stored answer to an earlier write with this Idempotency-Key scope, while it has not expired. */
