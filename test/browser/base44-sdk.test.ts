@@ -5,9 +5,9 @@
 // calls (analytics, auth), which it makes only where there is a window.
 
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { after, before, test } from "node:test";
 import type { Browser, Page, Response } from "playwright-core";
-import { bundleForPage, findChromium, isBrowserRequired, launchChromium, MISSING_CHROMIUM, recordPreflights, startAppServer, type AppServer, type Preflight } from "../support/browser.ts";
+import { bundleForPage, describeInChromium, launchChromium, recordPreflights, startAppServer, type AppServer, type Preflight } from "../support/browser.ts";
 import { PUBLISHABLE, startTestServer, type TestServer } from "../support/server.ts";
 
 const SDK_SCRIPT = "/base44-sdk.js";
@@ -92,147 +92,137 @@ async function refusal(call: Promise<unknown>): Promise<PageError> {
   assert.fail("the call succeeded");
 }
 
-const chromiumPath = findChromium();
-
-if (chromiumPath === undefined) {
-  if (isBrowserRequired()) {
-    test("the browser SDK test finds Debian's chromium (required: CI or TABULA_REQUIRE_BROWSER=1)", () => assert.fail(MISSING_CHROMIUM));
-  } else {
-    test("@base44/sdk in a real browser", { skip: `${MISSING_CHROMIUM} Set TABULA_REQUIRE_BROWSER=1 to fail instead of skipping.` }, () => {});
+describeInChromium("@base44/sdk in Chromium, from a page on another origin, with the publishable key", (chromiumPath) => {
+  // One browser, one page and one tabula for the whole file; the tests run in order on one store.
+  let browser: Browser;
+  let tabula: TestServer;
+  let app: AppServer;
+  let page: Page;
+  let preflights: Preflight[];
+  let Task: ReturnType<typeof entityInPage>;
+  let bundle: { bytes: number; ms: number };
+  async function bundleSdk(): Promise<string> {
+    const started = performance.now();
+    const code = await bundleForPage(SDK_ENTRY);
+    bundle = { bytes: Buffer.byteLength(code), ms: performance.now() - started };
+    return code;
   }
-} else {
-  describe("@base44/sdk in Chromium, from a page on another origin, with the publishable key", () => {
-    // One browser, one page and one tabula for the whole file; the tests run in order on one store.
-    let browser: Browser;
-    let tabula: TestServer;
-    let app: AppServer;
-    let page: Page;
-    let preflights: Preflight[];
-    let Task: ReturnType<typeof entityInPage>;
-    let bundle: { bytes: number; ms: number };
-    async function bundleSdk(): Promise<string> {
-      const started = performance.now();
-      const code = await bundleForPage(SDK_ENTRY);
-      bundle = { bytes: Buffer.byteLength(code), ms: performance.now() - started };
-      return code;
-    }
-    /** Every answer tabula gave the page's script, in order. */
-    const answers: Response[] = [];
-    const pageErrors: Error[] = [];
-    before(async () => {
-      let code: string;
-      [browser, tabula, code] = await Promise.all([launchChromium(chromiumPath), startTestServer({ appId: "app1" }), bundleSdk()]);
-      app = await startAppServer(APP_PAGE, { [SDK_SCRIPT]: code });
-      page = await (await browser.newContext()).newPage();
-      preflights = await recordPreflights(page);
-      page.on("response", (response) => void (response.url().startsWith(tabula.url) && answers.push(response)));
-      page.on("pageerror", (error) => pageErrors.push(error));
-      await page.goto(`${app.origin}/`);
-      Task = entityInPage(page, "Task");
-    });
-    after(() => Promise.all([browser?.close(), app?.close(), tabula?.close()]));
-
-    test("createClient's own calls at start (auth.me for analytics, the analytics batch) get a JSON 404, and the page goes on", async (t) => {
-      t.diagnostic(`@base44/sdk bundled for the browser: ${(bundle.bytes / 1024).toFixed(0)} KiB in ${bundle.ms.toFixed(0)} ms`);
-      // In a window the SDK tracks an initialization event: it resolves the user with auth.me()
-      // (it has a token), then posts the batch. Both swallow their errors.
-      const analyticsBatch = page.waitForResponse((response) => response.url().endsWith("/analytics/track/batch"));
-      await page.evaluate(([serverUrl, token]) => (globalThis as unknown as PageGlobals).startClient({ serverUrl, appId: "app1", token }), [tabula.url, PUBLISHABLE] as const);
-      await analyticsBatch;
-      const startUp = await Promise.all(answers.map(async (answer) => {
-        assert.match(answer.headers()["content-type"] ?? "", /^application\/json/);
-        return `${answer.request().method()} ${answer.url().slice(tabula.url.length)} ${answer.status()} ${(await answer.json()).error.code}`;
-      }));
-      // A new SDK version that calls something else at start fails here by design: tabula must answer it too.
-      assert.deepEqual(startUp, [
-        "GET /api/apps/app1/entities/User/me 404 entity_not_found",
-        "POST /api/apps/app1/analytics/track/batch 404 not_found",
-      ]);
-      assert.equal(answers[0]!.request().headers()["authorization"], `Bearer ${PUBLISHABLE}`, "the token went on the first call already");
-      assert.equal(await Task.count(), 0, "the client works after its start-up calls failed");
-      assert.deepEqual(pageErrors, []);
-    });
-
-    test("create, get, update and delete; tabula stored what the page wrote", async () => {
-      const created = await Task.create({ title: "Written in the browser", priority: 2 });
-      assert.match(created.id, /^[0-9a-f]{24}$/);
-      assert.equal(created.status, "todo");
-      assert.equal("created_by_id" in created, false, "a publishable key never sees created_by_id");
-      assert.equal((await Task.get(created.id)).title, "Written in the browser");
-      const updated = await Task.update(created.id, { status: "done" });
-      assert.deepEqual([updated.title, updated.status, updated.priority], ["Written in the browser", "done", 2]);
-      // What the server holds, read with the secret key over plain fetch.
-      const stored = await tabula.call("GET", `/api/entities/Task/${created.id}`);
-      assert.equal(stored.status, 200);
-      assert.deepEqual([stored.body.title, stored.body.status, stored.body.priority], ["Written in the browser", "done", 2]);
-      assert.equal(typeof stored.body.created_by_id, "string", "the creator is stored, only hidden from the page");
-      assert.deepEqual(await Task.delete(created.id), { id: created.id, deleted: true, success: true });
-      assert.equal((await tabula.call("GET", `/api/entities/Task/${created.id}`)).status, 404);
-      const gone = await refusal(Task.get(created.id));
-      assert.deepEqual([gone.status, gone.code], [404, "record_not_found"]);
-    });
-
-    test("bulkCreate, bulkUpdate and upsert answer in request order", async () => {
-      const created = await Task.bulkCreate(Array.from({ length: 12 }, (_, i) => ({ title: `t${String(i).padStart(2, "0")}`, priority: i % 3, email: `t${i}@example.com` })));
-      assert.deepEqual(created.map((r: any) => r.title), ["t00", "t01", "t02", "t03", "t04", "t05", "t06", "t07", "t08", "t09", "t10", "t11"]);
-      const updated = await Task.bulkUpdate([{ id: created[11].id, estimate: 1.5 }, { id: created[0].id, estimate: 0.5 }]);
-      assert.deepEqual(updated.map((r: any) => [r.title, r.estimate]), [["t11", 1.5], ["t00", 0.5]]);
-      const upserted = await Task.upsert([{ email: "t3@example.com", done: true }, { email: "new@example.com", title: "t12", priority: 0 }], { key: "email" });
-      assert.deepEqual([upserted.created, upserted.updated], [1, 1]);
-      assert.deepEqual(upserted.records.map((r: any) => [r.title, r.done ?? null]), [["t03", true], ["t12", null]]);
-      assert.equal(upserted.records[0].id, created[3].id);
-      assert.equal((await tabula.call("GET", "/api/entities/Task?count=true&limit=1")).headers.get("x-total-count"), "13");
-    });
-
-    test("filter with an operator, list with sort and limit, count with a filter", async () => {
-      const high = await Task.filter({ priority: { $gte: 2 } }, "title");
-      assert.deepEqual(high.map((r: any) => r.title), ["t02", "t05", "t08", "t11"]);
-      assert.deepEqual((await Task.list("-title", 3)).map((r: any) => r.title), ["t12", "t11", "t10"]);
-      const skipped = await Task.list("+title", 2, 1, ["title"]);
-      assert.deepEqual(skipped.map((r: any) => Object.keys(r).join() + "=" + r.title), ["id,title=t01", "id,title=t02"]);
-      assert.equal(await Task.count(), 13);
-      assert.equal(await Task.count({ priority: 0 }), 5);
-    });
-
-    test("list({ sort, limit }) walks cursor pages to the end", async () => {
-      const pages = valueIn(await page.evaluate((options) => (globalThis as unknown as PageGlobals).walkPages("Task", options), { sort: "-priority", limit: 5 }));
-      assert.deepEqual(pages.map((p: any) => [p.items.length, p.has_more]), [[5, true], [5, true], [3, false]]);
-      assert.equal(pages.at(-1).next_cursor, null);
-      const walked = pages.flatMap((p: any) => p.items);
-      assert.deepEqual(walked.map((r: any) => r.priority), [2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0, 0]);
-      assert.equal(new Set(walked.map((r: any) => r.id)).size, 13, "no record twice");
-    });
-
-    test("tabula's errors reject as Base44Error with its status, code and message", async () => {
-      const filter = await refusal(Task.filter({ colour: "red" }));
-      assert.deepEqual([filter.name, filter.status, filter.code], ["Base44Error", 400, "unknown_field"]);
-      assert.match(filter.message, /Unknown field "colour"/);
-      const forbidden = await refusal(Task.deleteMany({ priority: 0 }));
-      assert.deepEqual([forbidden.status, forbidden.code], [403, "forbidden"]);
-      assert.match(forbidden.message, /publishable/i);
-      assert.equal(await Task.count({ priority: 0 }), 5, "the refused deleteMany deleted nothing");
-    });
-
-    test("every call was preflighted, and each preflight allowed the SDK's X-App-Id and X-Origin-URL", () => {
-      // Chromium keeps a preflight's answer for its URL, so a URL called twice is preflighted once.
-      const called = [...new Set(answers.map((answer) => answer.url()))];
-      assert.deepEqual([...new Set(answers.map((answer) => answer.request().method()))].sort(), ["DELETE", "GET", "POST", "PUT"]);
-      for (const url of called) {
-        const preflight = preflights.find((p) => p.url === url);
-        assert.ok(preflight, `no preflight for ${url}`);
-        assert.equal(preflight.status, 204, url);
-        const requested = preflight.requestedHeaders.split(",");
-        const allowed = (preflight.allowedHeaders ?? "").toLowerCase().split(/\s*,\s*/);
-        for (const name of ["authorization", "x-app-id", "x-origin-url"]) {
-          assert.ok(requested.includes(name), `${url}: Chromium asked for ${preflight.requestedHeaders}`);
-          assert.ok(allowed.includes(name), `${url}: tabula allowed ${preflight.allowedHeaders}`);
-        }
-      }
-      for (const answer of answers) {
-        const headers = answer.request().headers();
-        assert.deepEqual([headers["x-app-id"], headers["x-origin-url"]], ["app1", `${app.origin}/`], answer.url());
-      }
-      assert.deepEqual(pageErrors, []);
-    });
+  /** Every answer tabula gave the page's script, in order. */
+  const answers: Response[] = [];
+  const pageErrors: Error[] = [];
+  before(async () => {
+    let code: string;
+    [browser, tabula, code] = await Promise.all([launchChromium(chromiumPath), startTestServer({ appId: "app1" }), bundleSdk()]);
+    app = await startAppServer(APP_PAGE, { [SDK_SCRIPT]: code });
+    page = await (await browser.newContext()).newPage();
+    preflights = await recordPreflights(page);
+    page.on("response", (response) => void (response.url().startsWith(tabula.url) && answers.push(response)));
+    page.on("pageerror", (error) => pageErrors.push(error));
+    await page.goto(`${app.origin}/`);
+    Task = entityInPage(page, "Task");
   });
-}
+  after(() => Promise.all([browser?.close(), app?.close(), tabula?.close()]));
+
+  test("createClient's own calls at start (auth.me for analytics, the analytics batch) get a JSON 404, and the page goes on", async (t) => {
+    t.diagnostic(`@base44/sdk bundled for the browser: ${(bundle.bytes / 1024).toFixed(0)} KiB in ${bundle.ms.toFixed(0)} ms`);
+    // In a window the SDK tracks an initialization event: it resolves the user with auth.me()
+    // (it has a token), then posts the batch. Both swallow their errors.
+    const analyticsBatch = page.waitForResponse((response) => response.url().endsWith("/analytics/track/batch"));
+    await page.evaluate(([serverUrl, token]) => (globalThis as unknown as PageGlobals).startClient({ serverUrl, appId: "app1", token }), [tabula.url, PUBLISHABLE] as const);
+    await analyticsBatch;
+    const startUp = await Promise.all(answers.map(async (answer) => {
+      assert.match(answer.headers()["content-type"] ?? "", /^application\/json/);
+      return `${answer.request().method()} ${answer.url().slice(tabula.url.length)} ${answer.status()} ${(await answer.json()).error.code}`;
+    }));
+    // A new SDK version that calls something else at start fails here by design: tabula must answer it too.
+    assert.deepEqual(startUp, [
+      "GET /api/apps/app1/entities/User/me 404 entity_not_found",
+      "POST /api/apps/app1/analytics/track/batch 404 not_found",
+    ]);
+    assert.equal(answers[0]!.request().headers()["authorization"], `Bearer ${PUBLISHABLE}`, "the token went on the first call already");
+    assert.equal(await Task.count(), 0, "the client works after its start-up calls failed");
+    assert.deepEqual(pageErrors, []);
+  });
+
+  test("create, get, update and delete; tabula stored what the page wrote", async () => {
+    const created = await Task.create({ title: "Written in the browser", priority: 2 });
+    assert.match(created.id, /^[0-9a-f]{24}$/);
+    assert.equal(created.status, "todo");
+    assert.equal("created_by_id" in created, false, "a publishable key never sees created_by_id");
+    assert.equal((await Task.get(created.id)).title, "Written in the browser");
+    const updated = await Task.update(created.id, { status: "done" });
+    assert.deepEqual([updated.title, updated.status, updated.priority], ["Written in the browser", "done", 2]);
+    // What the server holds, read with the secret key over plain fetch.
+    const stored = await tabula.call("GET", `/api/entities/Task/${created.id}`);
+    assert.equal(stored.status, 200);
+    assert.deepEqual([stored.body.title, stored.body.status, stored.body.priority], ["Written in the browser", "done", 2]);
+    assert.equal(typeof stored.body.created_by_id, "string", "the creator is stored, only hidden from the page");
+    assert.deepEqual(await Task.delete(created.id), { id: created.id, deleted: true, success: true });
+    assert.equal((await tabula.call("GET", `/api/entities/Task/${created.id}`)).status, 404);
+    const gone = await refusal(Task.get(created.id));
+    assert.deepEqual([gone.status, gone.code], [404, "record_not_found"]);
+  });
+
+  test("bulkCreate, bulkUpdate and upsert answer in request order", async () => {
+    const created = await Task.bulkCreate(Array.from({ length: 12 }, (_, i) => ({ title: `t${String(i).padStart(2, "0")}`, priority: i % 3, email: `t${i}@example.com` })));
+    assert.deepEqual(created.map((r: any) => r.title), ["t00", "t01", "t02", "t03", "t04", "t05", "t06", "t07", "t08", "t09", "t10", "t11"]);
+    const updated = await Task.bulkUpdate([{ id: created[11].id, estimate: 1.5 }, { id: created[0].id, estimate: 0.5 }]);
+    assert.deepEqual(updated.map((r: any) => [r.title, r.estimate]), [["t11", 1.5], ["t00", 0.5]]);
+    const upserted = await Task.upsert([{ email: "t3@example.com", done: true }, { email: "new@example.com", title: "t12", priority: 0 }], { key: "email" });
+    assert.deepEqual([upserted.created, upserted.updated], [1, 1]);
+    assert.deepEqual(upserted.records.map((r: any) => [r.title, r.done ?? null]), [["t03", true], ["t12", null]]);
+    assert.equal(upserted.records[0].id, created[3].id);
+    assert.equal((await tabula.call("GET", "/api/entities/Task?count=true&limit=1")).headers.get("x-total-count"), "13");
+  });
+
+  test("filter with an operator, list with sort and limit, count with a filter", async () => {
+    const high = await Task.filter({ priority: { $gte: 2 } }, "title");
+    assert.deepEqual(high.map((r: any) => r.title), ["t02", "t05", "t08", "t11"]);
+    assert.deepEqual((await Task.list("-title", 3)).map((r: any) => r.title), ["t12", "t11", "t10"]);
+    const skipped = await Task.list("+title", 2, 1, ["title"]);
+    assert.deepEqual(skipped.map((r: any) => Object.keys(r).join() + "=" + r.title), ["id,title=t01", "id,title=t02"]);
+    assert.equal(await Task.count(), 13);
+    assert.equal(await Task.count({ priority: 0 }), 5);
+  });
+
+  test("list({ sort, limit }) walks cursor pages to the end", async () => {
+    const pages = valueIn(await page.evaluate((options) => (globalThis as unknown as PageGlobals).walkPages("Task", options), { sort: "-priority", limit: 5 }));
+    assert.deepEqual(pages.map((p: any) => [p.items.length, p.has_more]), [[5, true], [5, true], [3, false]]);
+    assert.equal(pages.at(-1).next_cursor, null);
+    const walked = pages.flatMap((p: any) => p.items);
+    assert.deepEqual(walked.map((r: any) => r.priority), [2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0, 0]);
+    assert.equal(new Set(walked.map((r: any) => r.id)).size, 13, "no record twice");
+  });
+
+  test("tabula's errors reject as Base44Error with its status, code and message", async () => {
+    const filter = await refusal(Task.filter({ colour: "red" }));
+    assert.deepEqual([filter.name, filter.status, filter.code], ["Base44Error", 400, "unknown_field"]);
+    assert.match(filter.message, /Unknown field "colour"/);
+    const forbidden = await refusal(Task.deleteMany({ priority: 0 }));
+    assert.deepEqual([forbidden.status, forbidden.code], [403, "forbidden"]);
+    assert.match(forbidden.message, /publishable/i);
+    assert.equal(await Task.count({ priority: 0 }), 5, "the refused deleteMany deleted nothing");
+  });
+
+  test("every call was preflighted, and each preflight allowed the SDK's X-App-Id and X-Origin-URL", () => {
+    // Chromium keeps a preflight's answer for its URL, so a URL called twice is preflighted once.
+    const called = [...new Set(answers.map((answer) => answer.url()))];
+    assert.deepEqual([...new Set(answers.map((answer) => answer.request().method()))].sort(), ["DELETE", "GET", "POST", "PUT"]);
+    for (const url of called) {
+      const preflight = preflights.find((p) => p.url === url);
+      assert.ok(preflight, `no preflight for ${url}`);
+      assert.equal(preflight.status, 204, url);
+      const requested = preflight.requestedHeaders.split(",");
+      const allowed = (preflight.allowedHeaders ?? "").toLowerCase().split(/\s*,\s*/);
+      for (const name of ["authorization", "x-app-id", "x-origin-url"]) {
+        assert.ok(requested.includes(name), `${url}: Chromium asked for ${preflight.requestedHeaders}`);
+        assert.ok(allowed.includes(name), `${url}: tabula allowed ${preflight.allowedHeaders}`);
+      }
+    }
+    for (const answer of answers) {
+      const headers = answer.request().headers();
+      assert.deepEqual([headers["x-app-id"], headers["x-origin-url"]], ["app1", `${app.origin}/`], answer.url());
+    }
+    assert.deepEqual(pageErrors, []);
+  });
+});

@@ -4,9 +4,11 @@
 // Installing chromium is .ci/run's job; here we only find it, or say why a test cannot run.
 
 import { build } from "esbuild";
+import assert from "node:assert/strict";
 import { accessSync, constants } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { describe, test } from "node:test";
 import { delimiter, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type Page } from "playwright-core";
@@ -40,6 +42,21 @@ export function isBrowserRequired(): boolean {
 export const MISSING_CHROMIUM =
   "no chromium binary on PATH (nor CHROMIUM_PATH). Install Debian's: apt-get install -y chromium " +
   "(bash .ci/run does it), or point CHROMIUM_PATH at one.";
+
+/**
+ * `describe(name)` given chromium's path. Without chromium: one test that fails when a browser is
+ * required (isBrowserRequired), else one skipped test saying how to install it.
+ */
+export function describeInChromium(name: string, body: (executablePath: string) => void): void {
+  const executablePath = findChromium();
+  if (executablePath !== undefined) {
+    describe(name, () => body(executablePath));
+  } else if (isBrowserRequired()) {
+    test(`${name}: needs Debian's chromium (required: CI or TABULA_REQUIRE_BROWSER=1)`, () => assert.fail(MISSING_CHROMIUM));
+  } else {
+    test(name, { skip: `${MISSING_CHROMIUM} Set TABULA_REQUIRE_BROWSER=1 to fail instead of skipping.` }, () => {});
+  }
+}
 
 export function launchChromium(executablePath: string): Promise<Browser> {
   // Chromium refuses its sandbox as root; playwright-core already turns off background networking,
