@@ -23,17 +23,11 @@ export interface Cursor {
 
 export function encodeCursor(cursor: Cursor): string {
   const { walk, after } = cursor;
-  const wire = [walk.entity, walk.sort, walk.q, walk.search, walk.fields, walk.deleted, after.key, after.id];
-  return Buffer.from(JSON.stringify(wire)).toString("base64url");
+  return toWire([walk.entity, walk.sort, walk.q, walk.search, walk.fields, walk.deleted, after.key, after.id]);
 }
 
 export function decodeCursor(text: string): Cursor {
-  let wire: unknown;
-  try {
-    wire = JSON.parse(Buffer.from(text, "base64url").toString("utf8"));
-  } catch {
-    throw malformed();
-  }
+  const wire = fromWire(text);
   if (!Array.isArray(wire) || wire.length !== 8) throw malformed();
   const [entity, sort, q, search, fields, deleted, key, id] = wire;
   const isText = (value: unknown) => typeof value === "string";
@@ -41,6 +35,19 @@ export function decodeCursor(text: string): Cursor {
   if (!isText(entity) || !isText(sort) || !isText(id) || ![q, search, fields, deleted].every(isOptionalText)) throw malformed();
   if (key !== null && typeof key !== "string" && typeof key !== "number") throw malformed();
   return { walk: { entity, sort, q, search, fields, deleted }, after: { key, id } };
+}
+
+/** A cursor on the wire: its parts as a JSON array, in base64url. */
+function toWire(parts: unknown[]): string {
+  return Buffer.from(JSON.stringify(parts)).toString("base64url");
+}
+
+function fromWire(text: string): unknown {
+  try {
+    return JSON.parse(Buffer.from(text, "base64url").toString("utf8"));
+  } catch {
+    throw malformed();
+  }
 }
 
 function malformed() {
@@ -65,16 +72,11 @@ const DISTINCT_TAG = "distinct";
 
 export function encodeDistinctCursor(cursor: DistinctCursor): string {
   const { walk, after } = cursor;
-  return Buffer.from(JSON.stringify([DISTINCT_TAG, walk.entity, walk.field, walk.q, after])).toString("base64url");
+  return toWire([DISTINCT_TAG, walk.entity, walk.field, walk.q, after]);
 }
 
 export function decodeDistinctCursor(text: string): DistinctCursor {
-  let wire: unknown;
-  try {
-    wire = JSON.parse(Buffer.from(text, "base64url").toString("utf8"));
-  } catch {
-    throw malformed();
-  }
+  const wire = fromWire(text);
   if (!Array.isArray(wire) || wire.length !== 5 || wire[0] !== DISTINCT_TAG) throw malformed();
   const [, entity, field, q, after] = wire;
   if (typeof entity !== "string" || typeof field !== "string" || (q !== null && typeof q !== "string")) throw malformed();
