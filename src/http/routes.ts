@@ -100,22 +100,21 @@ export function buildRouter(mounts: readonly Mount[]): Router<Handler> {
 }
 
 const OPERATIONS = {
-  list: (ctx, mount) => listRecords(ctx, mount.list),
+  list(ctx, mount) {
+    const { entity, rows, fields, next, total } = readList(ctx, mount.list);
+    return { result: { type: "records", entity, rows, fields, created: false, next, total } };
+  },
   listPage(ctx, mount) {
-    const entity = ctx.records.entity(ctx.params.entity!);
-    const distinct = ctx.query.get("distinct");
-    if (distinct !== null) {
+    const field = ctx.query.get("distinct");
+    if (field !== null) {
       // The SDK's list({ distinct }): the native distinct's values and cursor, as a page.
-      const rest = new URLSearchParams(ctx.query);
-      rest.delete("distinct");
-      const plan = parseDistinctParams(entity, distinct, rest, ctx.caller);
-      const answer = ctx.records.distinct(entity, plan.request);
-      return { result: { type: "page", items: { values: answer.values }, nextCursor: nextDistinctPage(plan, answer)?.cursor ?? null } };
+      const query = new URLSearchParams(ctx.query);
+      query.delete("distinct");
+      const { values, next } = readDistinct(ctx, field, query);
+      return { result: { type: "page", items: { values }, nextCursor: next?.cursor ?? null } };
     }
-    const plan = parseListParams(entity, ctx.query, ctx.caller, mount.pages!);
-    const answer = ctx.records.list(entity, plan.request);
-    const next = nextPage(plan, answer, ctx.query);
-    return { result: { type: "page", items: { entity, rows: answer.rows, fields: plan.fields }, nextCursor: next?.cursor ?? null } };
+    const { entity, rows, fields, next } = readList(ctx, mount.pages!);
+    return { result: { type: "page", items: { entity, rows, fields }, nextCursor: next?.cursor ?? null } };
   },
   count(ctx) {
     const entity = ctx.records.entity(ctx.params.entity!);
@@ -127,10 +126,8 @@ const OPERATIONS = {
     return { result: { type: "aggregated", ...ctx.records.aggregate(entity, spec) } };
   },
   distinct(ctx) {
-    const entity = ctx.records.entity(ctx.params.entity!);
-    const plan = parseDistinctParams(entity, ctx.params.field!, ctx.query, ctx.caller);
-    const answer = ctx.records.distinct(entity, plan.request);
-    return { result: { type: "values", values: answer.values, next: nextDistinctPage(plan, answer) } };
+    const { values, next } = readDistinct(ctx, ctx.params.field!, ctx.query);
+    return { result: { type: "values", values, next } };
   },
   get(ctx) {
     const entity = ctx.records.entity(ctx.params.entity!);
@@ -189,12 +186,20 @@ const OPERATIONS = {
   },
 } satisfies Record<string, Operation>;
 
-function listRecords(ctx: RequestContext, dialect: ListDialect): Done {
+/** A page of the entity's records as `dialect` reads the list parameters, and where the next starts. */
+function readList(ctx: RequestContext, dialect: ListDialect) {
   const entity = ctx.records.entity(ctx.params.entity!);
   const plan = parseListParams(entity, ctx.query, ctx.caller, dialect);
   const answer = ctx.records.list(entity, plan.request);
-  const next = nextPage(plan, answer, ctx.query);
-  return { result: { type: "records", entity, rows: answer.rows, fields: plan.fields, created: false, next, total: answer.total } };
+  return { entity, rows: answer.rows, fields: plan.fields, next: nextPage(plan, answer, ctx.query), total: answer.total };
+}
+
+/** A page of a field's distinct values (parameters q, limit, cursor), and where the next starts. */
+function readDistinct(ctx: RequestContext, field: string, query: URLSearchParams) {
+  const entity = ctx.records.entity(ctx.params.entity!);
+  const plan = parseDistinctParams(entity, field, query, ctx.caller);
+  const answer = ctx.records.distinct(entity, plan.request);
+  return { values: answer.values, next: nextDistinctPage(plan, answer) };
 }
 
 function updateRecord(ctx: RequestContext): Done {
