@@ -7,7 +7,7 @@
 import { ApiError, forbidden, invalidFilter, invalidJson, invalidParameter } from "../errors.ts";
 import { parseFilter, resolveField, type FieldAccess } from "../query/filter.ts";
 import type { FilterNode, ValueKind } from "../query/filter-tree.ts";
-import { kindOf, parseDateValue, type EntityDef, type FieldDef } from "../schema/fields.ts";
+import { isScalar, kindOf, parseDateValue, type EntityDef, type FieldDef } from "../schema/fields.ts";
 import { isPlainObject } from "../schema/load.ts";
 
 export const MAX_GROUP_FIELDS = 4;
@@ -127,7 +127,7 @@ function fieldNames(value: unknown, parameter: string): string[] {
 
 /** Whether an array field's elements are declared scalars, which can be grouped and counted. */
 function hasScalarItems(field: FieldDef): boolean {
-  return field.items !== undefined && field.items.type !== "array" && field.items.type !== "object";
+  return field.items !== undefined && isScalar(field.items);
 }
 
 function groupColumns(value: unknown, resolve: Resolve): GroupColumn[] {

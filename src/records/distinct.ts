@@ -5,7 +5,7 @@
 import { invalidParameter } from "../errors.ts";
 import type { FilterNode, SortKey, ValueKind } from "../query/filter-tree.ts";
 import { resolveField, type FieldAccess } from "../query/filter.ts";
-import { compareSortKeys, kindOf, toSortKey, type EntityDef } from "../schema/fields.ts";
+import { compareSortKeys, isScalar, kindOf, toSortKey, type EntityDef } from "../schema/fields.ts";
 import type { Store } from "../store/store.ts";
 
 export const DEFAULT_DISTINCT_LIMIT = 100;
@@ -42,7 +42,7 @@ export function resolveDistinctField(entity: EntityDef, name: string, access: Fi
   const field = resolveField(entity, name, access); // created_by_id with a publishable key: 403
   const isArray = field.type === "array";
   const items = isArray ? field.items : field;
-  if (!items || items.type === "object" || items.type === "array") {
+  if (!items || !isScalar(items)) {
     const what = isArray ? "an array whose items are not declared scalars" : "a JSON object";
     const error = invalidParameter(parameter, `Cannot list the distinct values of "${name}": it holds ${what}. Use a field holding strings, numbers, booleans or dates (or an array of them).`);
     error.details.field = name;
