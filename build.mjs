@@ -5,7 +5,8 @@ import { execFileSync } from "node:child_process";
 import { rmSync, writeFileSync } from "node:fs";
 
 rmSync("dist", { recursive: true, force: true });
-const common = { bundle: true, platform: "node", format: "esm", target: "node20", logLevel: "warning" };
+// postgres is the one package a user may add (CONTRACT §10): imported at run time, only by that store.
+const common = { bundle: true, platform: "node", format: "esm", target: "node20", logLevel: "warning", external: ["postgres"] };
 await build({ ...common, entryPoints: ["src/cli.ts"], outfile: "dist/tabula.mjs", banner: { js: "#!/usr/bin/env node" } });
 await build({ ...common, entryPoints: ["src/api.ts"], outfile: "dist/tabula-api.mjs" });
 // Declarations for the API, one .d.ts per source file under dist/types (tsc's --outFile would wrap
