@@ -37,7 +37,7 @@ async function measureThroughput(concurrency: number): Promise<void> {
   let writes = 0;
   const worker = async (): Promise<void> => {
     while (performance.now() < deadline) {
-      await store.write({ puts: [{ entity: "Task", row: smallRow(store) }] });
+      await store.commit({ puts: [{ entity: "Task", row: smallRow(store) }] });
       writes++;
     }
   };
@@ -55,7 +55,7 @@ async function load(dir: string, records: number): Promise<void> {
   const started = performance.now();
   for (let done = 0; done < records; done += LOAD_BATCH_ROWS) {
     const puts = Array.from({ length: Math.min(LOAD_BATCH_ROWS, records - done) }, () => ({ entity: "Task", row: smallRow(store) }));
-    await store.write({ puts });
+    await store.commit({ puts });
   }
   const { logBytes, snapshotBytes } = store.describe();
   await store.close();

@@ -123,6 +123,24 @@ export const insufficientStorage = () =>
 export const storeUnavailable = () =>
   new ApiError(503, "store_unavailable", "The store failed to write to its disk and is shutting down; whether this write was stored is unknown. Read it back once the server is up again, or retry it with the same Idempotency-Key.");
 
+export const databaseUnreachable = () =>
+  new ApiError(
+    503,
+    "store_unavailable",
+    "The database behind the store cannot be reached, so nothing of this request was stored. Retry shortly; with an Idempotency-Key a retry is safe.",
+    {},
+    { "Retry-After": "1" },
+  );
+
+export const writeContended = (attempts: number) =>
+  new ApiError(
+    503,
+    "store_unavailable",
+    `Other writes to the same records kept coming first (${attempts} tries), so this one was not stored. Retry shortly.`,
+    { attempts },
+    { "Retry-After": "1" },
+  );
+
 export const filterRequired = (operation: string) =>
   new ApiError(
     400,

@@ -4,7 +4,7 @@
 
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { ApiError, expectationFailed, insufficientStorage, internalError, methodNotAllowed, notFound, storeUnavailable } from "./errors.ts";
+import { ApiError, databaseUnreachable, expectationFailed, insufficientStorage, internalError, methodNotAllowed, notFound, storeUnavailable, writeContended } from "./errors.ts";
 import { answerClientError, answerConnect } from "./http/client-error.ts";
 import { IdempotencyGuard, idempotentRequest, type IdempotentRequest } from "./http/idempotency.ts";
 import { buildOpenApi, describeEntity } from "./http/openapi.ts";
@@ -23,9 +23,13 @@ import { loadSchemaObject, loadSchemaPath, type Declarations, type Schema } from
 import { isPlatformField } from "./schema/fields.ts";
 import type { ValueIndexedFields } from "./store/memory/memory-store.ts";
 import { openStore, parseStoreUrl, type LoadedData, type StoreLocation } from "./store/open-store.ts";
-import { isOutOfSpace, type Store } from "./store/store.ts";
+import { ConflictError, isOutOfSpace, StoreUnreachableError, type Store } from "./store/store.ts";
+import { then } from "./maybe.ts";
 
 export const VERSION = "0.1.0";
+
+/** A write refused this many times because others came first is answered 503 (see App.run). */
+const MAX_WRITE_ATTEMPTS = 20;
 
 export interface ServerOptions {
   /** A schema folder or file, declarations as objects, or a loaded Schema. */
@@ -115,7 +119,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
       secretKey: keys.first("secret").key,
       publishableKey: keys.first("publishable").key,
       dataDir,
-      undeclaredFields: findUndeclaredFields(schema, store),
+      undeclaredFields: await findUndeclaredFields(schema, store),
       loaded,
       seeded,
       async reset() {
@@ -157,9 +161,9 @@ function storeLocationOf(options: ServerOptions): StoreLocation {
   return parseStoreUrl(options.store, "The store option");
 }
 
-function findUndeclaredFields(schema: Schema, store: Store): string[] {
+async function findUndeclaredFields(schema: Schema, store: Store): Promise<string[]> {
   const found: string[] = [];
-  for (const [entity, names] of store.storedFieldNames()) {
+  for (const [entity, names] of await store.storedFieldNames()) {
     const declared = schema.entities.get(entity);
     if (!declared) {
       found.push(`${entity} (the whole entity)`);
@@ -296,11 +300,12 @@ class App {
   /** A read waits only when an earlier write is not yet durable, so it never shows such a write. */
   private read(handler: Handler, ctx: RequestContext): Reply | Promise<Reply> {
     if (this.failure) throw storeUnavailable();
-    const { reply } = handler(ctx);
-    const pending = this.records.store.whenDurable();
-    if (!pending) return reply;
-    // A write refused for lack of space was taken back out of memory: answer again from what is stored.
-    return pending.then(() => reply, (error: Error) => (isOutOfSpace(error) ? this.read(handler, ctx) : this.fail(error)));
+    return then(handler(ctx), ({ reply }) => {
+      const pending = this.records.store.whenDurable();
+      if (!pending) return reply;
+      // A write refused for lack of space was taken back out of memory: answer again from what is stored.
+      return pending.then(() => reply, (error: Error) => (isOutOfSpace(error) ? this.read(handler, ctx) : this.fail(error)));
+    });
   }
 
   private async write(req: IncomingMessage, caller: Caller, handler: Handler, contextOf: (body: unknown) => Context): Promise<Reply> {
@@ -309,7 +314,7 @@ class App {
     const idempotencyKey = headerOf(req, "idempotency-key");
     if (typeof idempotencyKey !== "string") return this.run(handler, ctx, undefined);
     const request = idempotentRequest(caller, idempotencyKey, req.method!, req.url ?? "/", bytes);
-    const replay = this.idempotency.start(request, Date.now());
+    const replay = await this.idempotency.start(request, Date.now());
     if (replay) {
       await this.records.store.whenDurable()?.catch((error: Error) => this.fail(error));
       return replay;
@@ -321,20 +326,30 @@ class App {
     }
   }
 
-  /** Runs a handler and stores its rows (with the idempotent answer) in the same tick. */
+  /**
+   * Runs a handler and commits its rows with the idempotent answer. When another write came first
+   * (another process, or another request between this one's read and its commit), the handler
+   * runs again on what is stored now, as if this request had arrived after that write.
+   */
   private async run(handler: Handler, ctx: RequestContext, request: IdempotentRequest | undefined): Promise<Reply> {
-    if (this.failure) throw storeUnavailable();
-    const { reply, change } = handler(ctx);
-    const answer = request ? this.idempotency.answerFor(request, reply, Date.now()) : undefined;
     const store = this.records.store;
-    if ((change && change.rows.length > 0) || answer) {
-      const entity = change?.entity.name ?? "";
-      const puts = (change?.rows ?? []).map((row) => ({ entity, row }));
-      await store.write(answer ? { puts, answer } : { puts }).catch((error: Error) => this.fail(error));
-    } else {
-      await store.whenDurable()?.catch((error: Error) => this.fail(error));
+    for (let attempt = 1; ; attempt++) {
+      if (this.failure) throw storeUnavailable();
+      const { reply, change } = await handler(ctx);
+      const answer = request ? this.idempotency.answerFor(request, reply, Date.now()) : undefined;
+      if ((!change || change.puts.length === 0) && !answer) {
+        await store.whenDurable()?.catch((error: Error) => this.fail(error));
+        return reply;
+      }
+      try {
+        await store.commit({ puts: change?.puts ?? [], matches: change?.matches, answer });
+        return reply;
+      } catch (error) {
+        if (!(error instanceof ConflictError)) this.fail(error as Error);
+        if (error.reason === "answer" && request) return this.idempotency.replay(request, Date.now());
+        if (attempt >= MAX_WRITE_ATTEMPTS) throw writeContended(attempt);
+      }
     }
-    return reply;
   }
 
   /**
@@ -344,6 +359,8 @@ class App {
    */
   private fail(error: Error): never {
     if (isOutOfSpace(error)) throw insufficientStorage();
+    // The database went away: this request is answered 503, and the next may find it back.
+    if (error instanceof StoreUnreachableError) throw databaseUnreachable();
     if (!this.failure) {
       this.failure = error;
       this.onFatal?.(error);
@@ -353,6 +370,7 @@ class App {
 
   private replyToError(error: unknown): Reply {
     if (error instanceof ApiError) return errorReply(error);
+    if (error instanceof StoreUnreachableError) return errorReply(databaseUnreachable());
     if (error !== this.failure) console.error(error);
     return errorReply(internalError());
   }

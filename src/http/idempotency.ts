@@ -8,6 +8,7 @@ import type { Caller } from "../records/caller.ts";
 import type { Records } from "../records/records.ts";
 import type { IdempotentAnswer } from "../store/store.ts";
 import type { Reply } from "./response.ts";
+import type { Maybe } from "../maybe.ts";
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
@@ -34,23 +35,38 @@ export class IdempotencyGuard {
    * The stored answer to replay, or null when this request is the first with its key (it is then
    * in flight until finish()). Refuses a key that is busy or was used for another request.
    */
-  start(request: IdempotentRequest, now: number): Reply | null {
+  start(request: IdempotentRequest, now: number): Maybe<Reply | null> {
     if (this.inFlight.has(request.scope)) {
       throw new ApiError(409, "idempotency_key_in_use", "A request with this Idempotency-Key is still being processed; retry once it has been answered.");
     }
-    const answer = this.records.findAnswer(request.scope, now);
-    if (answer) {
-      if (answer.fingerprint !== request.fingerprint) {
-        throw new ApiError(
-          422,
-          "idempotency_key_reused",
-          "This Idempotency-Key was used for a different request (method, path or body); use a new key for a new request.",
-        );
-      }
-      return { status: answer.status, headers: { ...answer.headers, "Idempotent-Replayed": "true" }, body: answer.body };
-    }
+    // In flight from now on, so that a second request with the key cannot pass while the store looks.
     this.inFlight.add(request.scope);
-    return null;
+    const replayed = (answer: IdempotentAnswer | undefined): Reply | null => {
+      if (!answer) return null;
+      this.finish(request);
+      return replayOf(request, answer);
+    };
+    try {
+      const found = this.records.findAnswer(request.scope, now);
+      return found instanceof Promise ? found.then(replayed, (error: unknown) => this.abandon(request, error)) : replayed(found);
+    } catch (error) {
+      return this.abandon(request, error);
+    }
+  }
+
+  /**
+   * The answer another process stored for this key while this one worked on it (its write was
+   * refused: see Store.commit), which this request now replays.
+   */
+  async replay(request: IdempotentRequest, now: number): Promise<Reply> {
+    const answer = await this.records.findAnswer(request.scope, now);
+    if (!answer) throw new ApiError(409, "idempotency_key_in_use", "A request with this Idempotency-Key is still being processed; retry once it has been answered.");
+    return replayOf(request, answer);
+  }
+
+  private abandon(request: IdempotentRequest, error: unknown): never {
+    this.finish(request);
+    throw error;
   }
 
   finish(request: IdempotentRequest): void {
@@ -62,4 +78,15 @@ export class IdempotencyGuard {
     if (reply.status < 200 || reply.status > 299 || reply.body === null) return undefined;
     return { ...request, status: reply.status, headers: reply.headers, body: reply.body, expiresAt: now + IDEMPOTENCY_TTL_MS };
   }
+}
+
+function replayOf(request: IdempotentRequest, answer: IdempotentAnswer): Reply {
+  if (answer.fingerprint !== request.fingerprint) {
+    throw new ApiError(
+      422,
+      "idempotency_key_reused",
+      "This Idempotency-Key was used for a different request (method, path or body); use a new key for a new request.",
+    );
+  }
+  return { status: answer.status, headers: { ...answer.headers, "Idempotent-Replayed": "true" }, body: answer.body };
 }

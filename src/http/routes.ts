@@ -1,9 +1,9 @@
 // Every endpoint on one screen (SPEC §4, CONTRACT §4 and §7): the route table, and one operation
 // per route. Operations return typed Results (results.ts); each mount (mounts.ts) reads the requests
 // and presents the results of its prefix, so both prefixes share every operation. The table also
-// feeds the OpenAPI document. Operations are synchronous: the server has read the body before
-// calling them, and a write's rows must be stored in the same tick they were built from the
-// current state (see Store.write).
+// feeds the OpenAPI document. An operation answers at once when the store does (a read from
+// memory), or later; a write's Change names what it expects of the store, which refuses it if
+// another write came first (Store.commit), and the server then runs the operation again.
 
 import { forbidden } from "../errors.ts";
 import type { Caller } from "../records/caller.ts";
@@ -18,6 +18,7 @@ import { jsonReply, type Reply } from "./response.ts";
 import { requireBody } from "./request.ts";
 import type { Result } from "./results.ts";
 import { Router, type Params } from "./router.ts";
+import { then, type Maybe } from "../maybe.ts";
 
 export interface RequestContext extends PresentContext {
   readonly records: Records;
@@ -37,7 +38,7 @@ export interface Outcome {
   readonly change?: Change<unknown>;
 }
 
-export type Handler = (ctx: RequestContext) => Outcome;
+export type Handler = (ctx: RequestContext) => Maybe<Outcome>;
 
 /** What an operation found or built, and the rows to store for it. */
 interface Done {
@@ -45,7 +46,7 @@ interface Done {
   readonly change?: Change<unknown>;
 }
 
-type Operation = (ctx: RequestContext, mount: Mount) => Done;
+type Operation = (ctx: RequestContext, mount: Mount) => Maybe<Done>;
 
 export type OperationName = keyof typeof OPERATIONS;
 
@@ -91,8 +92,7 @@ export function buildRouter(mounts: readonly Mount[]): Router<Handler> {
       const operation: Operation = OPERATIONS[route.operation];
       router.add(route.method, mount.collection + route.path, (ctx) => {
         mount.checkPath(ctx);
-        const { result, change } = operation(ctx, mount);
-        return { reply: present(mount.presenter, result, ctx), change };
+        return then(operation(ctx, mount), ({ result, change }) => ({ reply: present(mount.presenter, result, ctx), change }));
       });
     }
   }
@@ -101,39 +101,41 @@ export function buildRouter(mounts: readonly Mount[]): Router<Handler> {
 
 const OPERATIONS = {
   list(ctx, mount) {
-    const { entity, rows, fields, next, total } = readList(ctx, mount.list);
-    return { result: { type: "records", entity, rows, fields, created: false, next, total } };
+    return then(readList(ctx, mount.list), ({ entity, rows, fields, next, total }) => ({
+      result: { type: "records", entity, rows, fields, created: false, next, total },
+    }));
   },
-  listPage(ctx, mount) {
+  async listPage(ctx, mount) {
     const field = ctx.query.get("distinct");
     if (field !== null) {
       // The SDK's list({ distinct }): the native distinct's values and cursor, as a page.
       const query = new URLSearchParams(ctx.query);
       query.delete("distinct");
-      const { values, next } = readDistinct(ctx, field, query);
+      const { values, next } = await readDistinct(ctx, field, query);
       return { result: { type: "page", items: { values }, nextCursor: next?.cursor ?? null } };
     }
-    const { entity, rows, fields, next } = readList(ctx, mount.pages!);
+    const { entity, rows, fields, next } = await readList(ctx, mount.pages!);
     return { result: { type: "page", items: { entity, rows, fields }, nextCursor: next?.cursor ?? null } };
   },
-  count(ctx) {
+  async count(ctx) {
     const entity = ctx.records.entity(ctx.params.entity!);
-    return { result: { type: "count", count: ctx.records.count(entity, parseCountParams(entity, ctx.query, ctx.caller)) } };
+    return { result: { type: "count", count: await ctx.records.count(entity, parseCountParams(entity, ctx.query, ctx.caller)) } };
   },
-  aggregate(ctx) {
+  async aggregate(ctx) {
     const entity = ctx.records.entity(ctx.params.entity!);
     const spec = parseAggregateSpec(entity, ctx.body, accessOf(ctx.caller));
-    return { result: { type: "aggregated", ...ctx.records.aggregate(entity, spec) } };
+    return { result: { type: "aggregated", ...(await ctx.records.aggregate(entity, spec)) } };
   },
-  distinct(ctx) {
-    const { values, next } = readDistinct(ctx, ctx.params.field!, ctx.query);
+  async distinct(ctx) {
+    const { values, next } = await readDistinct(ctx, ctx.params.field!, ctx.query);
     return { result: { type: "values", values, next } };
   },
   get(ctx) {
     const entity = ctx.records.entity(ctx.params.entity!);
-    const row = ctx.records.read(entity, ctx.params.id!);
-    if (isNotModified(ctx.header("if-none-match"), row)) return { result: { type: "notModified", row } };
-    return { result: { type: "record", entity, row, created: false } };
+    return then(ctx.records.read(entity, ctx.params.id!), (row): Done => {
+      if (isNotModified(ctx.header("if-none-match"), row)) return { result: { type: "notModified", row } };
+      return { result: { type: "record", entity, row, created: false } };
+    });
   },
   create(ctx) {
     const entity = ctx.records.entity(ctx.params.entity!);
@@ -142,17 +144,17 @@ const OPERATIONS = {
   },
   update: updateRecord,
   patch: updateRecord,
-  delete(ctx) {
+  async delete(ctx) {
     const entity = ctx.records.entity(ctx.params.entity!);
-    const row = ctx.records.read(entity, ctx.params.id!);
+    const row = await ctx.records.read(entity, ctx.params.id!);
     checkIfMatch(ctx.header("if-match"), row);
     const change = ctx.records.remove(entity, row);
     return { result: { type: "deleted", row: change.result }, change };
   },
-  restore(ctx) {
+  async restore(ctx) {
     requireSecret(ctx, "restore records");
     const entity = ctx.records.entity(ctx.params.entity!);
-    const change = ctx.records.restore(entity, ctx.params.id!);
+    const change = await ctx.records.restore(entity, ctx.params.id!);
     return { result: { type: "restored", entity, ...change.result }, change };
   },
   bulkCreate(ctx) {
@@ -160,28 +162,28 @@ const OPERATIONS = {
     const change = bulkCreate(ctx.records, entity, requireBody(ctx.body, "[{...}, {...}]"), ctx.caller);
     return { result: { type: "records", entity, rows: change.result, fields: null, created: true, next: null, total: null }, change };
   },
-  bulkUpdate(ctx) {
+  async bulkUpdate(ctx) {
     const entity = ctx.records.entity(ctx.params.entity!);
-    const change = bulkUpdate(ctx.records, entity, requireBody(ctx.body, `[{"id": "...", "<field>": <new value>}]`));
+    const change = await bulkUpdate(ctx.records, entity, requireBody(ctx.body, `[{"id": "...", "<field>": <new value>}]`));
     return { result: { type: "records", entity, rows: change.result, fields: null, created: false, next: null, total: null }, change };
   },
-  upsert(ctx, mount) {
+  async upsert(ctx, mount) {
     const entity = ctx.records.entity(ctx.params.entity!);
     const { match, records, keyName } = mount.upsertRequest(ctx);
-    const change = upsert(ctx.records, entity, match, records, ctx.caller, keyName);
+    const change = await upsert(ctx.records, entity, match, records, ctx.caller, keyName);
     return { result: { type: "upserted", entity, results: change.result }, change };
   },
-  updateMany(ctx, mount) {
+  async updateMany(ctx, mount) {
     requireSecret(ctx, "use update-many");
     const entity = ctx.records.entity(ctx.params.entity!);
     const { filter, update } = mount.updateManyRequest(ctx, entity);
-    const change = updateMany(ctx.records, entity, filter, update);
+    const change = await updateMany(ctx.records, entity, filter, update);
     return { result: { type: "updatedMany", ids: change.result.ids }, change };
   },
-  deleteMany(ctx, mount) {
+  async deleteMany(ctx, mount) {
     requireSecret(ctx, "use delete-many");
     const entity = ctx.records.entity(ctx.params.entity!);
-    const change = deleteMany(ctx.records, entity, mount.deleteManyFilter(ctx, entity));
+    const change = await deleteMany(ctx.records, entity, mount.deleteManyFilter(ctx, entity));
     return { result: { type: "deletedMany", ids: change.result.ids }, change };
   },
 } satisfies Record<string, Operation>;
@@ -190,21 +192,26 @@ const OPERATIONS = {
 function readList(ctx: RequestContext, dialect: ListDialect) {
   const entity = ctx.records.entity(ctx.params.entity!);
   const plan = parseListParams(entity, ctx.query, ctx.caller, dialect);
-  const answer = ctx.records.list(entity, plan.request);
-  return { entity, rows: answer.rows, fields: plan.fields, next: nextPage(plan, answer, ctx.query), total: answer.total };
+  return then(ctx.records.list(entity, plan.request), (answer) => ({
+    entity,
+    rows: answer.rows,
+    fields: plan.fields,
+    next: nextPage(plan, answer, ctx.query),
+    total: answer.total,
+  }));
 }
 
 /** A page of a field's distinct values (parameters q, limit, cursor), and where the next starts. */
-function readDistinct(ctx: RequestContext, field: string, query: URLSearchParams) {
+async function readDistinct(ctx: RequestContext, field: string, query: URLSearchParams) {
   const entity = ctx.records.entity(ctx.params.entity!);
   const plan = parseDistinctParams(entity, field, query, ctx.caller);
-  const answer = ctx.records.distinct(entity, plan.request);
+  const answer = await ctx.records.distinct(entity, plan.request);
   return { values: answer.values, next: nextDistinctPage(plan, answer) };
 }
 
-function updateRecord(ctx: RequestContext): Done {
+async function updateRecord(ctx: RequestContext): Promise<Done> {
   const entity = ctx.records.entity(ctx.params.entity!);
-  const row = ctx.records.read(entity, ctx.params.id!);
+  const row = await ctx.records.read(entity, ctx.params.id!);
   checkIfMatch(ctx.header("if-match"), row);
   const change = ctx.records.update(entity, row, requireBody(ctx.body, `{"<field>": <new value>}`));
   return { result: { type: "record", entity, row: change.result, created: false }, change };

@@ -36,8 +36,8 @@ interface Group {
   readonly states: MeasureState[];
 }
 
-export function aggregate(store: Store, entity: EntityDef, spec: AggregateSpec): AggregateResult {
-  const groups = countedGroups(store, entity.name, spec) ?? walkedGroups(store, entity.name, spec);
+export async function aggregate(store: Store, entity: EntityDef, spec: AggregateSpec): Promise<AggregateResult> {
+  const groups = (await countedGroups(store, entity.name, spec)) ?? (await walkedGroups(store, entity.name, spec));
   let rows = groups.map((group) => rowOf(spec, group));
   if (spec.having.length > 0) rows = rows.filter(compileHaving(spec.having));
   rows = sortRows(spec, rows);
@@ -48,12 +48,12 @@ export function aggregate(store: Store, entity: EntityDef, spec: AggregateSpec):
  * The groups, when the store can count them without reading rows: a count alone with no group
  * (the store's count), or grouped by one value-indexed field with no filter (its value counts).
  */
-function countedGroups(store: Store, entity: string, spec: AggregateSpec): Group[] | null {
+async function countedGroups(store: Store, entity: string, spec: AggregateSpec): Promise<Group[] | null> {
   if (spec.measures.length > 0) return null;
-  if (spec.groups.length === 0) return [{ values: [], count: store.count(entity, spec.filter, "exclude"), states: [] }];
+  if (spec.groups.length === 0) return [{ values: [], count: await store.count(entity, spec.filter, "exclude"), states: [] }];
   const column = spec.groups[0]!;
   if (spec.filter !== null || spec.groups.length > 1 || column.bucket !== null || column.isArray) return null;
-  const counts = store.valueCounts(entity, column.name);
+  const counts = await store.valueCounts(entity, column.name);
   if (!counts) return null;
   const groups = new Map<GroupValue, Group>();
   for (const [stored, count] of counts) {
@@ -67,7 +67,7 @@ function countedGroups(store: Store, entity: string, spec: AggregateSpec): Group
 }
 
 /** Reads every matching live row once into its groups (an array column: the group of each element). */
-function walkedGroups(store: Store, entity: string, spec: AggregateSpec): Group[] {
+async function walkedGroups(store: Store, entity: string, spec: AggregateSpec): Promise<Group[]> {
   const measures = spec.measures.map(accumulatorOf);
   const add = (group: Group, row: Row) => {
     group.count++;
@@ -77,7 +77,7 @@ function walkedGroups(store: Store, entity: string, spec: AggregateSpec): Group[
   const readers = spec.groups.map(readerOf);
   const arrayAt = spec.groups.findIndex((column) => column.isArray);
   const { values } = tree;
-  store.forEachLive(entity, spec.filter, (row) => {
+  await store.forEachLive(entity, spec.filter, (row) => {
     for (let i = 0; i < readers.length; i++) if (i !== arrayAt) values[i] = readers[i]!(row);
     if (arrayAt === -1) return add(tree.current(), row);
     // Each distinct element is a group the record belongs to; an array with none is the null group.

@@ -2,12 +2,12 @@
 // Each builds every row first and refuses the whole batch on the first bad record (naming its
 // index), so nothing is stored unless everything is (CONTRACT §4).
 
-import { ambiguousMatch, ApiError, batchTooLarge, filterRequired, invalidField, invalidJson, readOnlyField, unknownField } from "../errors.ts";
+import { ambiguousMatch, ApiError, recordNotFound, batchTooLarge, filterRequired, invalidField, invalidJson, readOnlyField, unknownField } from "../errors.ts";
 import type { CompareNode, FilterNode } from "../query/filter-tree.ts";
 import { isPlatformField, kindOf, type EntityDef } from "../schema/fields.ts";
 import { isPlainObject } from "../schema/load.ts";
 import { validateChanges, validateCreate } from "../schema/validate.ts";
-import type { Row } from "../store/store.ts";
+import type { MatchCheck, Put, Row } from "../store/store.ts";
 import type { Caller } from "./caller.ts";
 import type { Change, Records } from "./records.ts";
 
@@ -21,13 +21,39 @@ export function bulkCreate(records: Records, entity: EntityDef, body: unknown, c
   const values = items.map((item, index) => atIndex(index, () => validateCreate(entity, item)));
   const now = Date.now();
   const rows = values.map((value) => records.newRow(value, caller, now));
-  return { entity, rows, result: rows };
+  return { entity, puts: rows.map((row) => ({ entity: entity.name, row, replaces: 0 })), result: rows };
+}
+
+/**
+ * The newest version of each record a batch writes, and the stored revision it replaces: a record
+ * written twice in one batch is stored once, replacing what was stored before the batch.
+ */
+class BatchVersions {
+  private readonly versions = new Map<string, { row: Row; replaces: number }>();
+
+  constructor(private readonly entity: EntityDef) {}
+
+  /** The version a further change in this batch starts from. */
+  latest(id: string): Row | undefined {
+    return this.versions.get(id)?.row;
+  }
+
+  /** `row` is the new version of the record that `from` was (from the store or this batch). */
+  set(row: Row, from: Row | null): void {
+    const replaces = this.versions.get(row.id)?.replaces ?? from?.rev ?? 0;
+    this.versions.set(row.id, { row, replaces });
+  }
+
+  puts(): Put[] {
+    return [...this.versions.values()].map(({ row, replaces }) => ({ entity: this.entity.name, row, replaces }));
+  }
 }
 
 /** Updates by id, in order: an id named twice gets both changes, the second over the first. */
-export function bulkUpdate(records: Records, entity: EntityDef, body: unknown): Change<Row[]> {
+export async function bulkUpdate(records: Records, entity: EntityDef, body: unknown): Promise<Change<Row[]>> {
   const items = batchItems(body, `an array of {"id": ..., <fields to change>}`);
-  const latest = new Map<string, Row>();
+  const stored = await storedRows(records, entity, items);
+  const versions = new BatchVersions(entity);
   const now = Date.now();
   const result = items.map((item, index) =>
     atIndex(index, () => {
@@ -35,13 +61,25 @@ export function bulkUpdate(records: Records, entity: EntityDef, body: unknown): 
         throw invalidJson(`Each item must be an object with the "id" of the record to change and the fields to change.`);
       }
       const { id, ...changes } = item;
-      const row = latest.get(id) ?? records.read(entity, id);
+      const row = versions.latest(id) ?? stored.get(id);
+      if (!row) throw recordNotFound(entity.name, id);
       const updated = records.changedRow(entity, row, validateChanges(entity, changes), now);
-      latest.set(id, updated);
+      versions.set(updated, row);
       return updated;
     }),
   );
-  return { entity, rows: [...latest.values()], result };
+  return { entity, puts: versions.puts(), result };
+}
+
+/** The live records the items name by id, read before any is changed (one read per id). */
+async function storedRows(records: Records, entity: EntityDef, items: unknown[]): Promise<Map<string, Row>> {
+  const ids = new Set(items.flatMap((item) => (isPlainObject(item) && typeof item.id === "string" ? [item.id] : [])));
+  const stored = new Map<string, Row>();
+  for (const id of ids) {
+    const row = await records.store.get(entity.name, id);
+    if (row && !row.deleted) stored.set(id, row);
+  }
+  return stored;
 }
 
 export interface UpsertResult {
@@ -50,11 +88,18 @@ export interface UpsertResult {
 }
 
 /** `match` names the fields that identify a record (the SDK calls it `key`; `keyName` says which, for errors). */
-export function upsert(records: Records, entity: EntityDef, match: unknown, recordsToWrite: unknown, caller: Caller, keyName = "match"): Change<UpsertResult[]> {
+export async function upsert(
+  records: Records,
+  entity: EntityDef,
+  match: unknown,
+  recordsToWrite: unknown,
+  caller: Caller,
+  keyName = "match",
+): Promise<Change<UpsertResult[]>> {
   const fields = matchFields(entity, match, keyName);
   const items = batchItems(recordsToWrite, `"records": an array of ${entity.name} records`);
-  const existing = liveRowsByMatch(records, entity, fields, items);
-  const latest = new Map<string, Row>();
+  const { existing, rows: matched, check } = await liveRowsByMatch(records, entity, fields, items);
+  const versions = new BatchVersions(entity);
   const now = Date.now();
   const result = items.map((item, index) =>
     atIndex(index, () => {
@@ -66,17 +111,18 @@ export function upsert(records: Records, entity: EntityDef, match: unknown, reco
       const ids = existing.get(key) ?? [];
       if (ids.length > 1) throw ambiguousMatch(Object.fromEntries(fields.map((field, i) => [field, values[i]])), ids);
       if (ids.length === 1) {
-        const row = records.changedRow(entity, latest.get(ids[0]!) ?? records.read(entity, ids[0]!), changes, now);
-        latest.set(row.id, row);
+        const from = versions.latest(ids[0]!) ?? matched.get(ids[0]!)!;
+        const row = records.changedRow(entity, from, changes, now);
+        versions.set(row, from);
         return { row, created: false };
       }
       const row = records.newRow(validateCreate(entity, item), caller, now);
-      latest.set(row.id, row);
+      versions.set(row, null);
       existing.set(key, [row.id]); // a later record with the same match values updates this one
       return { row, created: true };
     }),
   );
-  return { entity, rows: [...latest.values()], result };
+  return { entity, puts: versions.puts(), matches: check ? [check] : [], result };
 }
 
 export interface ManyResult {
@@ -96,11 +142,12 @@ export interface FieldUpdate {
   readonly names: { readonly set: string; readonly inc: string; readonly unset: string };
 }
 
-export function updateMany(records: Records, entity: EntityDef, filter: FilterNode | null, update: FieldUpdate): Change<ManyResult> {
+export async function updateMany(records: Records, entity: EntityDef, filter: FilterNode | null, update: FieldUpdate): Promise<Change<ManyResult>> {
   if (!filter) throw filterRequired("update-many");
   const { changes, increments } = parseFieldUpdate(entity, update);
   const now = Date.now();
-  const rows = matchingRows(records, entity, filter).map((row) => {
+  const matched = await matchingRows(records, entity, filter);
+  const rows = matched.map((row) => {
     if (increments.size === 0) return records.changedRow(entity, row, changes, now);
     const own = new Map(changes);
     for (const [name, by] of increments) {
@@ -115,7 +162,8 @@ export function updateMany(records: Records, entity: EntityDef, filter: FilterNo
     }
     return records.changedRow(entity, row, own, now);
   });
-  return { entity, rows, result: { count: rows.length, ids: rows.map((row) => row.id) } };
+  const puts = rows.map((row, i) => ({ entity: entity.name, row, replaces: matched[i]!.rev }));
+  return { entity, puts, result: { count: rows.length, ids: rows.map((row) => row.id) } };
 }
 
 function parseFieldUpdate(entity: EntityDef, update: FieldUpdate): { changes: Map<string, unknown>; increments: Map<string, number> } {
@@ -153,15 +201,16 @@ function parseFieldUpdate(entity: EntityDef, update: FieldUpdate): { changes: Ma
   return { changes, increments };
 }
 
-export function deleteMany(records: Records, entity: EntityDef, filter: FilterNode | null): Change<ManyResult> {
+export async function deleteMany(records: Records, entity: EntityDef, filter: FilterNode | null): Promise<Change<ManyResult>> {
   if (!filter) throw filterRequired("delete-many");
-  const rows = matchingRows(records, entity, filter).map((row) => records.remove(entity, row).result);
-  return { entity, rows, result: { count: rows.length, ids: rows.map((row) => row.id) } };
+  const now = Date.now();
+  const puts = (await matchingRows(records, entity, filter)).map((row) => ({ entity: entity.name, row: records.deletedRow(entity, row, now), replaces: row.rev }));
+  return { entity, puts, result: { count: puts.length, ids: puts.map((put) => put.row.id) } };
 }
 
-function matchingRows(records: Records, entity: EntityDef, filter: FilterNode): Row[] {
+async function matchingRows(records: Records, entity: EntityDef, filter: FilterNode): Promise<Row[]> {
   const query = { filter, sort: ID_ORDER, after: null, skip: 0, limit: Infinity, deleted: "exclude" as const, count: false };
-  return [...records.list(entity, query).rows];
+  return [...(await records.list(entity, query)).rows];
 }
 
 function batchItems(body: unknown, expected: string): unknown[] {
@@ -192,15 +241,24 @@ function matchFields(entity: EntityDef, match: unknown, keyName: string): string
   return [...new Set(match as string[])];
 }
 
+interface MatchedRows {
+  /** Ids of live records by the JSON of their match values. */
+  readonly existing: Map<string, string[]>;
+  readonly rows: Map<string, Row>;
+  /** What the store must find still true when the batch is committed; null when nothing was looked up. */
+  readonly check: MatchCheck | null;
+}
+
 /**
  * Live records grouped by the JSON of their match values, for the values the batch names: one
  * filtered pass over the entity (or its value index) instead of one per record.
  */
-function liveRowsByMatch(records: Records, entity: EntityDef, match: string[], items: unknown[]): Map<string, string[]> {
+async function liveRowsByMatch(records: Records, entity: EntityDef, match: string[], items: unknown[]): Promise<MatchedRows> {
   const first = match[0]!;
   const wanted = items.flatMap((item) => (isPlainObject(item) && item[first] != null ? [item[first]] : []));
   const groups = new Map<string, string[]>();
-  if (wanted.length === 0) return groups;
+  const rows = new Map<string, Row>();
+  if (wanted.length === 0) return { existing: groups, rows, check: null };
   const field = entity.fields.get(first)!;
   // Compare as stored: validation normalizes values (timestamps to UTC). An invalid value is kept
   // as written here and refused, with its index, when its record is checked.
@@ -213,11 +271,13 @@ function liveRowsByMatch(records: Records, entity: EntityDef, match: string[], i
   });
   const node: CompareNode = { type: "compare", field: first, path: [first], kind: kindOf(field), isArray: false, op: "$in", value: values };
   const filter: FilterNode = values.length === 1 ? { ...node, op: "$eq", value: values[0] } : node;
-  for (const row of matchingRows(records, entity, filter)) {
+  for (const row of await matchingRows(records, entity, filter)) {
+    rows.set(row.id, row);
     const key = JSON.stringify(match.map((name) => row.data[name]));
     const ids = groups.get(key);
     if (ids) ids.push(row.id);
     else groups.set(key, [row.id]);
   }
-  return groups;
+  const locks = [...new Set(values.map((value) => `${entity.name}\n${first}\n${JSON.stringify(value)}`))];
+  return { existing: groups, rows, check: { entity: entity.name, filter, ids: [...rows.keys()], locks } };
 }

@@ -56,7 +56,7 @@ export function isDistinctValue(field: DistinctField, value: unknown): boolean {
   return toSortKey(field.kind, value) !== null;
 }
 
-export function distinctValues(store: Store, entity: EntityDef, request: DistinctRequest): DistinctAnswer {
+export async function distinctValues(store: Store, entity: EntityDef, request: DistinctRequest): Promise<DistinctAnswer> {
   const { field, filter, limit } = request;
   const afterKey = request.after === undefined ? undefined : toSortKey(field.kind, request.after);
   // Values by sort key: one value per key, so that equal dates written apart are one value.
@@ -67,12 +67,12 @@ export function distinctValues(store: Store, entity: EntityDef, request: Distinc
     found.set(key, value);
   };
   // Without a filter, an enum or boolean field's value index names its values: no row is read.
-  const counts = filter === null && !field.isArray ? store.valueCounts(entity.name, field.name) : null;
+  const counts = filter === null && !field.isArray ? await store.valueCounts(entity.name, field.name) : null;
   if (counts) {
     for (const value of counts.keys()) add(value);
   } else {
     const { name, isArray } = field;
-    store.forEachLive(entity.name, filter, (row) => {
+    await store.forEachLive(entity.name, filter, (row) => {
       const value = row.data[name];
       if (!isArray) add(value);
       else if (Array.isArray(value)) for (const element of value) add(element);

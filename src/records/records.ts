@@ -1,7 +1,8 @@
 // One function per single-record operation of SPEC §4 (read, list, count, create, update, delete,
 // restore): ids, timestamps, soft delete and visibility. No HTTP here. Writes return the rows to
 // store (a Change) without storing them, so that the caller can add its idempotent answer to the
-// same batch; callers must write a Change in the same tick it was made (see Store.write).
+// same batch. Each new version names the revision it replaces, so the store refuses a Change built
+// from a state that another write has since replaced (Store.commit); the caller then builds it again.
 
 import { entityNotFound, recordNotFound } from "../errors.ts";
 import { stringifyDeep } from "../json-depth.ts";
@@ -9,8 +10,9 @@ import type { FilterNode, SortPosition } from "../query/filter-tree.ts";
 import type { Schema } from "../schema/load.ts";
 import { isPlatformField, type EntityDef } from "../schema/fields.ts";
 import { validateChanges, validateCreate } from "../schema/validate.ts";
+import { then, type Maybe } from "../maybe.ts";
 import { IdGenerator } from "../store/ids.ts";
-import type { IdempotentAnswer, ListQuery, Row, Store } from "../store/store.ts";
+import type { IdempotentAnswer, ListQuery, MatchCheck, Put, Row, Store } from "../store/store.ts";
 import { aggregate, type AggregateResult } from "./aggregate.ts";
 import type { AggregateSpec } from "./aggregate-spec.ts";
 import type { Caller } from "./caller.ts";
@@ -18,10 +20,11 @@ import { distinctValues, type DistinctAnswer, type DistinctRequest } from "./dis
 
 const NO_CHANGES: ReadonlyMap<string, unknown> = new Map();
 
-/** Rows a write will store, and what it answers. */
+/** Rows a write will store (each with the revision it replaces), what it expects, and what it answers. */
 export interface Change<T> {
   readonly entity: EntityDef;
-  readonly rows: readonly Row[];
+  readonly puts: readonly Put[];
+  readonly matches?: readonly MatchCheck[];
   readonly result: T;
 }
 
@@ -47,7 +50,7 @@ export class Records {
     readonly schema: Schema,
     readonly store: Store,
   ) {
-    this.ids = new IdGenerator(store.maxId());
+    this.ids = new IdGenerator(store.maxId(), store.idNode);
   }
 
   entity(name: string): EntityDef {
@@ -57,63 +60,62 @@ export class Records {
   }
 
   /** The live record with this id, or 404. */
-  read(entity: EntityDef, id: string): Row {
-    const row = this.store.get(entity.name, id);
-    if (!row || row.deleted) throw recordNotFound(entity.name, id);
-    return row;
+  read(entity: EntityDef, id: string): Maybe<Row> {
+    return then(this.store.get(entity.name, id), (row) => {
+      if (!row || row.deleted) throw recordNotFound(entity.name, id);
+      return row;
+    });
   }
 
-  list(entity: EntityDef, request: ListRequest): ListAnswer {
-    const { rows, hasMore } = this.store.list(entity.name, request);
-    const lastRow = rows[rows.length - 1];
-    return {
-      rows,
-      hasMore,
-      last: hasMore && lastRow ? this.store.positionOf(entity.name, lastRow, request.sort) : null,
-      total: request.count ? this.store.count(entity.name, request.filter, request.deleted) : null,
-    };
+  list(entity: EntityDef, request: ListRequest): Maybe<ListAnswer> {
+    return then(this.store.list(entity.name, request), ({ rows, hasMore }) => {
+      const lastRow = rows[rows.length - 1];
+      const last = hasMore && lastRow ? this.store.positionOf(entity.name, lastRow, request.sort) : null;
+      if (!request.count) return { rows, hasMore, last, total: null };
+      return then(this.store.count(entity.name, request.filter, request.deleted), (total) => ({ rows, hasMore, last, total }));
+    });
   }
 
-  count(entity: EntityDef, filter: FilterNode | null): number {
+  count(entity: EntityDef, filter: FilterNode | null): Maybe<number> {
     return this.store.count(entity.name, filter, "exclude");
   }
 
   create(entity: EntityDef, body: unknown, caller: Caller): Change<Row> {
     const row = this.newRow(validateCreate(entity, body), caller, Date.now());
-    return { entity, rows: [row], result: row };
+    return { entity, puts: [{ entity: entity.name, row, replaces: 0 }], result: row };
   }
 
   update(entity: EntityDef, row: Row, body: unknown): Change<Row> {
     const updated = this.changedRow(entity, row, validateChanges(entity, body), Date.now());
-    return { entity, rows: [updated], result: updated };
+    return { entity, puts: [{ entity: entity.name, row: updated, replaces: row.rev }], result: updated };
   }
 
   remove(entity: EntityDef, row: Row): Change<Row> {
-    const deleted = this.nextVersion(entity, row, NO_CHANGES, true, Date.now());
-    return { entity, rows: [deleted], result: deleted };
+    const deleted = this.deletedRow(entity, row, Date.now());
+    return { entity, puts: [{ entity: entity.name, row: deleted, replaces: row.rev }], result: deleted };
   }
 
   /** Brings back a deleted record; a live one is answered as it is, with nothing to store. */
-  restore(entity: EntityDef, id: string): Change<{ row: Row; restored: boolean }> {
-    const row = this.store.get(entity.name, id);
+  async restore(entity: EntityDef, id: string): Promise<Change<{ row: Row; restored: boolean }>> {
+    const row = await this.store.get(entity.name, id);
     if (!row) throw recordNotFound(entity.name, id);
-    if (!row.deleted) return { entity, rows: [], result: { row, restored: false } };
+    if (!row.deleted) return { entity, puts: [], result: { row, restored: false } };
     const restored = this.nextVersion(entity, row, NO_CHANGES, false, Date.now());
-    return { entity, rows: [restored], result: { row: restored, restored: true } };
+    return { entity, puts: [{ entity: entity.name, row: restored, replaces: row.rev }], result: { row: restored, restored: true } };
   }
 
   /** Groups and measures the live records a spec selects (aggregate.ts). */
-  aggregate(entity: EntityDef, spec: AggregateSpec): AggregateResult {
+  aggregate(entity: EntityDef, spec: AggregateSpec): Promise<AggregateResult> {
     return aggregate(this.store, entity, spec);
   }
 
   /** One page of a field's distinct values (distinct.ts). */
-  distinct(entity: EntityDef, request: DistinctRequest): DistinctAnswer {
+  distinct(entity: EntityDef, request: DistinctRequest): Promise<DistinctAnswer> {
     return distinctValues(this.store, entity, request);
   }
 
   /** The stored answer to an earlier write with this Idempotency-Key scope, while it has not expired. */
-  findAnswer(scope: string, now: number): IdempotentAnswer | undefined {
+  findAnswer(scope: string, now: number): Maybe<IdempotentAnswer | undefined> {
     return this.store.findAnswer(scope, now);
   }
 
@@ -131,6 +133,11 @@ export class Records {
   /** Merges validated changes (undefined clears a field) into a new version of `row`. */
   changedRow(entity: EntityDef, row: Row, changes: ReadonlyMap<string, unknown>, now: number): Row {
     return this.nextVersion(entity, row, changes, row.deleted, now);
+  }
+
+  /** The deleted version of `row`. */
+  deletedRow(entity: EntityDef, row: Row, now: number): Row {
+    return this.nextVersion(entity, row, NO_CHANGES, true, now);
   }
 
   private nextVersion(entity: EntityDef, row: Row, changes: ReadonlyMap<string, unknown>, deleted: boolean, now: number): Row {

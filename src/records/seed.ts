@@ -8,6 +8,7 @@ import { isTooDeep, MAX_JSON_DEPTH } from "../json-depth.ts";
 import type { ApiKey } from "../keys/api-keys.ts";
 import { isPlainObject, type Schema } from "../schema/load.ts";
 import { validateCreate } from "../schema/validate.ts";
+import { ConflictError } from "../store/store.ts";
 import type { Records } from "./records.ts";
 
 /** A seed file's path, or its content. */
@@ -46,12 +47,20 @@ export function loadSeed(schema: Schema, source: SeedSource): Seed {
   return {
     async apply(records, by) {
       const store = records.store;
-      const isEmpty = [...schema.entities.keys()].every((entity) => store.count(entity, null, "include") === 0);
-      if (!isEmpty || values.length === 0) return 0;
+      const entities = [...schema.entities.keys()];
+      for (const entity of entities) if ((await store.count(entity, null, "include")) > 0) return 0;
+      if (values.length === 0) return 0;
       const caller = { keyId: by.id, kind: by.kind };
       const now = Date.now();
-      const puts = values.map(({ entity, values }) => ({ entity, row: records.newRow(values, caller, now) }));
-      await store.write({ puts });
+      const puts = values.map(({ entity, values }) => ({ entity, row: records.newRow(values, caller, now), replaces: 0 }));
+      // Processes sharing a store may start together: the one whose seed finds every entity still empty stores it.
+      const matches = entities.map((entity) => ({ entity, filter: null, ids: [], locks: [`${entity}\nseed`] }));
+      try {
+        await store.commit({ puts, matches });
+      } catch (error) {
+        if (error instanceof ConflictError) return 0;
+        throw error;
+      }
       return puts.length;
     },
   };

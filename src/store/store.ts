@@ -1,12 +1,19 @@
-// The Store interface: what the records layer asks of any store (memory today, file-backed with a
-// log, SQL later). It holds rows and answers typed filter trees; it knows no HTTP and no API keys.
+// The Store interface: what the records layer asks of any store (memory, file-backed with a log,
+// PostgreSQL). It holds rows and answers typed filter trees; it knows no HTTP and no API keys.
+//
+// A store may answer at once (the memory and file stores do, so that a read costs no promise) or
+// later (a database): every method that reads may return a Promise, and callers accept both. A
+// write is a batch that says what it expects to find (the revision each row replaces, upsert
+// matches, a new idempotency key); the store checks that and applies the batch atomically, or
+// refuses it with a ConflictError, so several processes can share one store.
 
+import type { Maybe } from "../maybe.ts";
 import type { FilterNode, SortPosition, SortSpec } from "../query/filter-tree.ts";
 
 /** One stored version of a record. Rows are immutable: every write makes a new Row. */
 export interface Row {
   readonly id: string;
-  /** The store-wide write counter at this version; the ETag is derived from it. */
+  /** Unique to this version among all of the store's (Store.nextRev); the ETag is derived from it. */
   readonly rev: number;
   readonly deleted: boolean;
   /** Declared field values as stored, plus id, created_date, updated_date, created_by_id. */
@@ -47,52 +54,123 @@ export interface ListResult {
   readonly hasMore: boolean;
 }
 
-/** The rows and answers one request writes, applied together or not at all. */
+/** A new version of a record. */
+export interface Put {
+  readonly entity: string;
+  readonly row: Row;
+  /**
+   * The revision of the stored version this one replaces, 0 when the record must not exist yet:
+   * the batch is refused if the store holds something else. Omitted only where nothing else can
+   * write (loading and unit tests): the row is then stored whatever is there.
+   */
+  readonly replaces?: number;
+}
+
+/**
+ * Upsert's precondition: the live records of `entity` that `filter` matches are exactly `ids`
+ * (in any order), as when the batch was built from them. `locks` name the matched values, so that
+ * a store shared by processes can serialize the upserts of one value (two upserts of one new key
+ * must not both create it).
+ */
+export interface MatchCheck {
+  readonly entity: string;
+  /** null: every live record (a seed expects an empty entity). */
+  readonly filter: FilterNode | null;
+  readonly ids: readonly string[];
+  readonly locks: readonly string[];
+}
+
+/**
+ * The rows and answer one request writes, applied together or not at all, if what they expect
+ * still holds. The answer's scope must be new (or its answer expired).
+ */
 export interface WriteBatch {
-  readonly puts: ReadonlyArray<{ readonly entity: string; readonly row: Row }>;
+  readonly puts: readonly Put[];
+  readonly matches?: readonly MatchCheck[];
   readonly answer?: IdempotentAnswer;
 }
 
+/** A batch the store has applied: `seq` numbers commits in the order they were made. */
+export interface Commit {
+  readonly seq: number;
+}
+
+/** Called once a batch is durable, in commit order, for every batch this process commits. */
+export type CommitListener = (batch: WriteBatch, commit: Commit) => void;
+
 export interface Store {
-  get(entity: string, id: string): Row | undefined;
-  list(entity: string, query: ListQuery): ListResult;
-  count(entity: string, filter: FilterNode | null, deleted: DeletedFilter): number;
+  get(entity: string, id: string): Maybe<Row | undefined>;
+  list(entity: string, query: ListQuery): Maybe<ListResult>;
+  count(entity: string, filter: FilterNode | null, deleted: DeletedFilter): Maybe<number>;
   /**
    * Live records per stored value of `field` (under undefined: those lacking it), when the store
    * can tell without reading rows (the memory store can for enum and boolean fields, from their
    * value index); null when it cannot. Aggregates and distinct ask it before walking rows.
    */
-  valueCounts(entity: string, field: string): ReadonlyMap<unknown, number> | null;
+  valueCounts(entity: string, field: string): Maybe<ReadonlyMap<unknown, number> | null>;
   /** Calls `visit` with every live record matching `filter` (null: every live record), in no particular order. */
-  forEachLive(entity: string, filter: FilterNode | null, visit: (row: Row) => void): void;
-  /** The sort position of a row, for building cursors. */
+  forEachLive(entity: string, filter: FilterNode | null, visit: (row: Row) => void): Maybe<void>;
+  /** The sort position of a row, for building cursors: computed from the row alone. */
   positionOf(entity: string, row: Row, sort: SortSpec): SortPosition;
 
   /** Every stored field name of every entity that holds rows (for reporting fields no longer declared). */
-  storedFieldNames(): Map<string, Set<string>>;
+  storedFieldNames(): Maybe<Map<string, Set<string>>>;
 
-  /** The next revision number; every row version takes one. */
+  /** A revision number no other row version has or will have, in this process or any other sharing the store. */
   nextRev(): number;
-  /** The largest id stored in any entity, so that new ids stay time-ordered after a restart. */
+  /** The largest id stored when the store opened, so that new ids stay time-ordered after a restart. */
   maxId(): string | undefined;
+  /**
+   * A number that this process alone among those sharing the store holds, which its new ids
+   * carry so that processes never make the same id; null when the store has one process.
+   */
+  readonly idNode: number | null;
 
   /**
-   * Applies the batch to memory at once (readers see it on their next call) and resolves when it
-   * is durable. Callers must not await between reading the state a batch was built from and
-   * calling write(): the store relies on that to keep batches consistent. Rejects with
-   * StorageFullError when the disk had no room: the batch (and every batch applied after it) is
-   * then taken back out of memory before the rejection, and later writes may succeed again.
-   * Any other rejection is fatal: the store can make nothing durable any more.
+   * Checks what the batch expects and applies it, all or nothing; resolves once it is durable.
+   * Rejects with ConflictError when an expectation failed (nothing was applied: read again and
+   * rebuild the batch), with StorageFullError when the disk had no room (the batch, and every one
+   * applied after it, was taken back out; later writes may succeed again). Any other rejection
+   * means the store can make nothing durable any more (the file store), or could not reach its
+   * database (PostgreSQL: nothing was applied, and later writes may succeed).
    */
-  write(batch: WriteBatch): Promise<void>;
+  commit(batch: WriteBatch): Promise<Commit>;
   /** Resolves once every write applied so far is durable; null when it already is. */
   whenDurable(): Promise<void> | null;
+  /** Adds a listener for this process's commits (the change feed). */
+  onCommit(listener: CommitListener): void;
 
-  findAnswer(scope: string, now: number): IdempotentAnswer | undefined;
+  findAnswer(scope: string, now: number): Maybe<IdempotentAnswer | undefined>;
 
   /** Empties every entity and forgets every stored answer. */
   reset(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Why a batch was refused: what it expected no longer holds. */
+export type ConflictReason = "rev" | "match" | "answer";
+
+/**
+ * A batch's expectation failed (see WriteBatch): another write came first. Nothing was applied.
+ * "rev" and "match": build the batch again from what is stored now; "answer": the idempotency
+ * key was answered meanwhile, so replay that answer.
+ */
+export class ConflictError extends Error {
+  override name = "ConflictError";
+  constructor(
+    readonly reason: ConflictReason,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The store's database cannot be reached (PostgreSQL): the request is answered 503 and the store
+ * goes on, unlike a failed fsync. Nothing the failed call wrote was committed.
+ */
+export class StoreUnreachableError extends Error {
+  override name = "StoreUnreachableError";
 }
 
 /**

@@ -338,7 +338,7 @@ function answer(scope: string, expiresAt: number): IdempotentAnswer {
 test("the store finds an answer for 24 hours and not a millisecond longer", async () => {
   const store = new MemoryStore(new Map());
   const now = Date.now();
-  await store.write({ puts: [], answer: answer("key_a\nk1", now + IDEMPOTENCY_TTL_MS) });
+  await store.commit({ puts: [], answer: answer("key_a\nk1", now + IDEMPOTENCY_TTL_MS) });
   assert.equal(store.findAnswer("key_a\nk1", now)?.status, 201);
   assert.equal(store.findAnswer("key_a\nk1", now + IDEMPOTENCY_TTL_MS - 1)?.status, 201);
   assert.equal(store.findAnswer("key_a\nk1", now + IDEMPOTENCY_TTL_MS + 1), undefined);
@@ -351,16 +351,16 @@ test("expired answers are dropped from memory", async () => {
   const clock = mock.method(Date, "now", () => now);
   try {
     const store = new MemoryStore(new Map());
-    await store.write({ puts: [], answer: answer("s\nold", start + IDEMPOTENCY_TTL_MS) });
+    await store.commit({ puts: [], answer: answer("s\nold", start + IDEMPOTENCY_TTL_MS) });
     now = start + 1000;
-    await store.write({ puts: [], answer: answer("s\nnewer", now + IDEMPOTENCY_TTL_MS) });
+    await store.commit({ puts: [], answer: answer("s\nnewer", now + IDEMPOTENCY_TTL_MS) });
     now = start + IDEMPOTENCY_TTL_MS + 1;
-    await store.write({ puts: [] });
+    await store.commit({ puts: [] });
     // Asked as of an earlier time, a kept answer would still be found: only a dropped one is not.
     assert.equal(store.findAnswer("s\nold", start), undefined, "the expired answer is gone from memory");
     assert.equal(store.findAnswer("s\nnewer", start)?.status, 201, "an answer not yet expired is kept");
     now = start + 1000 + IDEMPOTENCY_TTL_MS + 1;
-    await store.write({ puts: [] });
+    await store.commit({ puts: [] });
     assert.equal(store.findAnswer("s\nnewer", start), undefined);
   } finally {
     clock.mock.restore();
@@ -409,7 +409,7 @@ test("an answer stored with its own Content-Type (as earlier builds stored them)
     const request = idempotentRequest(caller, "legacy-key", "POST", T, Buffer.from(body));
     const store = await FileStore.open({ dir, valueIndexed: new Map(), warn: () => {} });
     const headers = { "Content-Type": "application/json; charset=utf-8", ETag: '"7"', Location: `${T}/legacy` };
-    await store.write({ puts: [], answer: { ...request, status: 201, headers, body: '{"id":"legacy"}', expiresAt: Date.now() + IDEMPOTENCY_TTL_MS } });
+    await store.commit({ puts: [], answer: { ...request, status: 201, headers, body: '{"id":"legacy"}', expiresAt: Date.now() + IDEMPOTENCY_TTL_MS } });
     await store.close();
 
     const server = await startTestServer(options);

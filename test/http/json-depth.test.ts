@@ -88,7 +88,7 @@ test("a record stored deeper than the limit (by an older build, or a seed) can s
   const dir = mkdtempSync(join(tmpdir(), "tabula-deep-"));
   const store = await FileStore.open({ dir, valueIndexed: new Map(), warn: () => {} });
   const row = new Records(loadSchemaObject({ Task: TASK }), store).newRow({ title: "deep", meta }, { keyId: "key_old", kind: "secret" }, Date.now());
-  await store.write({ puts: [{ entity: "Task", row }] });
+  await store.commit({ puts: [{ entity: "Task", row }] });
   await store.close();
   const seeded = await startTestServer({ memory: false, data: dir });
   try {

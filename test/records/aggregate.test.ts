@@ -23,7 +23,7 @@ function storeOf(records: Array<Record<string, unknown> & { deleted?: boolean }>
     const id = (i + 1).toString(16).padStart(24, "0");
     return { id, rev: store.nextRev(), deleted: deleted === true, data: { id, ...data, created_date: "2026-01-01T00:00:00.000Z", updated_date: "2026-01-01T00:00:00.000Z", created_by_id: "key_a" } };
   });
-  void store.write({ puts: rows.map((row) => ({ entity: "Task", row })) });
+  void store.commit({ puts: rows.map((row) => ({ entity: "Task", row })) });
   return store;
 }
 
@@ -109,7 +109,7 @@ describe("aggregate", () => {
     { title: "e", status: "legacy-value", priority: "7" },
   ]);
 
-  test("tables of spec → rows", () => {
+  test("tables of spec → rows", async () => {
     const table: Array<[spec: unknown, rows: unknown[], truncated?: boolean]> = [
       [{}, [{ count: 4 }]],
       [{ sum: "estimate", avg: "priority" }, [{ count: 4, sum_estimate: 0.30000000000000004, avg_priority: 4 }]],
@@ -120,7 +120,7 @@ describe("aggregate", () => {
       [{ groupBy: "done", sort: "-count", limit: 1 }, [{ done: null, count: 3 }], true],
       [{ groupBy: "status", having: { status: "nothing" } }, []],
     ];
-    for (const [spec, rows, truncated = false] of table) assert.deepEqual(run(store, spec), { rows, truncated }, JSON.stringify(spec));
+    for (const [spec, rows, truncated = false] of table) assert.deepEqual(await run(store, spec), { rows, truncated }, JSON.stringify(spec));
   });
 });
 
@@ -179,7 +179,7 @@ function reference(records: Array<Data & { deleted: boolean }>, groupBy: string[
   });
 }
 
-test("aggregate agrees with a brute-force reference on random records, counted or walked", () => {
+test("aggregate agrees with a brute-force reference on random records, counted or walked", async () => {
   const next = seeded(20260707);
   const groupings: Array<[string[], string | null]> = [
     [[], null], [["status"], null], [["done"], null], [["status", "done"], null], [["priority", "status", "done"], null],
@@ -191,7 +191,7 @@ test("aggregate agrees with a brute-force reference on random records, counted o
     for (const [groupBy, arrayField] of groupings) {
       const expected = reference(records, groupBy, arrayField);
       const spec = { groupBy, sum: "priority", avg: "estimate", min: "due_date", max: "priority", countDistinct: "title" };
-      const { rows } = run(store, spec);
+      const { rows } = await run(store, spec);
       assert.equal(rows.length, expected.length, JSON.stringify(spec));
       rows.forEach((row, i) => {
         const want = expected[i]!;
@@ -201,7 +201,7 @@ test("aggregate agrees with a brute-force reference on random records, counted o
         }
       });
       // Count alone: from the value index when grouped by one indexed field, by walking otherwise.
-      const counted = run(store, { groupBy }).rows;
+      const counted = (await run(store, { groupBy })).rows;
       assert.deepEqual(counted, expected.map((row) => Object.fromEntries([...groupBy, "count"].map((name) => [name, row[name]]))), `count by ${groupBy}`);
     }
   }

@@ -22,7 +22,7 @@ function storeOf(records: Array<Record<string, unknown> & { deleted?: boolean }>
     const id = (i + 1).toString(16).padStart(24, "0");
     return { id, rev: store.nextRev(), deleted: deleted === true, data: { id, ...data } };
   });
-  void store.write({ puts: rows.map((row) => ({ entity: "Task", row })) });
+  void store.commit({ puts: rows.map((row) => ({ entity: "Task", row })) });
   return store;
 }
 
@@ -39,7 +39,7 @@ const RECORDS = [
   { status: "legacy", priority: "8", done: "yes", tags: "c" }, // left by an older declaration
 ];
 
-test("values of every kind, ascending, without deleted records, nulls, or values of another type", () => {
+test("values of every kind, ascending, without deleted records, nulls, or values of another type", async () => {
   const table: Array<[field: string, expected: unknown[]]> = [
     ["status", ["doing", "legacy", "todo"]],
     ["priority", [-1, 9, 10]],
@@ -52,19 +52,19 @@ test("values of every kind, ascending, without deleted records, nulls, or values
   for (const valueIndexed of [[], ["status", "done"]]) {
     const store = storeOf(RECORDS, valueIndexed);
     for (const [field, expected] of table) {
-      assert.deepEqual(values(store, field), { values: expected, hasMore: false, last: null }, `${field}, indexed ${valueIndexed}`);
+      assert.deepEqual(await values(store, field), { values: expected, hasMore: false, last: null }, `${field}, indexed ${valueIndexed}`);
     }
   }
 });
 
-test("a page ends at limit, names its last value, and the next resumes strictly after it", () => {
+test("a page ends at limit, names its last value, and the next resumes strictly after it", async () => {
   const store = storeOf(RECORDS, ["status"]);
-  assert.deepEqual(values(store, "priority", { limit: 2 }), { values: [-1, 9], hasMore: true, last: 9 });
-  assert.deepEqual(values(store, "priority", { limit: 2, after: 9 }), { values: [10], hasMore: false, last: null });
-  assert.deepEqual(values(store, "priority", { after: 9.5 }), { values: [10], hasMore: false, last: null });
-  assert.deepEqual(values(store, "status", { limit: 1, after: "doing" }), { values: ["legacy"], hasMore: true, last: "legacy" });
-  assert.deepEqual(values(store, "due_date", { after: "2025-12-31T12:00:00Z" }), { values: ["2026-01-02"], hasMore: false, last: null });
-  assert.deepEqual(values(store, "status", { q: { priority: { $gt: 0 } } }), { values: ["doing", "todo"], hasMore: false, last: null });
+  assert.deepEqual(await values(store, "priority", { limit: 2 }), { values: [-1, 9], hasMore: true, last: 9 });
+  assert.deepEqual(await values(store, "priority", { limit: 2, after: 9 }), { values: [10], hasMore: false, last: null });
+  assert.deepEqual(await values(store, "priority", { after: 9.5 }), { values: [10], hasMore: false, last: null });
+  assert.deepEqual(await values(store, "status", { limit: 1, after: "doing" }), { values: ["legacy"], hasMore: true, last: "legacy" });
+  assert.deepEqual(await values(store, "due_date", { after: "2025-12-31T12:00:00Z" }), { values: ["2026-01-02"], hasMore: false, last: null });
+  assert.deepEqual(await values(store, "status", { q: { priority: { $gt: 0 } } }), { values: ["doing", "todo"], hasMore: false, last: null });
 });
 
 test("fields of no order are refused, and a cursor's value must fit its field", () => {
@@ -81,7 +81,7 @@ test("fields of no order are refused, and a cursor's value must fit its field", 
   for (const [field, value, fits] of table) assert.equal(isDistinctValue(resolveDistinctField(entity, field, SECRET), value), fits, `${field} ${value}`);
 });
 
-test("with or without a value index, and page by page, distinct equals a brute-force reference", () => {
+test("with or without a value index, and page by page, distinct equals a brute-force reference", async () => {
   const next = seeded(777);
   const pick = <T>(list: readonly T[]) => list[Math.floor(next() * list.length)]!;
   const kinds: Record<string, "string" | "number" | "boolean" | "date"> = { status: "string", done: "boolean", priority: "number", due_date: "date", tags: "string", title: "string" };
@@ -100,11 +100,11 @@ test("with or without a value index, and page by page, distinct equals a brute-f
     for (const [field, kind] of Object.entries(kinds)) {
       const live = records.filter((record) => !record.deleted).flatMap((record) => (field === "tags" ? ((record.tags as unknown[]) ?? []) : [record[field]]));
       const expected = [...new Set(live.filter((value) => value !== undefined))].sort((a, b) => compareSortKeys(toSortKey(kind, a), toSortKey(kind, b)));
-      assert.deepEqual(values(indexed, field).values, expected, `round ${round} ${field}`);
-      assert.deepEqual(values(walked, field).values, expected, `round ${round} ${field}, walked`);
+      assert.deepEqual((await values(indexed, field)).values, expected, `round ${round} ${field}`);
+      assert.deepEqual((await values(walked, field)).values, expected, `round ${round} ${field}, walked`);
       const pages: unknown[] = [];
       for (let after: unknown = undefined; ; ) {
-        const page = values(indexed, field, { after, limit: 2 });
+        const page = await values(indexed, field, { after, limit: 2 });
         pages.push(...page.values);
         if (!page.hasMore) break;
         after = page.last;

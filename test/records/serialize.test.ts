@@ -54,16 +54,16 @@ describe("the JSON of new row versions", () => {
       assertRecordJson(created, `${what}, created`);
     });
 
-    test(`an updated, deleted and restored record equals its field-by-field JSON: ${what}`, () => {
+    test(`an updated, deleted and restored record equals its field-by-field JSON: ${what}`, async () => {
       const records = freshRecords();
       const created = records.create(task, body, SECRET).result;
-      void records.store.write({ puts: [{ entity: "Task", row: created }] });
+      void records.store.commit({ puts: [{ entity: "Task", row: created }] });
       const updated = records.update(task, created, changes).result;
       assertRecordJson(updated, `${what}, updated`);
       const deleted = records.remove(task, updated).result;
       assertRecordJson(deleted, `${what}, deleted`);
-      void records.store.write({ puts: [{ entity: "Task", row: deleted }] });
-      const restored = records.restore(task, created.id).result.row;
+      void records.store.commit({ puts: [{ entity: "Task", row: deleted }] });
+      const restored = (await records.restore(task, created.id)).result.row;
       assertRecordJson(restored, `${what}, restored`);
     });
   }
@@ -101,7 +101,7 @@ describe("the JSON of new row versions", () => {
     const records = freshRecords();
     const id = "0000000000010000000000ab";
     const old: Row = { id, rev: 1, deleted: false, data: { id, title: "old", colour: "red", created_date: "2026-01-01T00:00:00.000Z", updated_date: "2026-01-01T00:00:00.000Z", created_by_id: "key_1" } };
-    void records.store.write({ puts: [{ entity: "Task", row: old }] });
+    void records.store.commit({ puts: [{ entity: "Task", row: old }] });
     const updated = records.changedRow(task, old, validateChanges(task, { priority: 2 }), Date.now());
     assert.equal(updated.data.colour, "red");
     assert.equal(updated.data.priority, 2);
@@ -160,9 +160,9 @@ describe("the read JSON cache", () => {
   test("a written version gives up its data JSON once the store has it", () => {
     const records = freshRecords();
     const change = records.create(task, { title: "Keep it short" }, SECRET);
-    const row = change.rows[0]!;
+    const row = change.puts[0]!.row;
     assert.notEqual(row.memo?.dataJson, undefined);
-    void records.store.write({ puts: [{ entity: "Task", row }] });
+    void records.store.commit({ puts: [{ entity: "Task", row }] });
     assert.equal(row.memo?.dataJson, undefined);
     assert.equal(recordJson(task, row, SECRET), reference(row, SECRET));
   });

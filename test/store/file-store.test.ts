@@ -40,7 +40,7 @@ function makeRow(store: FileStore, data: Record<string, unknown>, id = nextId(),
 /** Creates (or overwrites) a record in one write and answers the row. */
 async function put(store: FileStore, data: Record<string, unknown>, options: { entity?: string; id?: string; deleted?: boolean } = {}): Promise<Row> {
   const row = makeRow(store, data, options.id, options.deleted);
-  await store.write({ puts: [{ entity: options.entity ?? "Task", row }] });
+  await store.commit({ puts: [{ entity: options.entity ?? "Task", row }] });
   return row;
 }
 
@@ -70,7 +70,7 @@ describe("reopening the file store", () => {
     const deleted = await put(store, { title: "b" }, { id: second.id, deleted: true });
     const other = await put(store, { name: "n" }, { entity: "Gone" });
     const withAnswer = makeRow(store, { title: "c" });
-    await store.write({ puts: [{ entity: "Task", row: withAnswer }], answer: answer("key1\nidem-1") });
+    await store.commit({ puts: [{ entity: "Task", row: withAnswer }], answer: answer("key1\nidem-1") });
     const revBefore = store.nextRev();
     await store.close();
 
@@ -110,7 +110,7 @@ describe("reopening the file store", () => {
 
   test("concurrent writes share fdatasyncs", async () => {
     const store = await openStore(await freshDir());
-    const writes = Array.from({ length: 100 }, (_, i) => store.write({ puts: [{ entity: "Task", row: makeRow(store, { title: `t${i}` }) }] }));
+    const writes = Array.from({ length: 100 }, (_, i) => store.commit({ puts: [{ entity: "Task", row: makeRow(store, { title: `t${i}` }) }] }));
     await Promise.all(writes);
     assert.ok(store.describe().fsyncs <= 2, `100 writes took ${store.describe().fsyncs} fdatasyncs`);
     assert.equal(store.whenDurable(), null);
@@ -197,8 +197,8 @@ describe("compaction", () => {
     const store = await openStore(dir);
     const rows: Row[] = [];
     for (let i = 0; i < 50; i++) rows.push(await put(store, { title: `t${i}` }, { deleted: i % 10 === 0 }));
-    await store.write({ puts: [], answer: answer("key1\nlive") });
-    await store.write({ puts: [], answer: answer("key1\nexpired", Date.now() - 1) });
+    await store.commit({ puts: [], answer: answer("key1\nlive") });
+    await store.commit({ puts: [], answer: answer("key1\nexpired", Date.now() - 1) });
     const compacting = store.compact();
     const during = Array.from({ length: 20 }, (_, i) => put(store, { title: `during${i}` }));
     rows.push(...(await Promise.all(during)));
@@ -286,7 +286,7 @@ describe("a process killed with SIGKILL", () => {
         const isUpdate = mine.length > 0 && Math.random() < 0.3;
         const id = isUpdate ? mine[Math.floor(Math.random() * mine.length)] : "${cycle.toString(16).padStart(4, "0")}" + (++created).toString(16).padStart(20, "0");
         const rev = store.nextRev();
-        await store.write({ puts: [{ entity: "Task", row: { id, rev, deleted: false, data: { id, title: id + "@" + rev, padding } } }] });
+        await store.commit({ puts: [{ entity: "Task", row: { id, rev, deleted: false, data: { id, title: id + "@" + rev, padding } } }] });
         if (!isUpdate) mine.push(id);
         process.stdout.write(id + " " + rev + "\\n");
       }

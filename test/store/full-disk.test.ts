@@ -89,14 +89,14 @@ describe("a full disk", () => {
     const { dir, filler } = await freshDir();
     const store = await openStore(dir);
     const first = row(store, "a".repeat(24), { title: "first", status: "todo" });
-    await store.write({ puts: [{ entity: "Task", row: first }] });
+    await store.commit({ puts: [{ entity: "Task", row: first }] });
     await fillDisk(mountPoint, filler, 4 * 1024);
     // Written together: an update of `first` with an answer, then a new record too big for the room.
     const updated = { ...row(store, first.id, { title: "changed", status: "done" }) };
     const created = row(store, "b".repeat(24), { title: "x".repeat(64 * 1024), status: "todo" });
     const writes = [
-      store.write({ puts: [{ entity: "Task", row: updated }], answer: answer("key\n1") }),
-      store.write({ puts: [{ entity: "Task", row: created }], answer: answer("key\n2") }),
+      store.commit({ puts: [{ entity: "Task", row: updated }], answer: answer("key\n1") }),
+      store.commit({ puts: [{ entity: "Task", row: created }], answer: answer("key\n2") }),
     ];
     assert.equal(store.get("Task", first.id), updated, "applied to memory at once, as before");
     for (const error of await Promise.all(writes.map(rejection))) assert.ok(error instanceof StorageFullError, String(error));
@@ -110,7 +110,7 @@ describe("a full disk", () => {
     assert.equal(store.count("Task", isDone, "exclude"), 0, "the value index no longer holds the refused version");
 
     await rm(filler);
-    await store.write({ puts: [{ entity: "Task", row: created }], answer: answer("key\n2") });
+    await store.commit({ puts: [{ entity: "Task", row: created }], answer: answer("key\n2") });
     await store.close();
     const reopened = await openStore(dir);
     assert.deepEqual(reopened.list("Task", all).rows.map((r) => [r.id, r.data.title]), [[first.id, "first"], [created.id, created.data.title]]);
@@ -124,7 +124,7 @@ describe("a full disk", () => {
     const { dir, filler } = await freshDir();
     const warnings: string[] = [];
     const store = await openStore(dir, warnings);
-    for (let i = 0; i < 20; i++) await store.write({ puts: [{ entity: "Task", row: row(store, i.toString(16).padStart(24, "0"), { title: "y".repeat(2048) }) }] });
+    for (let i = 0; i < 20; i++) await store.commit({ puts: [{ entity: "Task", row: row(store, i.toString(16).padStart(24, "0"), { title: "y".repeat(2048) }) }] });
     await fillDisk(mountPoint, filler, 0);
     await assert.rejects(store.compact(), (error: NodeJS.ErrnoException) => error.code === "ENOSPC");
     await rm(filler);

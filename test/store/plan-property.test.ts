@@ -89,7 +89,7 @@ class World {
 
   private put(row: Row): void {
     this.rows.set(row.id, row);
-    void this.store.write({ puts: [{ entity: ENTITY, row }] });
+    void this.store.commit({ puts: [{ entity: ENTITY, row }] });
   }
 
   insert(): void {
@@ -654,7 +654,7 @@ test("deleted rows leave the value index, restored rows return to it", () => {
     [{ id: base.id, rev: 5, deleted: false, data: { ...base, status: "todo" } }, 1, 0],
   ];
   for (const [row, live, deleted] of versions) {
-    void store.write({ puts: [{ entity: ENTITY, row }] });
+    void store.commit({ puts: [{ entity: ENTITY, row }] });
     assert.equal(store.count(ENTITY, filter, "exclude"), live, `rev ${row.rev}: count`);
     assert.equal(store.list(ENTITY, { filter, sort, after: null, skip: 0, limit: 10, deleted: "exclude" }).rows.length, live, `rev ${row.rev}: list`);
     assert.equal(store.count(ENTITY, filter, "only"), deleted, `rev ${row.rev}: deleted count`);
@@ -672,9 +672,9 @@ test("a value index built on first use, after writes, deletes and restores, hold
   };
   // 1 and 2 stay todo, 3 moves away from todo, 4 is deleted, 5 is deleted and restored.
   const writes = [row(1, 1, "todo"), row(2, 2, "todo"), row(3, 3, "todo"), row(4, 4, "todo"), row(5, 5, "todo"), row(3, 6, "done"), row(4, 7, "todo", true), row(5, 8, "todo", true), row(5, 9, "todo")];
-  for (const version of writes) void store.write({ puts: [{ entity: ENTITY, row: version }] });
+  for (const version of writes) void store.commit({ puts: [{ entity: ENTITY, row: version }] });
   assert.equal(store.count(ENTITY, filter, "exclude"), 3, "built now: rows 1, 2 and 5");
-  void store.write({ puts: [{ entity: ENTITY, row: row(1, 10, "doing") }] });
+  void store.commit({ puts: [{ entity: ENTITY, row: row(1, 10, "doing") }] });
   assert.equal(store.count(ENTITY, filter, "exclude"), 2, "maintained from then on");
   assert.equal(store.count(ENTITY, filter, "only"), 1, "row 4, deleted, answered by a scan");
 });
@@ -686,7 +686,7 @@ test("an equality answered by a value index agrees with the predicate on values 
   values.forEach((value, n) => {
     const id = (n + 1).toString(16).padStart(24, "0");
     const data = { id, created_date: at, updated_date: at, status: value, done: value, level: value };
-    void store.write({ puts: [{ entity: ENTITY, row: { id, rev: n + 1, deleted: false, data } }] });
+    void store.commit({ puts: [{ entity: ENTITY, row: { id, rev: n + 1, deleted: false, data } }] });
   });
   for (const q of [{ status: "todo" }, { done: true }, { level: 1 }, { level: { $eq: 1 } }]) {
     const indexed = parseFilter(entity, q, ACCESS);

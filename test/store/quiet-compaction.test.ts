@@ -25,7 +25,7 @@ async function writeBytes(store: FileStore, bytes: number): Promise<void> {
     const id = (++idCounter).toString(16).padStart(24, "0");
     puts.push({ entity: "Task", row: { id, rev: store.nextRev(), deleted: false, data: { id, title } } });
   }
-  await store.write({ puts });
+  await store.commit({ puts });
 }
 
 async function snapshots(dir: string): Promise<string[]> {

@@ -65,8 +65,8 @@ async function compactedSample(prefix: string): Promise<{ dir: string; rows: Arr
   const dir = await mkdtemp(join(root, prefix));
   const store = await openStore(dir);
   const rows = sampleRows();
-  for (const put of rows) await store.write({ puts: [put] });
-  await store.write({ puts: [], answer });
+  for (const put of rows) await store.commit({ puts: [put] });
+  await store.commit({ puts: [], answer });
   await store.compact();
   const expected = stateOf(store, rows);
   const nextRev = store.nextRev();
@@ -125,7 +125,7 @@ describe("snapshot format 3", () => {
     const store = await openStore(dir);
     // 40 lines of 60,000 to 120,000 bytes across chunk boundaries, and in the middle one of 3 MiB, longer than a chunk.
     const rows = Array.from({ length: 40 }, (_, i) => ({ entity: "Task", row: { id: `l${i}`, rev: i + 1, deleted: false, data: { id: `l${i}`, title: (i % 3 ? "a" : "é✓").repeat(30_000 + i) + (i === 20 ? "x".repeat(3 << 20) : "") } } }));
-    for (const put of rows) await store.write({ puts: [put] });
+    for (const put of rows) await store.commit({ puts: [put] });
     await store.compact();
     const expected = stateOf(store, rows);
     await store.close();
@@ -210,7 +210,7 @@ describe("rows loaded at start-up", () => {
       { id: "c4", rev: 4, deleted: false, data: { id: "c4", created_by_id: "key_1", created_date: CREATED, updated_date: "2026-11-23T12:21:11.185Z" } },
     ];
     const rows = [...sampleRows(), ...odd.map((row) => ({ entity: "Task", row }))];
-    for (const put of rows) await store.write({ puts: [put] });
+    for (const put of rows) await store.commit({ puts: [put] });
     const expected = stateOf(store, rows);
     await store.close();
     const replayed = await openStore(dir); // from the log

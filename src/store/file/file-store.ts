@@ -9,7 +9,7 @@ import { performance } from "node:perf_hooks";
 import { acquireLock, type DirectoryLock } from "./lock.ts";
 import { MemoryStore, type ValueIndexedFields } from "../memory/memory-store.ts";
 import { isTemporarySnapshot, parseSnapshotName, readSnapshot, snapshotName, writeSnapshot, type SnapshotState } from "./snapshot.ts";
-import { isOutOfSpace, type Row, type WriteBatch } from "../store.ts";
+import { isOutOfSpace, type Commit, type Row, type WriteBatch } from "../store.ts";
 import { UnsyncedBatches } from "./unsynced-batches.ts";
 import { WriteAheadLog, parseSegmentName, readSegment, segmentName, syncDirectory, type LogEntry, type RowImage, type Segment } from "./wal.ts";
 
@@ -97,13 +97,18 @@ export class FileStore extends MemoryStore {
     return this.wal.whenDurable();
   }
 
-  override write(batch: WriteBatch): Promise<void> {
+  override commit(batch: WriteBatch): Promise<Commit> {
     // Taken before the batch is applied: what to put back if the disk has no room for it.
     const undo = this.unsynced.undoOf(batch);
     const seq = this.wal.nextSeq;
-    const durable = super.write(batch);
+    const committed = super.commit(batch);
     if (this.wal.nextSeq > seq) this.unsynced.add(seq, undo);
-    return durable;
+    return committed;
+  }
+
+  /** A commit's seq is its log entry's. */
+  protected override seqOf(): number {
+    return this.wal.nextSeq - 1;
   }
 
   /** Durable like any write: a reset entry in the log, which replay honours. */

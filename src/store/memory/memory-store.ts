@@ -4,8 +4,10 @@
 import type { FilterNode, SortPosition, SortSpec } from "../../query/filter-tree.ts";
 import { limitRegexScan } from "./time-limit.ts";
 import { planCount, planEach, planList } from "./plan.ts";
-import type { DeletedFilter, IdempotentAnswer, ListQuery, ListResult, Row, Store, WriteBatch } from "../store.ts";
+import { ConflictError, type Commit, type CommitListener, type DeletedFilter, type IdempotentAnswer, type ListQuery, type ListResult, type Row, type Store, type WriteBatch } from "../store.ts";
 import { Table } from "./table.ts";
+
+const ID_ORDER = { field: "id", kind: "string", descending: false } as const;
 
 /** Entity name → the fields that get a value index (enum and boolean fields). */
 export type ValueIndexedFields = ReadonlyMap<string, readonly string[]>;
@@ -17,6 +19,10 @@ export class MemoryStore implements Store {
   /** The largest revision handed out; protected so the file store can carry it across restarts and resets. */
   protected rev = 0;
   private largestId: string | undefined;
+  /** Batches committed since the store opened: the memory store's seq. */
+  private commits = 0;
+  private readonly listeners: CommitListener[] = [];
+  readonly idNode = null;
 
   constructor(private readonly valueIndexed: ValueIndexedFields) {}
 
@@ -63,13 +69,27 @@ export class MemoryStore implements Store {
     return this.largestId;
   }
 
-  write(batch: WriteBatch): Promise<void> {
+  commit(batch: WriteBatch): Promise<Commit> {
+    const conflict = this.conflictOf(batch);
+    if (conflict) return Promise.reject(conflict);
     this.apply(batch);
     const durable = this.persist(batch);
     // The answer and the log line (framed by persist) are built: a new version's data JSON has
     // served both, and rows must not keep it (reads cache theirs, bounded; see serialize.ts).
     for (const { row } of batch.puts) if (row.memo?.dataJson !== undefined) row.memo.dataJson = undefined;
-    return durable ?? Promise.resolve();
+    const commit = { seq: this.seqOf(++this.commits) };
+    if (!durable) {
+      this.notify(batch, commit);
+      return Promise.resolve(commit);
+    }
+    return durable.then(() => {
+      this.notify(batch, commit);
+      return commit;
+    });
+  }
+
+  onCommit(listener: CommitListener): void {
+    this.listeners.push(listener);
   }
 
   whenDurable(): Promise<void> | null {
@@ -86,6 +106,38 @@ export class MemoryStore implements Store {
   }
 
   async close(): Promise<void> {}
+
+  /**
+   * What in `batch` no longer holds, checked before anything is applied. Batches are built and
+   * committed in one tick here, so this finds nothing unless a caller awaited in between.
+   */
+  protected conflictOf(batch: WriteBatch): ConflictError | null {
+    for (const { entity, row, replaces } of batch.puts) {
+      if (replaces === undefined) continue;
+      const stored = this.tables.get(entity)?.rows.get(row.id)?.rev ?? 0;
+      if (stored !== replaces) return new ConflictError("rev", `${entity} ${row.id} is at revision ${stored}, not ${replaces}.`);
+    }
+    for (const { entity, filter, ids } of batch.matches ?? []) {
+      const { rows } = planList(this.table(entity), { filter, sort: ID_ORDER, after: null, skip: 0, limit: Infinity, deleted: "exclude" });
+      const expected = new Set(ids);
+      if (rows.length !== expected.size || !rows.every((row) => expected.has(row.id))) {
+        return new ConflictError("match", `The ${entity} records matching an upsert's values changed.`);
+      }
+    }
+    if (batch.answer && this.findAnswer(batch.answer.scope, Date.now())) {
+      return new ConflictError("answer", "This Idempotency-Key was answered meanwhile.");
+    }
+    return null;
+  }
+
+  /** The seq of the nth commit; the file store numbers them by its log instead. */
+  protected seqOf(commits: number): number {
+    return commits;
+  }
+
+  private notify(batch: WriteBatch, commit: Commit): void {
+    for (const listener of this.listeners) listener(batch, commit);
+  }
 
   /** Makes the batch visible to every later read. Revisions keep growing so old ETags never match again. */
   protected apply(batch: WriteBatch): void {
