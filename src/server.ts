@@ -39,6 +39,8 @@ export interface ServerOptions {
    * are its shorthands; giving it with either is an error.
    */
   readonly store?: string;
+  /** The PostgreSQL schema for tabula's tables, with a postgres:// store (--pg-schema). Default "tabula". */
+  readonly pgSchema?: string;
   /** Keep nothing on disk: the store memory:. */
   readonly memory?: boolean;
   /** The data folder (ignored with memory): the store file:<data>. Default ./data. */
@@ -90,7 +92,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
   const cors = parseCorsPolicy(options.cors ?? "*");
   const warn = options.warn ?? ((message: string) => process.stderr.write(`warning: ${message}\n`));
   // The store first: it creates the data folder and takes its lock before keys.json is written.
-  const { store, dataDir, loaded } = await openStore(storeLocationOf(options), { valueIndexed: valueIndexedFields(schema), warn });
+  const { store, dataDir, loaded } = await openStore(storeLocationOf(options), { schema, valueIndexed: valueIndexedFields(schema), pgSchema: options.pgSchema, warn });
   try {
     const keys = await loadKeys({ dataDir, secretKey: options.secretKey, publishableKey: options.publishableKey, keys: options.keys });
     const records = new Records(schema, store);

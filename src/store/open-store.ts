@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { FileStore } from "./file/file-store.ts";
 import { MemoryStore, type ValueIndexedFields } from "./memory/memory-store.ts";
 import type { Store } from "./store.ts";
+import type { Schema } from "../schema/load.ts";
 
 export type StoreLocation =
   | { readonly kind: "memory" }
@@ -71,7 +72,11 @@ export interface OpenedStore {
 }
 
 export interface OpenStoreOptions {
+  /** The entities a store serves (a database store creates their tables). */
+  readonly schema: Schema;
   readonly valueIndexed: ValueIndexedFields;
+  /** The PostgreSQL schema that holds tabula's tables (--pg-schema); default "tabula". */
+  readonly pgSchema?: string;
   /** Things the operator should hear about that do not stop the server (a torn tail was cut). */
   readonly warn: (message: string) => void;
 }
