@@ -10,8 +10,10 @@ const HELP = `tabula ${VERSION}: each entity of a JSON schema served as a REST c
 Usage: tabula [options]
 
   --schema PATH            folder of <Entity>.json declarations, or one JSON file   [TABULA_SCHEMA, default ./entities]
-  --store URL              the store: file:DIR (as --data DIR) or memory: (as       [TABULA_STORE, DATABASE_URL]
-                           --memory); give one of --store, --data and --memory
+  --store URL              the store: file:DIR (as --data DIR), memory: (as         [TABULA_STORE, DATABASE_URL]
+                           --memory) or postgres://user:pass@host:5432/db (needs
+                           npm install postgres); one of --store, --data, --memory
+  --pg-schema NAME         the PostgreSQL schema of tabula's tables                 [TABULA_PG_SCHEMA, default tabula]
   --data DIR               the file store: write-ahead log, snapshots, keys.json     [TABULA_DATA, default ./data]
   --memory                 keep nothing on disk (tests, CI fixtures)
   --port N                 0 picks a free port                                      [TABULA_PORT or PORT, default 8080]
@@ -36,7 +38,7 @@ const FATAL_GRACE_MS = 1000;
 
 class UsageError extends Error {}
 
-const VALUE_FLAGS = ["schema", "store", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "cors", "app-id"] as const;
+const VALUE_FLAGS = ["schema", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "cors", "app-id"] as const;
 type ValueFlag = (typeof VALUE_FLAGS)[number];
 
 interface Parsed {
@@ -115,6 +117,7 @@ function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv): ServerOptions & { re
     schema: values.schema ?? env.TABULA_SCHEMA ?? "./entities",
     ...store,
     storeSource,
+    pgSchema: values["pg-schema"] ?? env.TABULA_PG_SCHEMA,
     port: port === undefined ? 8080 : parsePort(port, portSource),
     host: values.host ?? env.TABULA_HOST ?? "127.0.0.1",
     secretKey: values["secret-key"] ?? env.TABULA_SECRET_KEY,
@@ -138,7 +141,7 @@ function printBanner(server: TabulaServer, options: ServerOptions): void {
   const lines = [`tabula ${VERSION}`];
   const entities = [...server.schema.entities.values()].map((e) => `${e.name} (${e.fieldNames.length} fields)`);
   lines.push(`schema     ${options.schema}: ${entities.join(", ")}`);
-  lines.push(server.dataDir ? `data       ${server.dataDir} (write-ahead log, fsync before every answer)` : "data       in memory only: nothing is kept on disk");
+  lines.push(`data       ${server.storeDescription}`);
   const loaded = server.loaded;
   if (loaded && loaded.records + loaded.deletedRecords > 0) {
     const deleted = loaded.deletedRecords > 0 ? ` (and ${count(loaded.deletedRecords)} deleted)` : "";

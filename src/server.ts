@@ -74,8 +74,10 @@ export interface TabulaServer {
   readonly keys: KeyRing;
   readonly secretKey: string;
   readonly publishableKey: string;
-  /** Where data lives: a folder, or null in memory mode. */
+  /** Where data lives: a folder, or null when not in one (memory, PostgreSQL). */
   readonly dataDir: string | null;
+  /** Where the data is and how it is kept, in words (the banner's). */
+  readonly storeDescription: string;
   /** Stored fields that the schema no longer declares, as "Entity.field" (kept, never shown). */
   readonly undeclaredFields: readonly string[];
   /** What the data folder held at start-up and how long loading it took; null in memory mode. */
@@ -92,7 +94,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
   const cors = parseCorsPolicy(options.cors ?? "*");
   const warn = options.warn ?? ((message: string) => process.stderr.write(`warning: ${message}\n`));
   // The store first: it creates the data folder and takes its lock before keys.json is written.
-  const { store, dataDir, loaded } = await openStore(storeLocationOf(options), { schema, valueIndexed: valueIndexedFields(schema), pgSchema: options.pgSchema, warn });
+  const { store, description: storeDescription, dataDir, loaded } = await openStore(storeLocationOf(options), { schema, valueIndexed: valueIndexedFields(schema), pgSchema: options.pgSchema, warn });
   try {
     const keys = await loadKeys({ dataDir, secretKey: options.secretKey, publishableKey: options.publishableKey, keys: options.keys });
     const records = new Records(schema, store);
@@ -121,6 +123,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
       secretKey: keys.first("secret").key,
       publishableKey: keys.first("publishable").key,
       dataDir,
+      storeDescription,
       undeclaredFields: await findUndeclaredFields(schema, store),
       loaded,
       seeded,

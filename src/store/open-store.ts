@@ -1,11 +1,13 @@
-// The one place that knows every store (CONTRACT §10): a store URL (file:<dir>, memory:, and
-// postgres://…, which this build refuses) → where the store is, and then the open store. server.ts
+// The one place that knows every store (CONTRACT §10): a store URL (file:<dir>, memory:,
+// postgres://…) → where the store is, and then the open store. server.ts
 // opens and closes stores only through here; records/ is what calls them in between.
 
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { FileStore } from "./file/file-store.ts";
 import { MemoryStore, type ValueIndexedFields } from "./memory/memory-store.ts";
+import { PostgresStore } from "./postgres/postgres-store.ts";
+import { DEFAULT_PG_SCHEMA } from "./postgres/tables.ts";
 import type { Store } from "./store.ts";
 import type { Schema } from "../schema/load.ts";
 
@@ -14,7 +16,8 @@ export type StoreLocation =
   | { readonly kind: "file"; readonly dir: string }
   | { readonly kind: "postgres"; readonly url: string };
 
-export const STORE_URL_FORMS = "file:<dir> (the file store in that folder, like --data) or memory: (nothing on disk, like --memory)";
+export const STORE_URL_FORMS =
+  "file:<dir> (the file store in that folder, like --data), memory: (nothing on disk, like --memory) or postgres://user:password@host:port/database (PostgreSQL)";
 
 const SCHEME_RE = /^([a-z][a-z0-9+.-]*):/i;
 
@@ -65,6 +68,8 @@ export interface LoadedData {
 
 export interface OpenedStore {
   readonly store: Store;
+  /** Where the data is and how it is kept, for the banner. */
+  readonly description: string;
   /** The folder that keys.json is kept in beside the data; null when the store keeps nothing on disk. */
   readonly dataDir: string | null;
   /** What the store held at start-up and how long reading it took; null when it read nothing. */
@@ -84,16 +89,19 @@ export interface OpenStoreOptions {
 export async function openStore(location: StoreLocation, options: OpenStoreOptions): Promise<OpenedStore> {
   switch (location.kind) {
     case "memory":
-      return { store: new MemoryStore(options.valueIndexed), dataDir: null, loaded: null };
+      return { store: new MemoryStore(options.valueIndexed), description: "in memory only: nothing is kept on disk", dataDir: null, loaded: null };
     case "file": {
       const openedAt = performance.now();
       const store = await FileStore.open({ dir: location.dir, ...options });
       const { records, deletedRecords, snapshotBytes, logBytes } = store.describe();
       const loaded = { records, deletedRecords, bytes: snapshotBytes + logBytes, ms: performance.now() - openedAt };
-      return { store, dataDir: location.dir, loaded };
+      return { store, description: `${location.dir} (write-ahead log, fsync before every answer)`, dataDir: location.dir, loaded };
     }
-    case "postgres":
-      // TODO(#18) step 2: the PostgreSQL store, loaded with a dynamic import of the `postgres` package.
-      throw new Error(`A PostgreSQL store (postgres://…) was asked for, but this build of tabula has none yet. Use ${STORE_URL_FORMS}.`);
+    case "postgres": {
+      const { schema, valueIndexed } = options;
+      const pgSchema = options.pgSchema ?? DEFAULT_PG_SCHEMA;
+      const store = await PostgresStore.open({ url: location.url, schema, valueIndexed, pgSchema });
+      return { store, description: `PostgreSQL ${store.describe()}, schema ${pgSchema} (a write is answered once committed)`, dataDir: null, loaded: null };
+    }
   }
 }

@@ -178,10 +178,15 @@ for (const storeCase of CASES) {
         const heard: Array<{ seq: number; ids: string[] }> = [];
         store.onCommit((batch, commit) => heard.push({ seq: commit.seq, ids: batch.puts.map((put) => put.row.id) }));
         const rows = [rowOf(store, { title: "1" }), rowOf(store, { title: "2" }), rowOf(store, { title: "3" })];
-        const commits = await Promise.all(rows.map((row) => store.commit({ puts: [{ entity: ENTITY, row, replaces: 0 }] })));
+        const commits: Commit[] = [];
+        for (const row of rows) commits.push(await store.commit({ puts: [{ entity: ENTITY, row, replaces: 0 }] }));
         await conflictOf(store.commit({ puts: [{ entity: ENTITY, row: rowOf(store, {}, rows[0]!.id), replaces: 0 }] }));
         assert.deepEqual(heard, rows.map((row, i) => ({ seq: commits[i]!.seq, ids: [row.id] })));
-        assert.deepEqual([...heard.map((h) => h.seq)].sort((x, y) => x - y), heard.map((h) => h.seq));
+        assert.ok(commits[0]!.seq < commits[1]!.seq && commits[1]!.seq < commits[2]!.seq, "seqs grow");
+        // Batches committed at once are each heard once.
+        const more = [rowOf(store, { title: "4" }), rowOf(store, { title: "5" })];
+        await Promise.all(more.map((row) => store.commit({ puts: [{ entity: ENTITY, row, replaces: 0 }] })));
+        assert.deepEqual(heard.slice(3).flatMap((h) => h.ids).sort(), more.map((row) => row.id).sort());
       }));
 
     test("revisions are never handed out twice, and deleted records are kept apart from live ones", () =>

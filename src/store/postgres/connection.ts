@@ -1,0 +1,60 @@
+// The `postgres` driver, loaded only when a PostgreSQL store is asked for (CONTRACT §10: an
+// optional peer dependency, so the bundle keeps no runtime dependency), and the words for what
+// goes wrong reaching the database: each names what to fix.
+
+/** What the store uses of a transaction: parameterized statements (values never in the text). */
+export interface TransactionSql {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  unsafe<T extends readonly unknown[] = Array<Record<string, any>>>(text: string, params?: readonly unknown[], options?: { prepare?: boolean }): Promise<T>;
+}
+
+/** What the store uses of the driver's connection pool. */
+export interface Sql extends TransactionSql {
+  begin<T>(work: (tx: TransactionSql) => Promise<T>): Promise<T>;
+  end(options?: { timeout?: number }): Promise<void>;
+}
+
+type Driver = (url: string, options: Record<string, unknown>) => Sql;
+
+export async function loadDriver(): Promise<Driver> {
+  try {
+    // A variable specifier: esbuild leaves the import to run time (the package is external anyway).
+    const name = "postgres";
+    const module = (await import(name)) as { default: Driver };
+    return module.default;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND") {
+      throw new Error("The PostgreSQL store needs the postgres package beside tabula: run npm install postgres (in the folder tabula runs from), then start again.");
+    }
+    throw error;
+  }
+}
+
+/** Connection errors of the driver and of Node's sockets (a refused, reset or timed-out connection). */
+const CONNECTION_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENOTFOUND", "EAI_AGAIN", "EPIPE", "CONNECTION_CLOSED", "CONNECTION_ENDED", "CONNECTION_DESTROYED", "CONNECT_TIMEOUT"]);
+
+/**
+ * The error as a sentence naming what to fix, when it is about reaching the database rather than
+ * a statement; null otherwise. Never repeats the URL, which may hold a password: only its host.
+ */
+export function connectionProblem(error: unknown, url: string): Error | null {
+  const code = (error as { code?: string } | null)?.code ?? "";
+  const where = hostOf(url);
+  const reason = (error as Error | null)?.message ?? String(error);
+  if (CONNECTION_CODES.has(code) || code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03") {
+    return new Error(`Cannot reach PostgreSQL at ${where} (${reason}). Check that it is running and that the host and port of --store are right.`);
+  }
+  if (code === "28P01" || code === "28000") return new Error(`PostgreSQL at ${where} refused the credentials of --store (${reason}). Check the user name and password in the URL.`);
+  if (code === "3D000") return new Error(`PostgreSQL at ${where} has no such database (${reason}). Create it (createdb) or name an existing one in --store.`);
+  return null;
+}
+
+function hostOf(url: string): string {
+  try {
+    const { hostname, port, pathname } = new URL(url);
+    return `${hostname || "localhost"}:${port || "5432"}${pathname}`;
+  } catch {
+    return "the --store URL";
+  }
+}

@@ -1,0 +1,420 @@
+// The PostgreSQL store (CONTRACT §10): every entity a table of its own in one schema, rows as
+// jsonb, filters and sorts translated to SQL (sql-query.ts), and every commit one transaction that
+// checks what its batch expects, so that several tabula processes can share the database. Nothing
+// is kept in this process but a block of revisions: reads ask the database every time.
+
+import { compileFilter } from "../memory/predicate.ts";
+import type { FilterNode, SortPosition, SortSpec } from "../../query/filter-tree.ts";
+import type { Schema } from "../../schema/load.ts";
+import { toSortKey } from "../../schema/fields.ts";
+import type { ValueIndexedFields } from "../memory/memory-store.ts";
+import {
+  ConflictError,
+  StoreUnreachableError,
+  type Commit,
+  type CommitListener,
+  type DeletedFilter,
+  type IdempotentAnswer,
+  type ListQuery,
+  type ListResult,
+  type MatchCheck,
+  type Put,
+  type Row,
+  type Store,
+  type WriteBatch,
+} from "../store.ts";
+import { connectionProblem, loadDriver, type Sql, type TransactionSql } from "./connection.ts";
+import { createTables, type Names } from "./tables.ts";
+import { afterOf, arrayLiteral, orderByOf, SqlParams, whereOf } from "./sql-query.ts";
+
+/** Revisions come from the database in blocks of this many, so that nextRev() needs no round trip. */
+const REV_BLOCK = 1 << 20;
+/** Rows read per query when a filter is finished in JavaScript (see whereOf's `exact`). */
+const RESIDUAL_CHUNK = 1000;
+const ID_ORDER: SortSpec = { field: "id", kind: "string", descending: false };
+
+export interface PostgresStoreOptions {
+  readonly url: string;
+  readonly schema: Schema;
+  /** The PostgreSQL schema of tabula's tables. */
+  readonly pgSchema: string;
+  readonly valueIndexed: ValueIndexedFields;
+}
+
+interface DbRow {
+  id: string;
+  rev: string | number;
+  deleted: boolean;
+  data: Record<string, unknown>;
+}
+
+export class PostgresStore implements Store {
+  readonly idNode: number;
+  private readonly listeners: CommitListener[] = [];
+  /** The revisions this process may hand out: [next, end), then the spare block. */
+  private nextRevision: number;
+  private revisionEnd: number;
+  private spareBlock: Promise<number> | number | null = null;
+
+  private constructor(
+    private readonly sql: Sql,
+    private readonly names: Names,
+    private readonly options: PostgresStoreOptions,
+    node: number,
+    revBlock: number,
+    private readonly largestId: string | undefined,
+  ) {
+    this.idNode = node;
+    this.nextRevision = revBlock * REV_BLOCK + 1;
+    this.revisionEnd = (revBlock + 1) * REV_BLOCK;
+    this.fetchSpareBlock();
+  }
+
+  /**
+   * Connects, creates what is missing (schema, tables, indexes, sequences) and checks what exists.
+   * Rejects with a message naming what to fix: the driver missing, the database unreachable, wrong
+   * credentials, tables of another shape.
+   */
+  static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
+    const postgres = await loadDriver();
+    const sql = postgres(options.url, {
+      max: 10,
+      onnotice: () => {},
+      connect_timeout: 10,
+      // Revisions and seqs are bigint, read as numbers: they stay far below 2^53.
+      types: { bigint: { to: 20, from: [20], serialize: (value: number) => String(value), parse: (value: string) => Number(value) } },
+    }) as Sql;
+    try {
+      const names = await createTables(sql, options.schema, options.pgSchema);
+      const [{ node, block }] = await sql.unsafe(`SELECT nextval('${names.nodes}')::int AS node, nextval('${names.revs}') AS block`);
+      const largestId = await largestIdOf(sql, names, [...options.schema.entities.keys()]);
+      return new PostgresStore(sql, names, options, node, block, largestId);
+    } catch (error) {
+      await sql.end({ timeout: 1 }).catch(() => {});
+      throw connectionProblem(error, options.url) ?? error;
+    }
+  }
+
+  /** The database, as host:port/name, never with the URL's password. */
+  describe(): string {
+    try {
+      const { hostname, port, pathname } = new URL(this.options.url);
+      return `${hostname || "localhost"}:${port || "5432"}${pathname}`;
+    } catch {
+      return "(the --store URL)";
+    }
+  }
+
+  get(entity: string, id: string): Promise<Row | undefined> {
+    return this.guard(async () => {
+      const rows = await this.sql.unsafe<DbRow[]>(`SELECT id, rev, deleted, data FROM ${this.names.table(entity)} WHERE id = $1`, [id], { prepare: true });
+      return rows.length === 0 ? undefined : toRow(rows[0]!);
+    });
+  }
+
+  list(entity: string, query: ListQuery): Promise<ListResult> {
+    return this.guard(async () => {
+      const rows = await this.select(entity, query.filter, query.deleted, query.sort, query.after, query.skip, query.limit);
+      const hasMore = rows.length > query.limit;
+      return { rows: hasMore ? rows.slice(0, query.limit) : rows, hasMore };
+    });
+  }
+
+  count(entity: string, filter: FilterNode | null, deleted: DeletedFilter): Promise<number> {
+    return this.guard(async () => {
+      const params = new SqlParams();
+      const where = whereOf(filter, params, this.names);
+      const conditions = [deletedCondition(deleted), where.sql].filter(isCondition);
+      if (where.exact) {
+        const [{ count }] = await this.sql.unsafe(`SELECT count(*)::int AS count FROM ${this.names.table(entity)}${whereClause(conditions)}`, params.values);
+        return count as number;
+      }
+      let count = 0;
+      await this.walk(entity, filter, deleted, () => count++);
+      return count;
+    });
+  }
+
+  valueCounts(entity: string, field: string): Promise<ReadonlyMap<unknown, number> | null> | null {
+    if (!(this.options.valueIndexed.get(entity) ?? []).includes(field)) return null;
+    return this.guard(async () => {
+      const rows = await this.sql.unsafe(`SELECT data -> $1 AS value, count(*)::int AS count FROM ${this.names.table(entity)} WHERE NOT deleted GROUP BY 1`, [field]);
+      const counts = new Map<unknown, number>();
+      // A missing member reads as SQL NULL: under undefined, as the memory store counts rows lacking the field.
+      for (const { value, count } of rows) counts.set(value ?? undefined, count as number);
+      return counts;
+    });
+  }
+
+  forEachLive(entity: string, filter: FilterNode | null, visit: (row: Row) => void): Promise<void> {
+    return this.guard(() => this.walk(entity, filter, "exclude", visit));
+  }
+
+  positionOf(_entity: string, row: Row, sort: SortSpec): SortPosition {
+    return { key: sort.field === "id" ? row.id : toSortKey(sort.kind, row.data[sort.field]), id: row.id };
+  }
+
+  storedFieldNames(): Promise<Map<string, Set<string>>> {
+    return this.guard(async () => {
+      const names = new Map<string, Set<string>>();
+      for (const entity of this.options.schema.entities.keys()) {
+        const rows = await this.sql.unsafe(`SELECT DISTINCT jsonb_object_keys(data) AS name FROM ${this.names.table(entity)}`);
+        if (rows.length > 0) names.set(entity, new Set(rows.map((row) => row.name as string)));
+      }
+      return names;
+    });
+  }
+
+  nextRev(): number {
+    if (this.nextRevision > this.revisionEnd) this.takeSpareBlock();
+    return this.nextRevision++;
+  }
+
+  maxId(): string | undefined {
+    return this.largestId;
+  }
+
+  commit(batch: WriteBatch): Promise<Commit> {
+    return this.guard(async () => {
+      const seq = await this.sql.begin(async (tx) => {
+        // The answer first: a second request with the same key waits here until the first commits.
+        if (batch.answer) await insertAnswer(tx, this.names, batch.answer);
+        if (batch.matches?.length) await this.checkMatches(tx, batch.matches);
+        await this.writePuts(tx, batch.puts);
+        const [{ seq }] = await tx.unsafe(`SELECT nextval('${this.names.commits}') AS seq`);
+        return seq as number;
+      });
+      const commit = { seq };
+      for (const listener of this.listeners) listener(batch, commit);
+      return commit;
+    });
+  }
+
+  whenDurable(): null {
+    // A commit resolves once PostgreSQL has committed it; there is never anything to wait for.
+    return null;
+  }
+
+  onCommit(listener: CommitListener): void {
+    this.listeners.push(listener);
+  }
+
+  findAnswer(scope: string, now: number): Promise<IdempotentAnswer | undefined> {
+    return this.guard(async () => {
+      const rows = await this.sql.unsafe(
+        `SELECT scope, fingerprint, status, headers, body, expires_at FROM ${this.names.answers} WHERE scope = $1 AND expires_at > $2`,
+        [scope, now],
+        { prepare: true },
+      );
+      if (rows.length === 0) return undefined;
+      const { fingerprint, status, headers, body, expires_at } = rows[0]!;
+      return { scope, fingerprint, status, headers, body, expiresAt: Number(expires_at) };
+    });
+  }
+
+  async reset(): Promise<void> {
+    const tables = [...this.options.schema.entities.keys()].map((entity) => this.names.table(entity));
+    await this.guard(() => this.sql.unsafe(`TRUNCATE ${[...tables, this.names.answers].join(", ")}`));
+  }
+
+  async close(): Promise<void> {
+    await this.sql.end({ timeout: 5 });
+  }
+
+  /** Rows of a list: SQL alone when the filter translates exactly, else SQL's superset finished here. */
+  private async select(
+    entity: string,
+    filter: FilterNode | null,
+    deleted: DeletedFilter,
+    sort: SortSpec,
+    after: SortPosition | null,
+    skip: number,
+    limit: number,
+  ): Promise<Row[]> {
+    const params = new SqlParams();
+    const where = whereOf(filter, params, this.names);
+    const base = [deletedCondition(deleted), where.sql];
+    const table = this.names.table(entity);
+    if (where.exact) {
+      const conditions = [...base, after ? afterOf(sort, after, params, this.names) : null].filter(isCondition);
+      const paging = `${skip > 0 ? ` OFFSET ${params.add(skip)}` : ""}${limit === Infinity ? "" : ` LIMIT ${params.add(limit + 1)}`}`;
+      const rows = await this.sql.unsafe<DbRow[]>(`SELECT id, rev, deleted, data FROM ${table}${whereClause(conditions.filter(isCondition))} ORDER BY ${orderByOf(sort, this.names)}${paging}`, params.values);
+      return rows.map(toRow);
+    }
+    const accept = compileFilter(filter!);
+    const found: Row[] = [];
+    let toSkip = skip;
+    let position = after;
+    for (;;) {
+      const chunkParams = new SqlParams(params.values);
+      const conditions = [...base, position ? afterOf(sort, position, chunkParams, this.names) : null].filter(isCondition);
+      const text = `SELECT id, rev, deleted, data FROM ${table}${whereClause(conditions)} ORDER BY ${orderByOf(sort, this.names)} LIMIT ${chunkParams.add(RESIDUAL_CHUNK)}`;
+      const rows = (await this.sql.unsafe<DbRow[]>(text, chunkParams.values)).map(toRow);
+      for (const row of rows) {
+        if (!accept(row)) continue;
+        if (toSkip > 0) toSkip--;
+        else if (found.push(row) > limit) return found;
+      }
+      if (rows.length < RESIDUAL_CHUNK) return found;
+      position = this.positionOf(entity, rows[rows.length - 1]!, sort);
+    }
+  }
+
+  /** Every row matching `filter`, in id order, a chunk at a time. */
+  private async walk(entity: string, filter: FilterNode | null, deleted: DeletedFilter, visit: (row: Row) => void): Promise<void> {
+    for (let after: SortPosition | null = null; ; ) {
+      const rows = await this.select(entity, filter, deleted, ID_ORDER, after, 0, RESIDUAL_CHUNK - 1);
+      for (const row of rows) visit(row);
+      if (rows.length < RESIDUAL_CHUNK) return;
+      after = { key: rows[rows.length - 1]!.id, id: rows[rows.length - 1]!.id };
+    }
+  }
+
+  private async checkMatches(tx: TransactionSql, matches: readonly MatchCheck[]): Promise<void> {
+    // Locks in one order in every process, so that two upserts cannot wait for each other.
+    const locks = [...new Set(matches.flatMap((match) => match.locks))].sort();
+    await tx.unsafe(`SELECT pg_advisory_xact_lock(hashtextextended(lock, 0)) FROM unnest($1::text[]) WITH ORDINALITY AS l(lock, n) ORDER BY n`, [arrayLiteral(locks)]);
+    for (const match of matches) {
+      const ids = new Set<string>();
+      const params = new SqlParams();
+      const where = whereOf(match.filter, params, this.names);
+      const accept = where.exact || !match.filter ? null : compileFilter(match.filter);
+      const text = `SELECT id, rev, deleted, data FROM ${this.names.table(match.entity)}${whereClause(["NOT deleted", where.sql].filter(isCondition))}`;
+      for (const row of await tx.unsafe<DbRow[]>(text, params.values)) if (!accept || accept(toRow(row))) ids.add(row.id);
+      if (ids.size !== match.ids.length || !match.ids.every((id) => ids.has(id))) {
+        throw new ConflictError("match", `The ${match.entity} records matching an upsert's values changed.`);
+      }
+    }
+  }
+
+  /** New records inserted, others updated where they still have the revision they replace. */
+  private async writePuts(tx: TransactionSql, puts: readonly Put[]): Promise<void> {
+    const byEntity = new Map<string, Put[]>();
+    for (const put of puts) {
+      const group = byEntity.get(put.entity);
+      if (group) group.push(put);
+      else byEntity.set(put.entity, [put]);
+    }
+    for (const [entity, group] of byEntity) {
+      const table = this.names.table(entity);
+      const inserts = group.filter((put) => put.replaces === 0);
+      const updates = group.filter((put) => put.replaces !== undefined && put.replaces !== 0);
+      const overwrites = group.filter((put) => put.replaces === undefined);
+      if (inserts.length > 0) {
+        const written = await tx.unsafe(`INSERT INTO ${table} (id, rev, deleted, data, created_date, updated_date) ${valuesOf()} ON CONFLICT (id) DO NOTHING RETURNING id`, [rowsJson(inserts)]);
+        if (written.length !== inserts.length) throw new ConflictError("rev", `A new ${entity} record's id is taken.`);
+      }
+      if (updates.length > 0) {
+        const written = await tx.unsafe(
+          `UPDATE ${table} AS t SET rev = v.rev, deleted = v.deleted, data = v.data, updated_date = v.updated_date
+           FROM (${valuesOf(true)}) AS v WHERE t.id = v.id AND t.rev = v.replaces RETURNING t.id`,
+          [rowsJson(updates)],
+        );
+        if (written.length !== updates.length) throw new ConflictError("rev", `A ${entity} record changed since it was read.`);
+      }
+      if (overwrites.length > 0) {
+        await tx.unsafe(
+          `INSERT INTO ${table} (id, rev, deleted, data, created_date, updated_date) ${valuesOf()}
+           ON CONFLICT (id) DO UPDATE SET rev = excluded.rev, deleted = excluded.deleted, data = excluded.data, updated_date = excluded.updated_date`,
+          [rowsJson(overwrites)],
+        );
+      }
+    }
+  }
+
+  /** Runs a database call; a lost connection becomes StoreUnreachableError (503, and the next call tries again). */
+  private async guard<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      if (error instanceof ConflictError) throw error;
+      const code = (error as { code?: string }).code;
+      // Two transactions waited on each other, or a serialization failure: build the batch again.
+      if (code === "40001" || code === "40P01") throw new ConflictError("rev", "The database refused the batch for a concurrent one; build it again.");
+      const problem = connectionProblem(error, this.options.url);
+      if (problem) throw new StoreUnreachableError(problem.message);
+      throw error;
+    }
+  }
+
+  private fetchSpareBlock(): void {
+    const pending = this.sql.unsafe(`SELECT nextval('${this.names.revs}') AS block`).then(([row]) => (this.spareBlock = row!.block as number));
+    this.spareBlock = pending;
+    // A failure is met again when the block is needed (takeSpareBlock): no unhandled rejection here.
+    pending.catch(() => {
+      if (this.spareBlock === pending) this.spareBlock = null;
+    });
+  }
+
+  private takeSpareBlock(): void {
+    const block = this.spareBlock;
+    if (typeof block !== "number") {
+      // A million revisions handed out before one round trip came back: not seen, but never reuse one.
+      if (block === null) this.fetchSpareBlock();
+      throw new StoreUnreachableError("The database has not yet answered for a new block of revisions; retry.");
+    }
+    this.nextRevision = block * REV_BLOCK + 1;
+    this.revisionEnd = (block + 1) * REV_BLOCK;
+    this.fetchSpareBlock();
+  }
+}
+
+function toRow(row: DbRow): Row {
+  return { id: row.id, rev: Number(row.rev), deleted: row.deleted, data: row.data };
+}
+
+function deletedCondition(deleted: DeletedFilter): string | null {
+  return deleted === "exclude" ? "NOT deleted" : deleted === "only" ? "deleted" : null;
+}
+
+function isCondition(condition: string | null | undefined): condition is string {
+  return typeof condition === "string" && condition !== "" && condition !== "TRUE";
+}
+
+function whereClause(conditions: readonly string[]): string {
+  return conditions.length === 0 ? "" : ` WHERE ${conditions.map((c) => `(${c})`).join(" AND ")}`;
+}
+
+/**
+ * The rows of puts as one SELECT over a JSON parameter ($1): one statement however many rows, the
+ * data JSON a new version carries spliced in as it is rather than serialized again.
+ */
+function valuesOf(withReplaces = false): string {
+  return `SELECT id, rev, deleted, data, created_date, updated_date${withReplaces ? ", replaces" : ""}
+    FROM jsonb_to_recordset($1::text::jsonb) AS v(id text, rev bigint, deleted boolean, data jsonb, created_date timestamptz,
+      updated_date timestamptz${withReplaces ? ", replaces bigint" : ""})`;
+}
+
+function rowsJson(puts: readonly Put[]): string {
+  let json = "[";
+  for (const { row, replaces } of puts) {
+    const data = row.memo?.dataJson ?? JSON.stringify(row.data);
+    const created = JSON.stringify(timestampOf(row.data.created_date));
+    const updated = JSON.stringify(timestampOf(row.data.updated_date));
+    json += `${json.length > 1 ? "," : ""}{"id":${JSON.stringify(row.id)},"rev":${row.rev},"deleted":${row.deleted},"data":${data},"created_date":${created},"updated_date":${updated},"replaces":${replaces ?? 0}}`;
+  }
+  return json + "]";
+}
+
+/** Stored timestamps are ISO strings; a row from an old store without one gets the epoch. */
+function timestampOf(value: unknown): string {
+  return typeof value === "string" ? value : "1970-01-01T00:00:00.000Z";
+}
+
+async function insertAnswer(tx: TransactionSql, names: Names, answer: IdempotentAnswer): Promise<void> {
+  const stored = await tx.unsafe(
+    `INSERT INTO ${names.answers} (scope, fingerprint, status, headers, body, expires_at) VALUES ($1, $2, $3, $4::text::jsonb, $5, $6)
+     ON CONFLICT (scope) DO UPDATE SET fingerprint = excluded.fingerprint, status = excluded.status, headers = excluded.headers,
+       body = excluded.body, expires_at = excluded.expires_at
+     WHERE ${names.answers}.expires_at <= $7 RETURNING scope`,
+    [answer.scope, answer.fingerprint, answer.status, JSON.stringify(answer.headers), answer.body, answer.expiresAt, Date.now()],
+  );
+  if (stored.length === 0) throw new ConflictError("answer", "This Idempotency-Key was answered meanwhile.");
+}
+
+async function largestIdOf(sql: Sql, names: Names, entities: readonly string[]): Promise<string | undefined> {
+  if (entities.length === 0) return undefined;
+  const text = entities.map((entity) => `SELECT max(id) AS id FROM ${names.table(entity)}`).join(" UNION ALL ");
+  const rows = await sql.unsafe(`SELECT max(id) AS id FROM (${text}) AS ids`);
+  return (rows[0]?.id as string | null) ?? undefined;
+}

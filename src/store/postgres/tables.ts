@@ -1,0 +1,121 @@
+// What the PostgreSQL store keeps in its schema (--pg-schema, default "tabula"), created at start-up
+// when missing: a table per entity, the idempotent answers, and the sequences of revisions, node
+// numbers and commits. Internal names start with "$", which no entity name can (schema/load.ts),
+// so an entity can never take one. A table that exists in another shape stops the start-up.
+
+import { kindOf, isScalar } from "../../schema/fields.ts";
+import type { Schema } from "../../schema/load.ts";
+import type { Sql } from "./connection.ts";
+import { indexesOf, type SqlNames } from "./sql-query.ts";
+
+export const DEFAULT_PG_SCHEMA = "tabula";
+const PG_SCHEMA_RE = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+/** Quoted, schema-qualified names of everything the store uses. */
+export interface Names extends SqlNames {
+  table(entity: string): string;
+  readonly answers: string;
+  /** Sequence names as text, for nextval('…'). */
+  readonly revs: string;
+  readonly nodes: string;
+  readonly commits: string;
+}
+
+export function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+/** The columns of an entity's table, as information_schema names their types. */
+const ENTITY_COLUMNS: Readonly<Record<string, string>> = {
+  id: "text",
+  rev: "bigint",
+  deleted: "boolean",
+  data: "jsonb",
+  created_date: "timestamp with time zone",
+  updated_date: "timestamp with time zone",
+};
+
+/**
+ * Milliseconds since the epoch of a date text as parseDateValue reads it (schema/fields.ts): a
+ * YYYY-MM-DD day at its start, or an ISO timestamp with its offset, to the millisecond; NULL for
+ * anything else, impossible days included. Immutable, so that indexes may use it.
+ */
+const DATE_MS_FUNCTION = (name: string) => `CREATE OR REPLACE FUNCTION ${name}(value text) RETURNS float8
+  LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
+BEGIN
+  IF value ~ '^\d{4}-\d{2}-\d{2}$' THEN
+    RETURN extract(epoch FROM (value || 'T00:00:00Z')::timestamptz) * 1000;
+  END IF;
+  IF value ~ '^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$' THEN
+    RETURN floor(extract(epoch FROM value::timestamptz) * 1000);
+  END IF;
+  RETURN NULL;
+EXCEPTION WHEN others THEN
+  RETURN NULL;
+END
+$fn$`;
+
+export function namesIn(pgSchema: string): Names {
+  if (!PG_SCHEMA_RE.test(pgSchema)) {
+    throw new Error(`--pg-schema ${JSON.stringify(pgSchema)} is not a usable schema name: use letters, digits and "_", starting with a letter or "_", at most 63.`);
+  }
+  const schema = quoteIdent(pgSchema);
+  return {
+    table: (entity) => `${schema}.${quoteIdent(entity)}`,
+    answers: `${schema}."$answers"`,
+    revs: `${schema}."$revs"`,
+    nodes: `${schema}."$nodes"`,
+    commits: `${schema}."$commits"`,
+    dateMs: `${schema}."$date_ms"`,
+  };
+}
+
+/**
+ * Creates what is missing, under a lock so that processes starting together do not race, and
+ * refuses tables of another shape. Indexes serve every sort (typed sort expression, then id) and
+ * equality filters (a GIN index over the live rows' data).
+ */
+export async function createTables(sql: Sql, schema: Schema, pgSchema: string): Promise<Names> {
+  const names = namesIn(pgSchema);
+  await sql.begin(async (tx) => {
+    await tx.unsafe(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`tabula setup ${pgSchema}`]);
+    await tx.unsafe(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(pgSchema)}`);
+    await tx.unsafe(DATE_MS_FUNCTION(names.dateMs));
+    for (const [name, entity] of schema.entities) {
+      const columns = await tx.unsafe(`SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2`, [pgSchema, name]);
+      if (columns.length > 0) {
+        const found = Object.fromEntries(columns.map((column) => [column.column_name as string, column.data_type as string]));
+        const wrong = Object.entries(ENTITY_COLUMNS).filter(([column, type]) => found[column] !== type);
+        if (wrong.length > 0) {
+          throw new Error(
+            `Table ${pgSchema}.${name} exists but is not one tabula made: it lacks ${wrong.map(([column, type]) => `${column} ${type}`).join(", ")}. ` +
+              `Give tabula a schema of its own with --pg-schema, or rename that table.`,
+          );
+        }
+      }
+      const table = names.table(name);
+      await tx.unsafe(`CREATE TABLE IF NOT EXISTS ${table} (
+        id text COLLATE "C" PRIMARY KEY,
+        rev bigint NOT NULL,
+        deleted boolean NOT NULL DEFAULT false,
+        data jsonb NOT NULL,
+        created_date timestamptz NOT NULL,
+        updated_date timestamptz NOT NULL
+      )`);
+      const sorted = [...entity.fields.values()].filter(isScalar).map((field) => ({ field: field.name, kind: kindOf(field) }));
+      for (const { name: indexName, definition } of indexesOf(name, [...sorted, { field: "created_date", kind: "date" }, { field: "updated_date", kind: "date" }], names)) {
+        await tx.unsafe(`CREATE INDEX IF NOT EXISTS ${quoteIdent(indexName)} ON ${table} ${definition}`);
+      }
+    }
+    await tx.unsafe(`CREATE TABLE IF NOT EXISTS ${names.answers} (
+      scope text PRIMARY KEY,
+      fingerprint text NOT NULL,
+      status int NOT NULL,
+      headers jsonb NOT NULL,
+      body text NOT NULL,
+      expires_at bigint NOT NULL
+    )`);
+    for (const sequence of [names.revs, names.nodes, names.commits]) await tx.unsafe(`CREATE SEQUENCE IF NOT EXISTS ${sequence}`);
+  });
+  return names;
+}
