@@ -19,6 +19,8 @@ const CLUSTER_USER = "tabula";
 const CLUSTER_DATABASE = "tabula";
 /** initdb refuses root: as root, the cluster runs as this system user (Debian's package creates it). */
 const CLUSTER_OWNER = "postgres";
+/** util-linux's runuser sits in sbin, which a non-login PATH may leave out. */
+const RUNUSER = ["/usr/sbin/runuser", "/sbin/runuser"].find((path) => existsSync(path)) ?? "runuser";
 const START_TIMEOUT_S = 30;
 /** The free port is only free until the server binds it: another process may take it first. */
 const START_ATTEMPTS = 3;
@@ -59,7 +61,7 @@ export async function startCluster({ durable = false } = {}) {
   const owner = findClusterOwner();
   const dir = mkdtempSync(join(tmpdir(), "tabula-pg-"));
   const dataDir = join(dir, "data");
-  const asOwner = (command, args) => (owner === null ? [join(bin, command), args] : ["runuser", ["-u", CLUSTER_OWNER, "--", join(bin, command), ...args]]);
+  const asOwner = (command, args) => (owner === null ? [join(bin, command), args] : [RUNUSER, ["-u", CLUSTER_OWNER, "--", join(bin, command), ...args]]);
   const [stopCommand, stopArgs] = asOwner("pg_ctl", ["-D", dataDir, "-m", "immediate", "-w", "stop"]);
   const watchdog = startWatchdog(dir, [stopCommand, ...stopArgs]);
   let isStopped = false;
