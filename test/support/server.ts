@@ -4,7 +4,7 @@
 // Which tests follow TABULA_TEST_STORE. The rule: a test of what every store must do (SPEC.md and
 // the contract seen through HTTP) starts its server with startTestServer() and no store option, so
 // it runs on every store; a test of one mode names it, and stays on that mode:
-// - test/http/ and test/sdk/ follow the store, except the tests that pass `memory` or `data`
+// - test/http/ and test/sdk/ follow the store, except the tests that pass `memory`, `data` or `store`
 //   (a data folder they fill or restart on: idempotency.test.ts, write-path.test.ts,
 //   json-depth.test.ts, client-error.test.ts) and those that build a MemoryStore themselves
 //   (idempotency.test.ts's "store's side").
@@ -12,15 +12,19 @@
 // - test/keys/ stays on a data folder: keys.json is written there.
 // - test/cli/ and test/durability/ spawn the CLI with the flags they test (--memory, --data).
 // - test/browser/ runs once, on the memory store: it is about CORS and a browser, not the store.
-// - test/store/, test/query/, test/records/, test/schema/ are unit tests of one module.
+// - test/store/, test/query/, test/records/, test/schema/ are unit tests of one module; those that need
+//   PostgreSQL take it from test/support/postgres.ts.
+// On postgres, each server gets a schema of its own in the cluster test/run.mjs started (TABULA_TEST_PG_URL),
+// dropped when it closes.
 
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createServer, type ServerOptions, type TabulaServer } from "../../src/server.ts";
+import { dropPgSchema, freshPgSchema, MISSING_PG_URL, pgTestUrl } from "./postgres.ts";
 
 /** The stores startTestServer() can start; test/run.mjs names the same ones. */
-export const TEST_STORES = ["memory", "file"] as const;
+export const TEST_STORES = ["memory", "file", "postgres"] as const;
 export type TestStore = (typeof TEST_STORES)[number];
 
 /** TABULA_TEST_STORE, memory when unset. */
@@ -66,28 +70,24 @@ export interface Answer {
 }
 
 /**
- * A server on TEST_STORE. A test that passes `memory` or `data` gets what it asks for: it tests
- * that mode, not every store.
+ * A server on TEST_STORE. A test that passes `memory`, `data` or `store` gets what it asks for: it
+ * tests that mode, not every store.
  */
 export async function startTestServer(options: Partial<ServerOptions> = {}): Promise<TestServer> {
-  const isModeGiven = options.memory !== undefined || options.data !== undefined;
-  // A fresh folder per server, so that no test sees another's records, keys.json or lock.
-  const dataDir = !isModeGiven && TEST_STORE === "file" ? mkdtempSync(join(tmpdir(), "tabula-test-store-")) : null;
-  const removeDataDir = () => {
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-  };
+  const isModeGiven = options.memory !== undefined || options.data !== undefined || options.store !== undefined;
+  const place = isModeGiven ? { options: {}, remove: async () => {} } : placeOnTestStore();
   let server: TabulaServer;
   try {
     server = await createServer({
       schema: { Task: TASK },
-      ...(dataDir ? { memory: false, data: dataDir } : { memory: true }),
+      ...place.options,
       port: 0,
       secretKey: SECRET,
       publishableKey: PUBLISHABLE,
       ...options,
     });
   } catch (error) {
-    removeDataDir();
+    await place.remove();
     throw error;
   }
   const closeServer = server.close.bind(server);
@@ -95,7 +95,7 @@ export async function startTestServer(options: Partial<ServerOptions> = {}): Pro
     try {
       await closeServer();
     } finally {
-      removeDataDir();
+      await place.remove();
     }
   };
   const call: TestServer["call"] = async (method, path, init = {}) => {
@@ -118,6 +118,33 @@ export async function startTestServer(options: Partial<ServerOptions> = {}): Pro
     return { status: response.status, headers: response.headers, body: parsed, text };
   };
   return Object.assign(server, { call, close });
+}
+
+/** Where a server on TEST_STORE keeps its records, fresh for each server so that no test sees another's. */
+interface StorePlace {
+  readonly options: Partial<ServerOptions>;
+  /** Deletes the place once the server has closed. */
+  remove(): Promise<void>;
+}
+
+function placeOnTestStore(): StorePlace {
+  switch (TEST_STORE) {
+    case "memory":
+      return { options: { memory: true }, remove: async () => {} };
+    case "file": {
+      // A folder of its own, so that no test sees another's records, keys.json or lock.
+      const dataDir = mkdtempSync(join(tmpdir(), "tabula-test-store-"));
+      return { options: { memory: false, data: dataDir }, remove: async () => rmSync(dataDir, { recursive: true, force: true }) };
+    }
+    case "postgres": {
+      const url = pgTestUrl();
+      if (url === null) throw new Error(`TABULA_TEST_STORE=postgres, but ${MISSING_PG_URL}`);
+      const pgSchema = freshPgSchema();
+      // TODO(#18): drop the cast once ServerOptions has pgSchema (step 2, the PostgreSQL store).
+      const options = { store: url, pgSchema } as Partial<ServerOptions>;
+      return { options, remove: () => dropPgSchema(url, pgSchema) };
+    }
+  }
 }
 
 /** `q` as a URL parameter value. */
