@@ -1,15 +1,20 @@
 // `npm test`: every test file once on the memory store, then the HTTP suites again on each other
 // store (issue 18, CONTRACT §10: on every store all of SPEC.md and the contract hold, through the
 // same acceptance tests). test/support/server.ts reads TABULA_TEST_STORE and says which tests follow it.
+// One throwaway PostgreSQL cluster serves every run (TABULA_TEST_PG_URL); each test server takes a
+// schema of its own in it.
 //
 //   node test/run.mjs [--store NAME] [FILE...]
 // --store (or TABULA_TEST_STORE) runs that store's run alone; FILEs narrow every run to those files.
+// Without PostgreSQL the postgres run is skipped, or fails when TABULA_REQUIRE_POSTGRES=1 (.ci/run).
 
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";
+import { constants } from "node:os";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { findPostgresBin, MISSING_POSTGRES, startCluster } from "./support/pg-cluster.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const TSX_CLI = fileURLToPath(import.meta.resolve("tsx/cli"));
@@ -24,10 +29,11 @@ const ALL_FILES = readdirSync(join(ROOT, "test"))
   .sort();
 const STORE_FILES = ALL_FILES.filter((file) => STORE_SUITES.some((suite) => file.startsWith(`${suite}/`)));
 
-/** A store and the files run on it. A new store (PostgreSQL) is one more entry here and in test/support/server.ts. */
+/** A store and the files run on it. A new store is one more entry here and in test/support/server.ts. */
 const RUNS = [
   { store: "memory", files: ALL_FILES, what: "every test file" },
   { store: "file", files: STORE_FILES, what: `the HTTP suites (${STORE_SUITES.join(", ")})` },
+  { store: "postgres", files: STORE_FILES, what: `the HTTP suites (${STORE_SUITES.join(", ")})`, needsPostgres: true },
 ];
 
 const { values, positionals } = parseArgs({ options: { store: { type: "string" } }, allowPositionals: true });
@@ -37,29 +43,92 @@ if (onlyStore !== undefined && !RUNS.some((run) => run.store === onlyStore)) {
   process.exit(2);
 }
 const wanted = positionals.length > 0 ? new Set(positionals.map((file) => relative(ROOT, join(process.cwd(), file)))) : null;
-
-const outcomes = [];
-for (const run of RUNS) {
-  if (onlyStore !== undefined && run.store !== onlyStore) continue;
-  const files = wanted ? run.files.filter((file) => wanted.has(file)) : run.files;
-  if (files.length === 0) continue;
-  const title = `${run.store} store, ${wanted ? "the files named" : run.what}`;
-  console.log(`\n# ==== ${title} (TABULA_TEST_STORE=${run.store}) ====\n`);
-  const startedAt = Date.now();
-  const child = spawnSync(process.execPath, [TSX_CLI, "--test", "--test-concurrency=2", ...files], {
-    cwd: ROOT,
-    stdio: "inherit",
-    env: { ...process.env, TABULA_TEST_STORE: run.store },
-  });
-  const seconds = ((Date.now() - startedAt) / 1000).toFixed(1);
-  const passed = child.status === 0;
-  outcomes.push(`# ${passed ? "passed" : "FAILED"}: ${title}, ${files.length} files in ${seconds} s`);
-  console.log(`\n# ==== ${run.store} store ${passed ? "passed" : "FAILED"} ====`);
-}
-
-if (outcomes.length === 0) {
+const runs = RUNS.filter((run) => onlyStore === undefined || run.store === onlyStore)
+  .map((run) => ({ ...run, files: wanted ? run.files.filter((file) => wanted.has(file)) : run.files }))
+  .filter((run) => run.files.length > 0);
+if (runs.length === 0) {
   console.error("test/run.mjs: no test file matched");
   process.exit(2);
 }
+
+/** The test run in progress, told to stop when this process is. */
+let child = null;
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
+  process.on(signal, () => {
+    child?.kill(signal);
+    // Exiting stops the cluster: pg-cluster.mjs listens for 'exit'.
+    process.exit(128 + constants.signals[signal]);
+  });
+}
+
+const postgres = await providePostgres();
+const outcomes = [];
+for (const run of runs) {
+  const title = `${run.store} store, ${wanted ? "the files named" : run.what}`;
+  if (run.needsPostgres && postgres.url === null) {
+    outcomes.push(`# SKIPPED: ${title} (${postgres.skipReason})`);
+    console.log(`\n# ==== SKIPPED: ${run.store} store: ${postgres.skipReason} ====`);
+    continue;
+  }
+  console.log(`\n# ==== ${title} (TABULA_TEST_STORE=${run.store}) ====\n`);
+  const startedAt = Date.now();
+  const passed = await runTests(run.files, { TABULA_TEST_STORE: run.store });
+  const seconds = ((Date.now() - startedAt) / 1000).toFixed(1);
+  outcomes.push(`# ${passed ? "passed" : "FAILED"}: ${title}, ${run.files.length} files in ${seconds} s`);
+  console.log(`\n# ==== ${run.store} store ${passed ? "passed" : "FAILED"} ====`);
+}
+postgres.stop();
+
 console.log(`\n${outcomes.join("\n")}`);
-process.exit(outcomes.every((line) => line.startsWith("# passed")) ? 0 : 1);
+process.exit(outcomes.some((line) => line.startsWith("# FAILED")) ? 1 : 0);
+
+/**
+ * { url, skipReason, stop }: TABULA_TEST_PG_URL when given (an existing database: each test server
+ * takes a schema of its own), else a cluster of our own. Without one, url is null, or this exits 1
+ * when TABULA_REQUIRE_POSTGRES=1.
+ */
+async function providePostgres() {
+  const given = process.env.TABULA_TEST_PG_URL;
+  if (given) {
+    console.log("# PostgreSQL: the database TABULA_TEST_PG_URL names");
+    return { url: given, skipReason: null, stop: () => {} };
+  }
+  const isRequired = process.env.TABULA_REQUIRE_POSTGRES === "1";
+  let problem = MISSING_POSTGRES;
+  if (findPostgresBin() !== null) {
+    const startedAt = Date.now();
+    try {
+      const cluster = await startCluster();
+      console.log(`# PostgreSQL: a throwaway cluster at ${cluster.url}, started in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
+      return { url: cluster.url, skipReason: null, stop: cluster.stop };
+    } catch (error) {
+      problem = `the PostgreSQL cluster did not start: ${error.message}`;
+    }
+  }
+  if (isRequired) {
+    console.error(`test/run.mjs: TABULA_REQUIRE_POSTGRES=1, but ${problem}`);
+    process.exit(1);
+  }
+  console.log(`\n# !!!! PostgreSQL SKIPPED: ${problem}\n# !!!! The postgres run and the tests that need PostgreSQL are skipped. Set TABULA_REQUIRE_POSTGRES=1 to fail instead.\n`);
+  return { url: null, skipReason: "no PostgreSQL", stop: () => {} };
+}
+
+/** Runs files in one child; resolves to whether every test passed. */
+function runTests(files, env) {
+  const pgEnv = postgres.url === null ? {} : { TABULA_TEST_PG_URL: postgres.url };
+  return new Promise((resolve) => {
+    child = spawn(process.execPath, [TSX_CLI, "--test", "--test-concurrency=2", ...files], {
+      cwd: ROOT,
+      stdio: "inherit",
+      env: { ...process.env, ...pgEnv, ...env },
+    });
+    child.once("error", (error) => {
+      console.error(`test/run.mjs: could not run the tests: ${error.message}`);
+      resolve(false);
+    });
+    child.once("exit", (code) => {
+      child = null;
+      resolve(code === 0);
+    });
+  });
+}
