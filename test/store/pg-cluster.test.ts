@@ -1,10 +1,11 @@
 // The PostgreSQL that test/run.mjs hands to tests (test/support/pg-cluster.mjs): reachable as the URL
-// says, storing text as UTF-8 and sorting it by code point, with room for many test servers at once.
+// says, storing text as UTF-8 and sorting it by code point, with room for many test servers at once;
+// and the schema each test server takes in it, dropped afterwards.
 
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import postgres from "postgres";
-import { describeWithPostgres } from "../support/postgres.ts";
+import { describeWithPostgres, dropPgSchema, freshPgSchema } from "../support/postgres.ts";
 
 /** ~40 test servers at once, each with a small pool. */
 const MIN_CONNECTIONS = 200;
@@ -33,5 +34,14 @@ describeWithPostgres("the test PostgreSQL cluster", (url) => {
   test(`allows at least ${MIN_CONNECTIONS} connections`, async () => {
     const [row] = await sql`select current_setting('max_connections')::int as max`;
     assert.ok(row!.max >= MIN_CONNECTIONS, `max_connections is ${row!.max}`);
+  });
+
+  test("dropPgSchema removes a test server's schema with all it holds", async () => {
+    const schema = freshPgSchema();
+    await sql`create schema ${sql(schema)}`;
+    await sql`create table ${sql(schema)}.task (id text primary key)`;
+    await dropPgSchema(url, schema);
+    const rows = await sql`select 1 from information_schema.schemata where schema_name = ${schema}`;
+    assert.equal(rows.length, 0);
   });
 });
