@@ -12,7 +12,7 @@ import type { FilterNode } from "../../src/query/filter-tree.ts";
 import { loadSchemaObject } from "../../src/schema/load.ts";
 import { openStore, type StoreLocation } from "../../src/store/open-store.ts";
 import { ConflictError, type Commit, type IdempotentAnswer, type Row, type Store, type WriteBatch } from "../../src/store/store.ts";
-import { pgTestSchema, pgTestUrl } from "../support/postgres.ts";
+import { dropPgSchema, freshPgSchema, isPostgresRequired, MISSING_PG_URL, pgTestUrl } from "../support/postgres.ts";
 
 const ENTITY = "Task";
 const VALUE_INDEXED = new Map([[ENTITY, ["status"]]]);
@@ -43,7 +43,18 @@ const CASES: StoreCase[] = [
   },
 ];
 const pgUrl = pgTestUrl();
-if (pgUrl) CASES.push({ name: "postgres", open: () => opened({ kind: "postgres", url: pgUrl }, pgTestSchema()) });
+if (pgUrl) {
+  CASES.push({
+    name: "postgres",
+    async open() {
+      const pgSchema = freshPgSchema();
+      const { store, dispose } = await opened({ kind: "postgres", url: pgUrl }, pgSchema);
+      return { store, dispose: () => dispose().finally(() => dropPgSchema(pgUrl, pgSchema)) };
+    },
+  });
+} else if (isPostgresRequired()) {
+  test("the postgres store: needs PostgreSQL (TABULA_REQUIRE_POSTGRES=1)", () => assert.fail(MISSING_PG_URL));
+}
 
 async function opened(location: StoreLocation, pgSchema?: string) {
   const { store } = await openStore(location, { schema: SCHEMA, valueIndexed: VALUE_INDEXED, pgSchema, warn: () => {} });

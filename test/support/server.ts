@@ -140,8 +140,7 @@ function placeOnTestStore(): StorePlace {
       const url = pgTestUrl();
       if (url === null) throw new Error(`TABULA_TEST_STORE=postgres, but ${MISSING_PG_URL}`);
       const pgSchema = freshPgSchema();
-      // TODO(#18): drop the cast once ServerOptions has pgSchema (step 2, the PostgreSQL store).
-      const options = { store: url, pgSchema } as Partial<ServerOptions>;
+      const options: Partial<ServerOptions> = { store: url, pgSchema };
       return { options, remove: () => dropPgSchema(url, pgSchema) };
     }
   }
