@@ -151,8 +151,8 @@ function printBanner(server: TabulaServer, options: ServerOptions): void {
   for (const field of server.undeclaredFields) lines.push(`note       ${field} is stored but no longer declared: kept on disk, neither returned nor writable`);
   for (const apiKey of server.keys.keys) {
     const isNew = server.keys.generated.includes(apiKey);
-    const shown = isNew || !server.dataDir ? apiKey.key : `${apiKey.key.slice(0, 7)}…`;
-    const where = isNew && server.keys.file ? ` (generated, saved in ${server.keys.file})` : isNew ? " (generated)" : server.keys.file ? ` (full key in ${server.keys.file})` : "";
+    const shown = isNew || !server.keys.where ? apiKey.key : `${apiKey.key.slice(0, 7)}…`;
+    const where = isNew && server.keys.where ? ` (generated, saved in ${server.keys.where})` : isNew ? " (generated)" : server.keys.where ? ` (full key in ${server.keys.where})` : "";
     lines.push(`${apiKey.kind === "secret" ? "secret key " : "public key "} ${shown}  id ${apiKey.id}${where}`);
   }
   lines.push(`listening on ${server.url}`);

@@ -94,9 +94,9 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
   const cors = parseCorsPolicy(options.cors ?? "*");
   const warn = options.warn ?? ((message: string) => process.stderr.write(`warning: ${message}\n`));
   // The store first: it creates the data folder and takes its lock before keys.json is written.
-  const { store, description: storeDescription, dataDir, loaded } = await openStore(storeLocationOf(options), { schema, valueIndexed: valueIndexedFields(schema), pgSchema: options.pgSchema, warn });
+  const { store, description: storeDescription, keyVault, dataDir, loaded } = await openStore(storeLocationOf(options), { schema, valueIndexed: valueIndexedFields(schema), pgSchema: options.pgSchema, warn });
   try {
-    const keys = await loadKeys({ dataDir, secretKey: options.secretKey, publishableKey: options.publishableKey, keys: options.keys });
+    const keys = await loadKeys({ vault: keyVault, secretKey: options.secretKey, publishableKey: options.publishableKey, keys: options.keys });
     const records = new Records(schema, store);
     const seed = options.seed === undefined ? null : loadSeed(schema, options.seed);
     const seedBy = keys.first("secret");

@@ -1,6 +1,7 @@
-// API keys (CONTRACT §3): read from <data>/keys.json and from flags or env, generated when a kind
-// has none, and resolved from X-Api-Key into a Caller. Generated keys are saved to keys.json (file
-// mode) so that they are printed once; in memory mode they are made anew each start.
+// API keys (CONTRACT §3): read from where the store keeps them (a KeyVault: <data>/keys.json, or a
+// table of the PostgreSQL store, which every process sharing the database reads) and from flags or
+// env, generated when a kind has none, and resolved from X-Api-Key into a Caller. Generated keys
+// are saved in the vault so that they are printed once; in memory mode they are made anew each start.
 
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
@@ -16,9 +17,19 @@ export interface ApiKey {
   readonly key: string;
 }
 
+/**
+ * Where a store keeps API keys. update() reads the stored keys, adds those `addMissing` makes for
+ * what they lack, and answers both, atomically: processes starting together agree on one set.
+ */
+export interface KeyVault {
+  /** Where, in words: a file name or a table. */
+  readonly where: string;
+  update(addMissing: (stored: readonly ApiKey[]) => ApiKey[]): Promise<{ stored: ApiKey[]; added: ApiKey[] }>;
+}
+
 export interface KeyOptions {
-  /** The data folder holding keys.json; null in memory mode. */
-  readonly dataDir: string | null;
+  /** Where the store keeps keys; null in memory mode. */
+  readonly vault: KeyVault | null;
   readonly secretKey?: string | undefined;
   readonly publishableKey?: string | undefined;
   /** Keys given by an embedding program. */
@@ -36,7 +47,8 @@ export class KeyRing {
     readonly keys: readonly ApiKey[],
     /** Keys made by this start, printed in full once. */
     readonly generated: readonly ApiKey[],
-    readonly file: string | null,
+    /** Where the keys are kept (KeyVault.where); null when nowhere. */
+    readonly where: string | null,
   ) {
     for (const apiKey of keys) this.byValue.set(apiKey.key, apiKey);
   }
@@ -54,18 +66,50 @@ export class KeyRing {
 }
 
 export async function loadKeys(options: KeyOptions): Promise<KeyRing> {
-  const file = options.dataDir ? join(options.dataDir, "keys.json") : null;
-  const stored = file && existsSync(file) ? readKeysFile(file) : [];
   const given: ApiKey[] = [...(options.keys ?? [])];
   if (options.secretKey) given.push(keyFromFlag("secret", options.secretKey));
   if (options.publishableKey) given.push(keyFromFlag("publishable", options.publishableKey));
-  const keys = [...stored, ...given];
-  const generated: ApiKey[] = [];
-  for (const kind of ["secret", "publishable"] as const) {
-    if (!keys.some((apiKey) => apiKey.kind === kind)) generated.push(generateKey(kind));
+  const missing = (stored: readonly ApiKey[]) =>
+    (["secret", "publishable"] as const).filter((kind) => ![...stored, ...given].some((apiKey) => apiKey.kind === kind)).map(generateKey);
+  if (!options.vault) {
+    const generated = missing([]);
+    return new KeyRing([...given, ...generated], generated, null);
   }
-  if (file && generated.length > 0) await writeKeysFile(file, [...stored, ...generated]);
-  return new KeyRing([...keys, ...generated], generated, file);
+  const { stored, added } = await options.vault.update(missing);
+  return new KeyRing([...stored, ...given, ...added], added, options.vault.where);
+}
+
+/** The file store's vault: <data>/keys.json. */
+export function keysFileVault(dataDir: string): KeyVault {
+  const file = join(dataDir, "keys.json");
+  return {
+    where: file,
+    async update(addMissing) {
+      const stored = existsSync(file) ? readKeysFile(file) : [];
+      const added = addMissing(stored);
+      if (added.length > 0) await writeKeysFile(file, [...stored, ...added]);
+      return { stored, added };
+    },
+  };
+}
+
+/** Checks stored keys (from a file or a table: `where` names it) as keys.json's entries are checked. */
+export function checkStoredKeys(entries: unknown, where: string): ApiKey[] {
+  if (!Array.isArray(entries)) throw new KeyError(`${where} must be an array of {"id", "kind", "key"}.`);
+  const ids = new Set<string>();
+  return entries.map((entry, index) => {
+    const isValid =
+      isPlainObject(entry) &&
+      typeof entry.id === "string" && entry.id !== "" &&
+      (entry.kind === "secret" || entry.kind === "publishable") &&
+      typeof entry.key === "string" && entry.key.length >= 8;
+    if (!isValid) {
+      throw new KeyError(`${where}, entry ${index}: expected {"id": "<text>", "kind": "secret" | "publishable", "key": "<at least 8 characters>"}.`);
+    }
+    if (ids.has(entry.id as string)) throw new KeyError(`${where}, entry ${index}: the id "${entry.id}" is used twice.`);
+    ids.add(entry.id as string);
+    return { id: entry.id as string, kind: entry.kind as KeyKind, key: entry.key as string };
+  });
 }
 
 /** A flag key's id is derived from the key, so records keep the same created_by_id across starts. */
@@ -85,21 +129,7 @@ function readKeysFile(file: string): ApiKey[] {
   } catch (error) {
     throw new KeyError(`${file} is not valid JSON (${(error as Error).message}); fix it or delete it to have new keys generated.`);
   }
-  if (!Array.isArray(entries)) throw new KeyError(`${file} must be an array of {"id", "kind", "key"}.`);
-  const ids = new Set<string>();
-  return entries.map((entry, index) => {
-    const isValid =
-      isPlainObject(entry) &&
-      typeof entry.id === "string" && entry.id !== "" &&
-      (entry.kind === "secret" || entry.kind === "publishable") &&
-      typeof entry.key === "string" && entry.key.length >= 8;
-    if (!isValid) {
-      throw new KeyError(`${file}, entry ${index}: expected {"id": "<text>", "kind": "secret" | "publishable", "key": "<at least 8 characters>"}.`);
-    }
-    if (ids.has(entry.id as string)) throw new KeyError(`${file}, entry ${index}: the id "${entry.id}" is used twice.`);
-    ids.add(entry.id as string);
-    return { id: entry.id as string, kind: entry.kind as KeyKind, key: entry.key as string };
-  });
+  return checkStoredKeys(entries, file);
 }
 
 /** Crash-safe (fsync, rename, fsync of the folder): a torn or empty keys.json would lock every client out. */

@@ -10,6 +10,7 @@ import { PostgresStore } from "./postgres/postgres-store.ts";
 import { DEFAULT_PG_SCHEMA } from "./postgres/tables.ts";
 import type { Store } from "./store.ts";
 import type { Schema } from "../schema/load.ts";
+import { keysFileVault, type KeyVault } from "../keys/api-keys.ts";
 
 export type StoreLocation =
   | { readonly kind: "memory" }
@@ -70,6 +71,8 @@ export interface OpenedStore {
   readonly store: Store;
   /** Where the data is and how it is kept, for the banner. */
   readonly description: string;
+  /** Where API keys are kept beside the data; null when nowhere (memory). */
+  readonly keyVault: KeyVault | null;
   /** The folder that keys.json is kept in beside the data; null when the store keeps nothing on disk. */
   readonly dataDir: string | null;
   /** What the store held at start-up and how long reading it took; null when it read nothing. */
@@ -89,19 +92,19 @@ export interface OpenStoreOptions {
 export async function openStore(location: StoreLocation, options: OpenStoreOptions): Promise<OpenedStore> {
   switch (location.kind) {
     case "memory":
-      return { store: new MemoryStore(options.valueIndexed), description: "in memory only: nothing is kept on disk", dataDir: null, loaded: null };
+      return { store: new MemoryStore(options.valueIndexed), description: "in memory only: nothing is kept on disk", keyVault: null, dataDir: null, loaded: null };
     case "file": {
       const openedAt = performance.now();
       const store = await FileStore.open({ dir: location.dir, ...options });
       const { records, deletedRecords, snapshotBytes, logBytes } = store.describe();
       const loaded = { records, deletedRecords, bytes: snapshotBytes + logBytes, ms: performance.now() - openedAt };
-      return { store, description: `${location.dir} (write-ahead log, fsync before every answer)`, dataDir: location.dir, loaded };
+      return { store, description: `${location.dir} (write-ahead log, fsync before every answer)`, keyVault: keysFileVault(location.dir), dataDir: location.dir, loaded };
     }
     case "postgres": {
       const { schema, valueIndexed } = options;
       const pgSchema = options.pgSchema ?? DEFAULT_PG_SCHEMA;
       const store = await PostgresStore.open({ url: location.url, schema, valueIndexed, pgSchema });
-      return { store, description: `PostgreSQL ${store.describe()}, schema ${pgSchema} (a write is answered once committed)`, dataDir: null, loaded: null };
+      return { store, description: `PostgreSQL ${store.describe()}, schema ${pgSchema} (a write is answered once committed)`, keyVault: store.keyVault(), dataDir: null, loaded: null };
     }
   }
 }

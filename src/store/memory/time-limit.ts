@@ -15,12 +15,15 @@ export const REGEX_SCAN_LIMIT_MS = 2000;
 const context = createContext({ work: undefined as (() => unknown) | undefined });
 const runWork = new Script("work()");
 
-/** Runs `work`, stopped with invalid_filter after REGEX_SCAN_LIMIT_MS when `filter` holds a $regex. */
-export function limitRegexScan<T>(filter: FilterNode | null, work: () => T): T {
+/**
+ * Runs `work`, stopped with invalid_filter after `limitMs` (REGEX_SCAN_LIMIT_MS unless a scan in
+ * parts has spent some of it) when `filter` holds a $regex.
+ */
+export function limitRegexScan<T>(filter: FilterNode | null, work: () => T, limitMs = REGEX_SCAN_LIMIT_MS): T {
   if (filter === null || !hasRegex(filter)) return work();
   context.work = work;
   try {
-    return runWork.runInContext(context, { timeout: REGEX_SCAN_LIMIT_MS }) as T;
+    return runWork.runInContext(context, { timeout: Math.max(1, Math.ceil(limitMs)) }) as T;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ERR_SCRIPT_EXECUTION_TIMEOUT") throw error;
     throw invalidFilter(

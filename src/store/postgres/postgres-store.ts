@@ -3,7 +3,9 @@
 // checks what its batch expects, so that several tabula processes can share the database. Nothing
 // is kept in this process but a block of revisions: reads ask the database every time.
 
+import { performance } from "node:perf_hooks";
 import { compileFilter } from "../memory/predicate.ts";
+import { limitRegexScan, REGEX_SCAN_LIMIT_MS } from "../memory/time-limit.ts";
 import type { FilterNode, SortPosition, SortSpec } from "../../query/filter-tree.ts";
 import type { Schema } from "../../schema/load.ts";
 import { toSortKey } from "../../schema/fields.ts";
@@ -23,6 +25,7 @@ import {
   type Store,
   type WriteBatch,
 } from "../store.ts";
+import { checkStoredKeys, type KeyVault } from "../../keys/api-keys.ts";
 import { connectionProblem, loadDriver, type Sql, type TransactionSql } from "./connection.ts";
 import { createTables, type Names } from "./tables.ts";
 import { afterOf, arrayLiteral, orderByOf, SqlParams, whereOf } from "./sql-query.ts";
@@ -105,6 +108,23 @@ export class PostgresStore implements Store {
     }
   }
 
+  /** API keys in the schema's $keys table, shared by every process on the database. */
+  keyVault(): KeyVault {
+    const where = `PostgreSQL table ${this.options.pgSchema}.$keys`;
+    return {
+      where,
+      update: (addMissing) =>
+        this.sql.begin(async (tx) => {
+          // Processes starting together: the first generates, the others find its keys.
+          await tx.unsafe(`LOCK TABLE ${this.names.keys} IN EXCLUSIVE MODE`);
+          const stored = checkStoredKeys(await tx.unsafe(`SELECT id, kind, key FROM ${this.names.keys} ORDER BY id`), where);
+          const added = addMissing(stored);
+          for (const { id, kind, key } of added) await tx.unsafe(`INSERT INTO ${this.names.keys} (id, kind, key) VALUES ($1, $2, $3)`, [id, kind, key]);
+          return { stored, added };
+        }),
+    };
+  }
+
   get(entity: string, id: string): Promise<Row | undefined> {
     return this.guard(async () => {
       const rows = await this.sql.unsafe<DbRow[]>(`SELECT id, rev, deleted, data FROM ${this.names.table(entity)} WHERE id = $1`, [id], { prepare: true });
@@ -138,7 +158,7 @@ export class PostgresStore implements Store {
   valueCounts(entity: string, field: string): Promise<ReadonlyMap<unknown, number> | null> | null {
     if (!(this.options.valueIndexed.get(entity) ?? []).includes(field)) return null;
     return this.guard(async () => {
-      const rows = await this.sql.unsafe(`SELECT data -> $1 AS value, count(*)::int AS count FROM ${this.names.table(entity)} WHERE NOT deleted GROUP BY 1`, [field]);
+      const rows = await this.sql.unsafe(`SELECT data -> $1::text AS value, count(*)::int AS count FROM ${this.names.table(entity)} WHERE NOT deleted GROUP BY 1`, [field]);
       const counts = new Map<unknown, number>();
       // A missing member reads as SQL NULL: under undefined, as the memory store counts rows lacking the field.
       for (const { value, count } of rows) counts.set(value ?? undefined, count as number);
@@ -230,6 +250,8 @@ export class PostgresStore implements Store {
     after: SortPosition | null,
     skip: number,
     limit: number,
+    /** The time a $regex has taken over the rows, shared by the selects of one walk. */
+    regex = { spentMs: 0 },
   ): Promise<Row[]> {
     const params = new SqlParams();
     const where = whereOf(filter, params, this.names);
@@ -250,20 +272,31 @@ export class PostgresStore implements Store {
       const conditions = [...base, position ? afterOf(sort, position, chunkParams, this.names) : null].filter(isCondition);
       const text = `SELECT id, rev, deleted, data FROM ${table}${whereClause(conditions)} ORDER BY ${orderByOf(sort, this.names)} LIMIT ${chunkParams.add(RESIDUAL_CHUNK)}`;
       const rows = (await this.sql.unsafe<DbRow[]>(text, chunkParams.values)).map(toRow);
-      for (const row of rows) {
-        if (!accept(row)) continue;
-        if (toSkip > 0) toSkip--;
-        else if (found.push(row) > limit) return found;
-      }
-      if (rows.length < RESIDUAL_CHUNK) return found;
+      // The rows are tested here, under the memory store's time limit for a $regex, spread over the chunks.
+      const startedAt = performance.now();
+      const isFull = limitRegexScan(
+        filter,
+        () => {
+          for (const row of rows) {
+            if (!accept(row)) continue;
+            if (toSkip > 0) toSkip--;
+            else if (found.push(row) > limit) return true;
+          }
+          return false;
+        },
+        REGEX_SCAN_LIMIT_MS - regex.spentMs,
+      );
+      regex.spentMs += performance.now() - startedAt;
+      if (isFull || rows.length < RESIDUAL_CHUNK) return found;
       position = this.positionOf(entity, rows[rows.length - 1]!, sort);
     }
   }
 
   /** Every row matching `filter`, in id order, a chunk at a time. */
   private async walk(entity: string, filter: FilterNode | null, deleted: DeletedFilter, visit: (row: Row) => void): Promise<void> {
+    const regex = { spentMs: 0 };
     for (let after: SortPosition | null = null; ; ) {
-      const rows = await this.select(entity, filter, deleted, ID_ORDER, after, 0, RESIDUAL_CHUNK - 1);
+      const rows = await this.select(entity, filter, deleted, ID_ORDER, after, 0, RESIDUAL_CHUNK - 1, regex);
       for (const row of rows) visit(row);
       if (rows.length < RESIDUAL_CHUNK) return;
       after = { key: rows[rows.length - 1]!.id, id: rows[rows.length - 1]!.id };

@@ -54,7 +54,16 @@ export function whereOf(filter: FilterNode | null, params: SqlParams, names: Sql
   return translate(filter, params, names);
 }
 
+/** A node's SQL; parameters added for a condition that ends up dropped (TRUE) are taken back out. */
 function translate(node: FilterNode, params: SqlParams, names: SqlNames): SqlFilter {
+  const mark = params.values.length;
+  const translated = translateNode(node, params, names);
+  // PostgreSQL refuses a statement with a parameter it cannot type, as an unused one is.
+  if (translated.sql === "TRUE") params.values.length = mark;
+  return translated;
+}
+
+function translateNode(node: FilterNode, params: SqlParams, names: SqlNames): SqlFilter {
   switch (node.type) {
     case "and":
     case "or": {
@@ -84,7 +93,7 @@ function compare(node: CompareNode, params: SqlParams, names: SqlNames): SqlFilt
   const { op, value } = node;
   // Every condition is true or false, never NULL, so that NOT keeps records lacking the field.
   if (op === "$exists" || (value === null && (op === "$eq" || op === "$ne"))) {
-    const present = `COALESCE(jsonb_typeof(data -> ${params.add(node.path[0])}) <> 'null', false)`;
+    const present = `COALESCE(jsonb_typeof(data -> ${params.add(node.path[0])}::text) <> 'null', false)`;
     const wanted = op === "$exists" ? value === true : op === "$ne";
     return { sql: wanted ? present : `NOT ${present}`, exact: true };
   }
@@ -124,7 +133,7 @@ function keyOfOperand(kind: ValueKind, value: unknown): string | number | null {
  */
 function keyExpression(field: string, kind: ValueKind, params: SqlParams | null, names: SqlNames): string {
   if (field === "id") return "id";
-  const name = params ? params.add(field) : `'${field}'`;
+  const name = params ? `${params.add(field)}::text` : `'${field}'`;
   const value = `(data -> ${name})`;
   switch (kind) {
     case "string":

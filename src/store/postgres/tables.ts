@@ -15,6 +15,7 @@ const PG_SCHEMA_RE = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 export interface Names extends SqlNames {
   table(entity: string): string;
   readonly answers: string;
+  readonly keys: string;
   /** Sequence names as text, for nextval('…'). */
   readonly revs: string;
   readonly nodes: string;
@@ -43,10 +44,10 @@ const ENTITY_COLUMNS: Readonly<Record<string, string>> = {
 const DATE_MS_FUNCTION = (name: string) => `CREATE OR REPLACE FUNCTION ${name}(value text) RETURNS float8
   LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
 BEGIN
-  IF value ~ '^\d{4}-\d{2}-\d{2}$' THEN
+  IF value ~ '^\\d{4}-\\d{2}-\\d{2}$' THEN
     RETURN extract(epoch FROM (value || 'T00:00:00Z')::timestamptz) * 1000;
   END IF;
-  IF value ~ '^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$' THEN
+  IF value ~ '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})$' THEN
     RETURN floor(extract(epoch FROM value::timestamptz) * 1000);
   END IF;
   RETURN NULL;
@@ -63,6 +64,7 @@ export function namesIn(pgSchema: string): Names {
   return {
     table: (entity) => `${schema}.${quoteIdent(entity)}`,
     answers: `${schema}."$answers"`,
+    keys: `${schema}."$keys"`,
     revs: `${schema}."$revs"`,
     nodes: `${schema}."$nodes"`,
     commits: `${schema}."$commits"`,
@@ -115,6 +117,7 @@ export async function createTables(sql: Sql, schema: Schema, pgSchema: string): 
       body text NOT NULL,
       expires_at bigint NOT NULL
     )`);
+    await tx.unsafe(`CREATE TABLE IF NOT EXISTS ${names.keys} (id text PRIMARY KEY, kind text NOT NULL, key text NOT NULL UNIQUE)`);
     for (const sequence of [names.revs, names.nodes, names.commits]) await tx.unsafe(`CREATE SEQUENCE IF NOT EXISTS ${sequence}`);
   });
   return names;
