@@ -243,7 +243,7 @@ const badStoreOptions: Array<[Record<string, unknown>, RegExp]> = [
   [{ store: "memory:", memory: true }, /given twice: as store, and as memory/],
   [{ store: "file:x", data: "x" }, /given twice: as store, and as data/],
   [{ store: "s3://bucket" }, /"s3:".*file:<dir>.*memory:/],
-  [{ store: "postgres://app:hunter2@db.example/app" }, /^(?!.*hunter2).*PostgreSQL store .* has none yet/],
+  [{ store: "postgres://app:hunter2@127.0.0.1:1/app" }, /^(?!.*hunter2).*Cannot reach PostgreSQL at 127\.0\.0\.1:1\/app .*Check that it is running/],
 ];
 for (const [options, message] of badStoreOptions) {
   test(`startServer(${JSON.stringify(options)}) rejects: ${message.source}`, async () => {

@@ -1,0 +1,118 @@
+// The PostgreSQL store's bad days (issue 18): what stops a start-up, each with a message naming what
+// to fix, and a database that goes away while serving: 503 store_unavailable, then service again
+// once it is back, with every acknowledged write still there. The database is "taken away" by
+// cutting a TCP proxy between tabula and the test cluster.
+
+import assert from "node:assert/strict";
+import { connect, createServer as createTcpServer, type Server, type Socket } from "node:net";
+import { after, test } from "node:test";
+import { startServer } from "../../src/api.ts";
+import { describeWithPostgres, dropPgSchema, freshPgSchema } from "../support/postgres.ts";
+import { SECRET, TASK } from "../support/server.ts";
+
+/** A TCP proxy to PostgreSQL that a test can cut (every connection dropped, none accepted) and restore. */
+class CuttableProxy {
+  private server: Server | null = null;
+  private readonly sockets = new Set<Socket>();
+  port = 0;
+
+  constructor(
+    private readonly host: string,
+    private readonly targetPort: number,
+  ) {}
+
+  async open(): Promise<void> {
+    this.server = createTcpServer((client) => {
+      const upstream = connect(this.targetPort, this.host);
+      for (const socket of [client, upstream]) {
+        this.sockets.add(socket);
+        socket.on("close", () => this.sockets.delete(socket));
+        socket.on("error", () => {});
+      }
+      client.pipe(upstream).pipe(client);
+      client.on("close", () => upstream.destroy());
+      upstream.on("close", () => client.destroy());
+    });
+    await new Promise<void>((resolve) => this.server!.listen(this.port, "127.0.0.1", resolve));
+    this.port = (this.server.address() as { port: number }).port;
+  }
+
+  async cut(): Promise<void> {
+    const server = this.server!;
+    this.server = null;
+    const closed = new Promise((resolve) => server.close(resolve));
+    for (const socket of this.sockets) socket.destroy();
+    await closed;
+  }
+}
+
+describeWithPostgres("the PostgreSQL store's start-up refusals and lost connections", (url) => {
+  const schemas: string[] = [];
+  after(async () => {
+    for (const schema of schemas) await dropPgSchema(url, schema);
+  });
+
+  function withUrl(change: (target: URL) => void): string {
+    const target = new URL(url);
+    change(target);
+    return target.toString();
+  }
+
+  test("a database that does not exist: refused before listening, saying to create it", async () => {
+    const missing = withUrl((target) => (target.pathname = "/no_such_database"));
+    await assert.rejects(startServer({ schema: { Task: TASK }, store: missing }), /has no such database.*createdb/);
+  });
+
+  test("a user the database does not know: refused, naming the credentials", async () => {
+    const stranger = withUrl((target) => (target.username = "nobody_here"));
+    await assert.rejects(startServer({ schema: { Task: TASK }, store: stranger }), /refused the credentials of --store/);
+  });
+
+  test("a table of the entity's name that tabula did not make: refused, naming it and --pg-schema", async () => {
+    const pgSchema = freshPgSchema();
+    schemas.push(pgSchema);
+    const { default: postgres } = await import("postgres");
+    const sql = postgres(url, { max: 1, onnotice: () => {} });
+    await sql.unsafe(`CREATE SCHEMA ${pgSchema}; CREATE TABLE ${pgSchema}."Task" (id integer PRIMARY KEY, name text)`);
+    await sql.end();
+    await assert.rejects(startServer({ schema: { Task: TASK }, store: url, pgSchema }), new RegExp(`Table ${pgSchema}\\.Task exists but is not one tabula made.*--pg-schema`));
+  });
+
+  test("a schema name that PostgreSQL would need quoted is refused", async () => {
+    await assert.rejects(startServer({ schema: { Task: TASK }, store: url, pgSchema: "my schema" }), /--pg-schema "my schema" is not a usable schema name/);
+  });
+
+  test("the database going away answers 503 store_unavailable, and service resumes once it is back, acknowledged writes kept", async () => {
+    const target = new URL(url);
+    const proxy = new CuttableProxy(target.hostname, Number(target.port));
+    await proxy.open();
+    const pgSchema = freshPgSchema();
+    schemas.push(pgSchema);
+    const server = await startServer({ schema: { Task: TASK }, store: withUrl((u) => (u.port = String(proxy.port))), pgSchema, secretKey: SECRET });
+    const call = (method: string, path: string, body?: unknown) =>
+      fetch(server.url + path, { method, headers: { "X-Api-Key": SECRET, "Content-Type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+    try {
+      const created = await (await call("POST", "/api/entities/Task", { title: "before the outage" })).json();
+      await proxy.cut();
+      for (const [method, path, body] of [["GET", `/api/entities/Task/${created.id}`], ["POST", "/api/entities/Task", { title: "during" }], ["GET", "/api/entities/Task"]] as const) {
+        const answer = await call(method, path, body);
+        assert.equal(answer.status, 503, `${method} ${path}`);
+        const error = (await answer.json()).error;
+        assert.equal(error.code, "store_unavailable");
+        assert.match(error.message, /database behind the store cannot be reached/);
+        assert.equal(answer.headers.get("retry-after"), "1");
+      }
+      await proxy.open();
+      // The pool reconnects on the next query: no restart.
+      const read = await call("GET", `/api/entities/Task/${created.id}`);
+      assert.equal(read.status, 200);
+      assert.equal((await read.json()).title, "before the outage");
+      assert.equal((await call("POST", "/api/entities/Task", { title: "after" })).status, 201);
+      const titles = (await (await call("GET", "/api/entities/Task?sort_by=created_date")).json()).map((record: { title: string }) => record.title);
+      assert.deepEqual(titles, ["before the outage", "after"]);
+    } finally {
+      await server.close();
+      await proxy.cut().catch(() => {});
+    }
+  });
+});
