@@ -23,7 +23,7 @@ import { loadSchemaObject, loadSchemaPath, type Declarations, type Schema } from
 import { isPlatformField } from "./schema/fields.ts";
 import type { ValueIndexedFields } from "./store/memory/memory-store.ts";
 import { openStore, parseStoreUrl, type LoadedData, type StoreLocation } from "./store/open-store.ts";
-import { ConflictError, isOutOfSpace, StoreUnreachableError, type Store } from "./store/store.ts";
+import { ConflictError, isOutOfSpace, StoreUnreachableError } from "./store/store.ts";
 import { then } from "./maybe.ts";
 
 export const VERSION = "0.1.0";
@@ -124,7 +124,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
       publishableKey: keys.first("publishable").key,
       dataDir,
       storeDescription,
-      undeclaredFields: await findUndeclaredFields(schema, store),
+      undeclaredFields: await findUndeclaredFields(schema, records),
       loaded,
       seeded,
       async reset() {
@@ -166,9 +166,9 @@ function storeLocationOf(options: ServerOptions): StoreLocation {
   return parseStoreUrl(options.store, "The store option");
 }
 
-async function findUndeclaredFields(schema: Schema, store: Store): Promise<string[]> {
+async function findUndeclaredFields(schema: Schema, records: Records): Promise<string[]> {
   const found: string[] = [];
-  for (const [entity, names] of await store.storedFieldNames()) {
+  for (const [entity, names] of await records.storedFieldNames()) {
     const declared = schema.entities.get(entity);
     if (!declared) {
       found.push(`${entity} (the whole entity)`);
@@ -306,7 +306,7 @@ class App {
   private read(handler: Handler, ctx: RequestContext): Reply | Promise<Reply> {
     if (this.failure) throw storeUnavailable();
     return then(handler(ctx), ({ reply }) => {
-      const pending = this.records.store.whenDurable();
+      const pending = this.records.whenDurable();
       if (!pending) return reply;
       // A write refused for lack of space was taken back out of memory: answer again from what is stored.
       return pending.then(() => reply, (error: Error) => (isOutOfSpace(error) ? this.read(handler, ctx) : this.fail(error)));
@@ -321,7 +321,7 @@ class App {
     const request = idempotentRequest(caller, idempotencyKey, req.method!, req.url ?? "/", bytes);
     const replay = await this.idempotency.start(request, Date.now());
     if (replay) {
-      await this.records.store.whenDurable()?.catch((error: Error) => this.fail(error));
+      await this.records.whenDurable()?.catch((error: Error) => this.fail(error));
       return replay;
     }
     try {
@@ -337,17 +337,16 @@ class App {
    * runs again on what is stored now, as if this request had arrived after that write.
    */
   private async run(handler: Handler, ctx: RequestContext, request: IdempotentRequest | undefined): Promise<Reply> {
-    const store = this.records.store;
     for (let attempt = 1; ; attempt++) {
       if (this.failure) throw storeUnavailable();
       const { reply, change } = await handler(ctx);
       const answer = request ? this.idempotency.answerFor(request, reply, Date.now()) : undefined;
       if ((!change || change.puts.length === 0) && !answer) {
-        await store.whenDurable()?.catch((error: Error) => this.fail(error));
+        await this.records.whenDurable()?.catch((error: Error) => this.fail(error));
         return reply;
       }
       try {
-        await store.commit({ puts: change?.puts ?? [], matches: change?.matches, answer });
+        await this.records.commit(change, answer);
         return reply;
       } catch (error) {
         if (!(error instanceof ConflictError)) this.fail(error as Error);

@@ -12,7 +12,7 @@ import { isPlatformField, type EntityDef } from "../schema/fields.ts";
 import { validateChanges, validateCreate } from "../schema/validate.ts";
 import { then, type Maybe } from "../maybe.ts";
 import { IdGenerator } from "../store/ids.ts";
-import type { IdempotentAnswer, ListQuery, MatchCheck, Put, Row, Store } from "../store/store.ts";
+import type { Commit, IdempotentAnswer, ListQuery, MatchCheck, Put, Row, Store } from "../store/store.ts";
 import { aggregate, type AggregateResult } from "./aggregate.ts";
 import type { AggregateSpec } from "./aggregate-spec.ts";
 import type { Caller } from "./caller.ts";
@@ -112,6 +112,24 @@ export class Records {
   /** One page of a field's distinct values (distinct.ts). */
   distinct(entity: EntityDef, request: DistinctRequest): Promise<DistinctAnswer> {
     return distinctValues(this.store, entity, request);
+  }
+
+  /**
+   * Stores a Change with the idempotent answer of its request, all or nothing (Store.commit: a
+   * ConflictError means another write came first, and the Change must be built again).
+   */
+  commit(change: Change<unknown> | undefined, answer: IdempotentAnswer | undefined): Promise<Commit> {
+    return this.store.commit({ puts: change?.puts ?? [], matches: change?.matches, answer });
+  }
+
+  /** Resolves once every write so far is durable; null when it already is. */
+  whenDurable(): Promise<void> | null {
+    return this.store.whenDurable();
+  }
+
+  /** Every stored field name per entity, for reporting fields no longer declared. */
+  storedFieldNames(): Maybe<Map<string, Set<string>>> {
+    return this.store.storedFieldNames();
   }
 
   /** The stored answer to an earlier write with this Idempotency-Key scope, while it has not expired. */

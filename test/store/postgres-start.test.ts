@@ -92,12 +92,12 @@ describeWithPostgres("the PostgreSQL store's start-up refusals and lost connecti
     const call = (method: string, path: string, body?: unknown) =>
       fetch(server.url + path, { method, headers: { "X-Api-Key": SECRET, "Content-Type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
     try {
-      const created = await (await call("POST", "/api/entities/Task", { title: "before the outage" })).json();
+      const created = (await (await call("POST", "/api/entities/Task", { title: "before the outage" })).json()) as { id: string };
       await proxy.cut();
       for (const [method, path, body] of [["GET", `/api/entities/Task/${created.id}`], ["POST", "/api/entities/Task", { title: "during" }], ["GET", "/api/entities/Task"]] as const) {
         const answer = await call(method, path, body);
         assert.equal(answer.status, 503, `${method} ${path}`);
-        const error = (await answer.json()).error;
+        const { error } = (await answer.json()) as { error: { code: string; message: string } };
         assert.equal(error.code, "store_unavailable");
         assert.match(error.message, /database behind the store cannot be reached/);
         assert.equal(answer.headers.get("retry-after"), "1");
@@ -106,9 +106,9 @@ describeWithPostgres("the PostgreSQL store's start-up refusals and lost connecti
       // The pool reconnects on the next query: no restart.
       const read = await call("GET", `/api/entities/Task/${created.id}`);
       assert.equal(read.status, 200);
-      assert.equal((await read.json()).title, "before the outage");
+      assert.equal(((await read.json()) as { title: string }).title, "before the outage");
       assert.equal((await call("POST", "/api/entities/Task", { title: "after" })).status, 201);
-      const titles = (await (await call("GET", "/api/entities/Task?sort_by=created_date")).json()).map((record: { title: string }) => record.title);
+      const titles = ((await (await call("GET", "/api/entities/Task?sort_by=created_date")).json()) as Array<{ title: string }>).map((record: { title: string }) => record.title);
       assert.deepEqual(titles, ["before the outage", "after"]);
     } finally {
       await server.close();
