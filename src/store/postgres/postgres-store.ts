@@ -28,7 +28,9 @@ import {
 import { checkStoredKeys, type KeyVault } from "../../keys/api-keys.ts";
 import { connectionProblem, loadDriver, type Sql, type TransactionSql } from "./connection.ts";
 import { createTables, type Names } from "./tables.ts";
-import { afterOf, arrayLiteral, orderByOf, SqlParams, whereOf } from "./sql-query.ts";
+import { whereOf } from "./sql-filter.ts";
+import { afterOf, orderByOf } from "./sql-sort.ts";
+import { arrayLiteral, SqlParams } from "./sql-values.ts";
 
 /** Revisions come from the database in blocks of this many, so that nextRev() needs no round trip. */
 const REV_BLOCK = 1 << 20;
@@ -143,7 +145,7 @@ export class PostgresStore implements Store {
   count(entity: string, filter: FilterNode | null, deleted: DeletedFilter): Promise<number> {
     return this.guard(async () => {
       const params = new SqlParams();
-      const where = whereOf(filter, params, this.names);
+      const where = whereOf(filter, params);
       const conditions = [deletedCondition(deleted), where.sql].filter(isCondition);
       if (where.exact) {
         const [{ count }] = await this.sql.unsafe(`SELECT count(*)::int AS count FROM ${this.names.table(entity)}${whereClause(conditions)}`, params.values);
@@ -254,13 +256,13 @@ export class PostgresStore implements Store {
     regex = { spentMs: 0 },
   ): Promise<Row[]> {
     const params = new SqlParams();
-    const where = whereOf(filter, params, this.names);
+    const where = whereOf(filter, params);
     const base = [deletedCondition(deleted), where.sql];
     const table = this.names.table(entity);
     if (where.exact) {
-      const conditions = [...base, after ? afterOf(sort, after, params, this.names) : null].filter(isCondition);
+      const conditions = [...base, after ? afterOf(sort, after, params) : null].filter(isCondition);
       const paging = `${skip > 0 ? ` OFFSET ${params.add(skip)}` : ""}${limit === Infinity ? "" : ` LIMIT ${params.add(limit + 1)}`}`;
-      const rows = await this.sql.unsafe<DbRow[]>(`SELECT id, rev, deleted, data FROM ${table}${whereClause(conditions.filter(isCondition))} ORDER BY ${orderByOf(sort, this.names)}${paging}`, params.values);
+      const rows = await this.sql.unsafe<DbRow[]>(`SELECT id, rev, deleted, data FROM ${table}${whereClause(conditions.filter(isCondition))} ORDER BY ${orderByOf(sort)}${paging}`, params.values);
       return rows.map(toRow);
     }
     const accept = compileFilter(filter!);
@@ -269,8 +271,8 @@ export class PostgresStore implements Store {
     let position = after;
     for (;;) {
       const chunkParams = new SqlParams(params.values);
-      const conditions = [...base, position ? afterOf(sort, position, chunkParams, this.names) : null].filter(isCondition);
-      const text = `SELECT id, rev, deleted, data FROM ${table}${whereClause(conditions)} ORDER BY ${orderByOf(sort, this.names)} LIMIT ${chunkParams.add(RESIDUAL_CHUNK)}`;
+      const conditions = [...base, position ? afterOf(sort, position, chunkParams) : null].filter(isCondition);
+      const text = `SELECT id, rev, deleted, data FROM ${table}${whereClause(conditions)} ORDER BY ${orderByOf(sort)} LIMIT ${chunkParams.add(RESIDUAL_CHUNK)}`;
       const rows = (await this.sql.unsafe<DbRow[]>(text, chunkParams.values)).map(toRow);
       // The rows are tested here, under the memory store's time limit for a $regex, spread over the chunks.
       const startedAt = performance.now();
@@ -310,7 +312,7 @@ export class PostgresStore implements Store {
     for (const match of matches) {
       const ids = new Set<string>();
       const params = new SqlParams();
-      const where = whereOf(match.filter, params, this.names);
+      const where = whereOf(match.filter, params);
       const accept = where.exact || !match.filter ? null : compileFilter(match.filter);
       const text = `SELECT id, rev, deleted, data FROM ${this.names.table(match.entity)}${whereClause(["NOT deleted", where.sql].filter(isCondition))}`;
       for (const row of await tx.unsafe<DbRow[]>(text, params.values)) if (!accept || accept(toRow(row))) ids.add(row.id);

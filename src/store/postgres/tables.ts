@@ -3,16 +3,15 @@
 // numbers and commits. Internal names start with "$", which no entity name can (schema/load.ts),
 // so an entity can never take one. A table that exists in another shape stops the start-up.
 
-import { kindOf, isScalar } from "../../schema/fields.ts";
 import type { Schema } from "../../schema/load.ts";
-import type { Sql } from "./connection.ts";
-import { indexesOf, type SqlNames } from "./sql-query.ts";
+import type { Sql, TransactionSql } from "./connection.ts";
+import { indexesOf } from "./sql-sort.ts";
 
 export const DEFAULT_PG_SCHEMA = "tabula";
 const PG_SCHEMA_RE = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
 /** Quoted, schema-qualified names of everything the store uses. */
-export interface Names extends SqlNames {
+export interface Names {
   table(entity: string): string;
   readonly answers: string;
   readonly keys: string;
@@ -37,24 +36,29 @@ const ENTITY_COLUMNS: Readonly<Record<string, string>> = {
 };
 
 /**
- * Milliseconds since the epoch of a date text as parseDateValue reads it (schema/fields.ts): a
- * YYYY-MM-DD day at its start, or an ISO timestamp with its offset, to the millisecond; NULL for
- * anything else, impossible days included. Immutable, so that indexes may use it.
+ * pg_trgm, whose index serves search: created when missing if tabula's user may (it ships with
+ * PostgreSQL's contrib, which Debian's postgresql includes); without it a search scans the rows.
  */
-const DATE_MS_FUNCTION = (name: string) => `CREATE OR REPLACE FUNCTION ${name}(value text) RETURNS float8
-  LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
-BEGIN
-  IF value ~ '^\\d{4}-\\d{2}-\\d{2}$' THEN
-    RETURN extract(epoch FROM (value || 'T00:00:00Z')::timestamptz) * 1000;
-  END IF;
-  IF value ~ '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})$' THEN
-    RETURN floor(extract(epoch FROM value::timestamptz) * 1000);
-  END IF;
-  RETURN NULL;
-EXCEPTION WHEN others THEN
-  RETURN NULL;
-END
-$fn$`;
+async function enableTrigram(tx: TransactionSql): Promise<boolean> {
+  try {
+    await tx.unsafe("SAVEPOINT trigram");
+    await tx.unsafe("CREATE EXTENSION IF NOT EXISTS pg_trgm");
+    await tx.unsafe("RELEASE SAVEPOINT trigram");
+    return true;
+  } catch {
+    await tx.unsafe("ROLLBACK TO SAVEPOINT trigram");
+    return false;
+  }
+}
+
+/** An index's name: the entity's, then the index's; PostgreSQL keeps 63 bytes, so long ones end in a hash. */
+function indexNameOf(entity: string, index: string): string {
+  const name = `${entity}_${index}`;
+  if (Buffer.byteLength(name) <= 63) return name;
+  let hash = 0;
+  for (const char of name) hash = (Math.imul(hash, 31) + char.codePointAt(0)!) >>> 0;
+  return `${name.slice(0, 50)}_${hash.toString(16)}`;
+}
 
 export function namesIn(pgSchema: string): Names {
   if (!PG_SCHEMA_RE.test(pgSchema)) {
@@ -68,7 +72,6 @@ export function namesIn(pgSchema: string): Names {
     revs: `${schema}."$revs"`,
     nodes: `${schema}."$nodes"`,
     commits: `${schema}."$commits"`,
-    dateMs: `${schema}."$date_ms"`,
   };
 }
 
@@ -82,7 +85,7 @@ export async function createTables(sql: Sql, schema: Schema, pgSchema: string): 
   await sql.begin(async (tx) => {
     await tx.unsafe(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`tabula setup ${pgSchema}`]);
     await tx.unsafe(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(pgSchema)}`);
-    await tx.unsafe(DATE_MS_FUNCTION(names.dateMs));
+    const hasTrigram = await enableTrigram(tx);
     for (const [name, entity] of schema.entities) {
       const columns = await tx.unsafe(`SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2`, [pgSchema, name]);
       if (columns.length > 0) {
@@ -104,9 +107,9 @@ export async function createTables(sql: Sql, schema: Schema, pgSchema: string): 
         created_date timestamptz NOT NULL,
         updated_date timestamptz NOT NULL
       )`);
-      const sorted = [...entity.fields.values()].filter(isScalar).map((field) => ({ field: field.name, kind: kindOf(field) }));
-      for (const { name: indexName, definition } of indexesOf(name, [...sorted, { field: "created_date", kind: "date" }, { field: "updated_date", kind: "date" }], names)) {
-        await tx.unsafe(`CREATE INDEX IF NOT EXISTS ${quoteIdent(indexName)} ON ${table} ${definition}`);
+      for (const index of indexesOf(entity)) {
+        if (index.needsTrigram && !hasTrigram) continue;
+        await tx.unsafe(`CREATE INDEX IF NOT EXISTS ${quoteIdent(indexNameOf(name, index.name))} ON ${table} ${index.definition}`);
       }
     }
     await tx.unsafe(`CREATE TABLE IF NOT EXISTS ${names.answers} (
