@@ -1,0 +1,169 @@
+// The PostgreSQL store, measured side by side with the limit (issue 18, item 4): tabula on
+// --store postgres://… against bench/pg-direct-server.mjs, which sends the store's own statements
+// straight through the driver, on the same database in the same run. W1 (read by id) and W4
+// (durable create) are given as ratios to the direct server; W3 compares a cursor page deep in
+// the table with the first; W2, W5, W6, W7 and W8 are tabula's alone, for context.
+//
+//   npm run bench:pg -- [--store postgres://user@host:port/db] [--records 100000] [--duration 6] [--connections 32]
+//
+// Without --store it starts a throwaway cluster with PostgreSQL's durable defaults
+// (test/support/pg-cluster.mjs: fsync on, synchronous_commit on). Tables go in a fresh schema,
+// dropped at the end.
+
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import postgres from "postgres";
+import { startCluster } from "../test/support/pg-cluster.mjs";
+import { buildRequest, runLoad } from "./load.mjs";
+import { startChild, stopChild } from "./machine.mjs";
+import { STATUSES, TASK_SCHEMA } from "./task-schema.mjs";
+
+const SECRET_KEY = "sk_bench_secret";
+const BULK_RECORDS = 1000;
+const POOL_SIZE = 4096;
+const ROUNDS = 3;
+const TAGS = ["red", "green", "blue", "ops", "web", "api", "docs", "urgent"];
+const WORDS = Array.from({ length: 300 }, (_, i) => "bcdfgklmnprstvz"[i % 15] + "aeiou"[Math.floor(i / 15) % 5] + "lmnrst"[Math.floor(i / 75) % 6] + "aeiou"[i % 4] + "x");
+
+const { values: flags } = parseArgs({
+  options: { store: { type: "string" }, records: { type: "string", default: "100000" }, duration: { type: "string", default: "6" }, connections: { type: "string", default: "32" } },
+});
+const records = Number(flags.records);
+const durationMs = Number(flags.duration) * 1000;
+const connections = Number(flags.connections);
+
+function createRandom(seed) {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function makeTask(index, random) {
+  const pick = (list) => list[Math.floor(random() * list.length)];
+  const day = new Date(Date.UTC(2026, 0, 1) + Math.floor(random() * 365) * 86_400_000);
+  return {
+    title: `${pick(WORDS)} ${pick(WORDS)} ${pick(WORDS)} task ${index}`,
+    status: pick(STATUSES),
+    priority: 1 + Math.floor(random() * 100),
+    estimate: Math.round(random() * 1000) / 10,
+    done: random() < 0.3,
+    due_date: day.toISOString().slice(0, 10),
+    tags: Array.from({ length: Math.floor(random() * 4) }, () => pick(TAGS)),
+  };
+}
+
+const fmt = (n) => Math.round(n).toLocaleString("en-US");
+const pct = (x) => `${Math.round(x * 100)}%`;
+
+async function main() {
+  const cluster = flags.store ? null : await startCluster({ durable: true });
+  const url = flags.store ?? cluster.url;
+  const schema = `bench_${randomBytes(4).toString("hex")}`;
+  const dir = mkdtempSync(join(os.tmpdir(), "tabula-pgbench-"));
+  writeFileSync(join(dir, "schema.json"), JSON.stringify(TASK_SCHEMA));
+  const rows = [];
+  const notes = [];
+  let tabula = null;
+  let direct = null;
+  try {
+    tabula = await startChild("tabula", [new URL("../dist/tabula.mjs", import.meta.url).pathname, "--schema", join(dir, "schema.json"), "--store", url, "--pg-schema", schema, "--port", "0", "--secret-key", SECRET_KEY]);
+    notes.push(`tabula started in ${fmt(tabula.startMs)} ms (tables and indexes created)`);
+    direct = await startChild("direct", [new URL("./pg-direct-server.mjs", import.meta.url).pathname, url, schema]);
+    const headers = { "X-Api-Key": SECRET_KEY };
+    const row = (name, c, load, note = "") => rows.push(`| ${name} | ${c} | ${fmt(load.rate)} | ${load.p50.toFixed(2)} | ${load.p99.toFixed(2)} | ${note} |`);
+    const measure = (server, requests, c = connections, ms = durationMs) => runLoad({ port: server.port, requests, connections: c, durationMs: ms, warmupMs: 500 });
+
+    // W8: the seeding, one bulk create of 1,000 after another.
+    const random = createRandom(7);
+    const ids = [];
+    const seedStart = performance.now();
+    for (let done = 0; done < records; done += BULK_RECORDS) {
+      const batch = Array.from({ length: Math.min(BULK_RECORDS, records - done) }, (_, i) => makeTask(done + i, random));
+      const answer = await fetch(`${tabula.url}/api/entities/Task/bulk`, { method: "POST", headers: { ...headers, "Content-Type": "application/json" }, body: JSON.stringify(batch) });
+      if (answer.status !== 201) throw new Error(`seeding: ${answer.status} ${await answer.text()}`);
+      for (const record of await answer.json()) if (ids.length < POOL_SIZE || random() < 0.05) ids.push(record.id);
+    }
+    const seedSeconds = (performance.now() - seedStart) / 1000;
+    notes.push(`W8 (the seeding): ${fmt(records)} records in bulk creates of ${fmt(BULK_RECORDS)}, ${fmt(records / seedSeconds)} records/s`);
+    const sql = postgres(url, { max: 1, onnotice: () => {} });
+    await sql.unsafe(`ANALYZE "${schema}"."Task"`);
+    await sql.end();
+    const pool = ids.slice(-POOL_SIZE);
+
+    // W1: tabula and the direct SELECT take turns in slices, so that both see the same machine.
+    const tabulaReads = pool.map((id) => buildRequest("GET", `/api/entities/Task/${id}`, { headers }));
+    const directReads = pool.map((id) => buildRequest("GET", `/Task/${id}`));
+    const pairs = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const slice = durationMs / ROUNDS;
+      const order = round % 2 === 0 ? ["direct", "tabula"] : ["tabula", "direct"];
+      const result = {};
+      for (const who of order) result[who] = await measure(who === "tabula" ? tabula : direct, who === "tabula" ? tabulaReads : directReads, connections, slice);
+      pairs.push(result);
+    }
+    const sum = (who) => ({
+      rate: pairs.reduce((total, pair) => total + pair[who].rate, 0) / ROUNDS,
+      p50: pairs.reduce((total, pair) => total + pair[who].p50, 0) / ROUNDS,
+      p99: pairs.reduce((total, pair) => total + pair[who].p99, 0) / ROUNDS,
+    });
+    const ratios = pairs.map((pair) => pair.tabula.rate / pair.direct.rate).sort((a, b) => a - b);
+    row("direct SELECT by id (the limit)", connections, sum("direct"));
+    row(`W1 read one by id (${fmt(pool.length)} random ids)`, connections, sum("tabula"), `${pct(ratios[1])} of direct, the median of ${ROUNDS} slice pairs (${pct(ratios[0])}–${pct(ratios[2])}; target ≥ 50%)`);
+
+    // W4: durable creates, one at a time and 32 at once, against the direct INSERT.
+    const create = (i) => makeTask(records + i, createRandom(i));
+    const tabulaCreates = Array.from({ length: 256 }, (_, i) => buildRequest("POST", "/api/entities/Task", { headers, body: create(i) }));
+    const directCreates = Array.from({ length: 256 }, (_, i) => buildRequest("POST", "/Task", { body: create(i) }));
+    for (const c of [1, connections]) {
+      const limit = await measure(direct, directCreates, c, durationMs / 2);
+      const ours = await measure(tabula, tabulaCreates, c, durationMs / 2);
+      row("direct INSERT, one transaction (the limit)", c, limit);
+      row("W4 create, durable", c, ours, `${pct(ours.rate / limit.rate)} of direct (target ≥ 60%)`);
+    }
+
+    // W3: the first cursor page and one at 90% depth, in the default sort (-created_date).
+    let cursor = null;
+    for (let depth = 0; depth < Math.floor(records * 0.9); depth += 5000) {
+      const answer = await fetch(`${tabula.url}/api/entities/Task?limit=5000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, { headers });
+      cursor = answer.headers.get("x-next-cursor");
+      await answer.arrayBuffer();
+    }
+    const first = await measure(tabula, [buildRequest("GET", "/api/entities/Task?limit=100", { headers })]);
+    const deep = await measure(tabula, [buildRequest("GET", `/api/entities/Task?limit=100&cursor=${encodeURIComponent(cursor)}`, { headers })]);
+    row("W3a first cursor page, limit 100", connections, first);
+    row("W3b cursor page at 90% depth, limit 100", connections, deep, `deep/first time: ${(first.rate / deep.rate).toFixed(2)} by req/s, ${(deep.p50 / first.p50).toFixed(2)} by p50 (target ≤ 1.2)`);
+
+    const q = encodeURIComponent(JSON.stringify({ status: "todo" }));
+    row("W2 list status=todo, sort -priority, limit 100", connections, await measure(tabula, [buildRequest("GET", `/api/entities/Task?q=${q}&sort_by=-priority&limit=100`, { headers })]));
+    row("W5 count status=todo", connections, await measure(tabula, [buildRequest("GET", `/api/entities/Task/count?q=${q}`, { headers })]));
+    const searches = WORDS.slice(0, 50).map((word) => buildRequest("GET", `/api/entities/Task?search=${word}&limit=20`, { headers }));
+    row("W6 search (a word in ~1% of titles), limit 20", connections, await measure(tabula, searches));
+    const updates = pool.map((id, i) => buildRequest("PATCH", `/api/entities/Task/${id}`, { headers, body: { priority: 1 + (i % 100) } }));
+    row("W7 update by id (PATCH), durable", connections, await measure(tabula, updates));
+  } finally {
+    if (tabula) await stopChild(tabula.proc);
+    if (direct) await stopChild(direct.proc);
+    if (flags.store) {
+      const sql = postgres(url, { max: 1, onnotice: () => {} });
+      await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await sql.end();
+    }
+    cluster?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const cpus = os.cpus();
+  console.log(`\n## PostgreSQL store: ${fmt(records)} records, ${flags.store ? "the database given" : "a throwaway cluster with durable defaults"}, ${cpus.length} × ${cpus[0]?.model ?? "cpu"}, Node ${process.version}\n`);
+  console.log("| workload | c | req/s | p50 ms | p99 ms | note |\n|---|---:|---:|---:|---:|---|");
+  for (const line of rows) console.log(line);
+  console.log("");
+  for (const note of notes) console.log(`- ${note}`);
+}
+
+await main();
