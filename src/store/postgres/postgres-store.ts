@@ -34,6 +34,8 @@ import { arrayLiteral, SqlParams } from "./sql-values.ts";
 
 /** Revisions come from the database in blocks of this many, so that nextRev() needs no round trip. */
 const REV_BLOCK = 1 << 20;
+/** How often expired idempotent answers are deleted (they are never found once expired). */
+const ANSWER_SWEEP_MS = 10 * 60 * 1000;
 /** Rows read per query when a filter is finished in JavaScript (see whereOf's `exact`). */
 const RESIDUAL_CHUNK = 1000;
 const ID_ORDER: SortSpec = { field: "id", kind: "string", descending: false };
@@ -60,6 +62,7 @@ export class PostgresStore implements Store {
   private nextRevision: number;
   private revisionEnd: number;
   private spareBlock: Promise<number> | number | null = null;
+  private readonly answerSweep: NodeJS.Timeout;
 
   private constructor(
     private readonly sql: Sql,
@@ -73,6 +76,10 @@ export class PostgresStore implements Store {
     this.nextRevision = revBlock * REV_BLOCK + 1;
     this.revisionEnd = (revBlock + 1) * REV_BLOCK;
     this.fetchSpareBlock();
+    // Any process may sweep: the statement is the same whoever runs it, and a lost one is harmless.
+    this.answerSweep = setInterval(() => {
+      this.sql.unsafe(`DELETE FROM ${this.names.answers} WHERE expires_at <= $1`, [Date.now()]).catch(() => {});
+    }, ANSWER_SWEEP_MS).unref();
   }
 
   /**
@@ -240,6 +247,7 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.answerSweep);
     await this.sql.end({ timeout: 5 });
   }
 
