@@ -19,14 +19,12 @@ import postgres from "postgres";
 import { startCluster } from "../test/support/pg-cluster.mjs";
 import { buildRequest, runLoad } from "./load.mjs";
 import { startChild, stopChild } from "./machine.mjs";
-import { STATUSES, TASK_SCHEMA } from "./task-schema.mjs";
+import { createRandom, makeTask, TASK_SCHEMA, WORDS } from "./task-schema.mjs";
 
 const SECRET_KEY = "sk_bench_secret";
 const BULK_RECORDS = 1000;
 const POOL_SIZE = 4096;
 const ROUNDS = 3;
-const TAGS = ["red", "green", "blue", "ops", "web", "api", "docs", "urgent"];
-const WORDS = Array.from({ length: 300 }, (_, i) => "bcdfgklmnprstvz"[i % 15] + "aeiou"[Math.floor(i / 15) % 5] + "lmnrst"[Math.floor(i / 75) % 6] + "aeiou"[i % 4] + "x");
 
 const { values: flags } = parseArgs({
   options: { store: { type: "string" }, records: { type: "string", default: "100000" }, duration: { type: "string", default: "6" }, connections: { type: "string", default: "32" } },
@@ -35,29 +33,6 @@ const records = Number(flags.records);
 const durationMs = Number(flags.duration) * 1000;
 const connections = Number(flags.connections);
 
-function createRandom(seed) {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function makeTask(index, random) {
-  const pick = (list) => list[Math.floor(random() * list.length)];
-  const day = new Date(Date.UTC(2026, 0, 1) + Math.floor(random() * 365) * 86_400_000);
-  return {
-    title: `${pick(WORDS)} ${pick(WORDS)} ${pick(WORDS)} task ${index}`,
-    status: pick(STATUSES),
-    priority: 1 + Math.floor(random() * 100),
-    estimate: Math.round(random() * 1000) / 10,
-    done: random() < 0.3,
-    due_date: day.toISOString().slice(0, 10),
-    tags: Array.from({ length: Math.floor(random() * 4) }, () => pick(TAGS)),
-  };
-}
 
 const fmt = (n) => Math.round(n).toLocaleString("en-US");
 const pct = (x) => `${Math.round(x * 100)}%`;

@@ -17,7 +17,7 @@ import { copyFileSync, cpSync, mkdtempSync, readdirSync, rmSync, statfsSync, wri
 import os from "node:os";
 import path, { join } from "node:path";
 import { buildRequest, runLoad } from "./load.mjs";
-import { STATUSES, TASK_SCHEMA } from "./task-schema.mjs";
+import { createRandom, makeTask, TASK_SCHEMA, WORDS } from "./task-schema.mjs";
 import { dataFiles, measureDiskSync, readCpuMs, readRss, startChild, stopChild } from "./machine.mjs";
 
 const SECRET_KEY = "sk_bench_secret";
@@ -27,7 +27,6 @@ const POOL_SIZE = 4096;
 const W1_ROUNDS = 5;
 /** ...each turn after this much warm-up (new connections). */
 const W1_SLICE_WARMUP_MS = 250;
-const TAGS = ["red", "green", "blue", "ops", "web", "api", "docs", "urgent"];
 const TMPFS_MAGIC = 0x01021994;
 const DISK_PROBE_MS = 1000;
 const SLICE_MS = 2000;
@@ -42,39 +41,12 @@ const LATENCY_WARMUP = 10;
 const LATENCY_BUDGET_MS = 1500;
 const LATENCY_MIN_SAMPLES = 20;
 
-// Title words: 300 made-up words, three per title, so that each word is in ~1% of the records.
-// W6 searches for such a word: a realistic search-box query, neither a full scan nor a first hit.
-const WORDS = Array.from({ length: 300 }, (_, i) => "bcdfgklmnprstvz"[i % 15] + "aeiou"[Math.floor(i / 15) % 5] + "lmnrst"[Math.floor(i / 75) % 6] + "aeiou"[i % 4] + "x");
 
 const options = parseOptions(process.argv.slice(2));
 /** Under --cpu-prof: each workload's window in the profile, for bench/profile-summary.mjs. */
 const profileWindows = [];
 const only = (name) => options.only === null || options.only.includes(name);
 
-/** mulberry32: the same records for the same --records, run after run. */
-function createRandom(seed) {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function makeTask(index, random) {
-  const pick = (list) => list[Math.floor(random() * list.length)];
-  const day = new Date(Date.UTC(2026, 0, 1) + Math.floor(random() * 365) * 86_400_000);
-  return {
-    title: `${pick(WORDS)} ${pick(WORDS)} ${pick(WORDS)} task ${index}`,
-    status: pick(STATUSES),
-    priority: 1 + Math.floor(random() * 100),
-    estimate: Math.round(random() * 1000) / 10,
-    done: random() < 0.3,
-    due_date: day.toISOString().slice(0, 10),
-    tags: Array.from({ length: Math.floor(random() * 4) }, () => pick(TAGS)),
-  };
-}
 
 async function main() {
   const dir = mkdtempSync(join(os.tmpdir(), "tabula-bench-"));
