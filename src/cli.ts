@@ -26,6 +26,10 @@ Usage: tabula [options]
                            such as https://app.example.com,http://localhost:5173
   --app-id ID              serve /api/apps/<ID>/entities only for this id (the     [TABULA_APP_ID, default: any id]
                            appId given to @base44/sdk's createClient)
+  --rate-limit N           requests per second per client address for publishable   [TABULA_RATE_LIMIT, default off]
+                           keys (burst N; over it 429); secret keys are never limited
+  --trust-proxy            take the client's address from X-Forwarded-For (the last [TABULA_TRUST_PROXY=1]
+                           entry, which your proxy adds): only behind a proxy
   --help, --version
 
 Without --store, --data or --memory the store comes from TABULA_STORE, else TABULA_DATA, else
@@ -38,23 +42,24 @@ const FATAL_GRACE_MS = 1000;
 
 class UsageError extends Error {}
 
-const VALUE_FLAGS = ["schema", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "cors", "app-id"] as const;
+const VALUE_FLAGS = ["schema", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "cors", "app-id", "rate-limit"] as const;
 type ValueFlag = (typeof VALUE_FLAGS)[number];
 
 interface Parsed {
   values: Partial<Record<ValueFlag, string>>;
   memory: boolean;
+  "trust-proxy": boolean;
   help: boolean;
   version: boolean;
 }
 
 function parseArgs(argv: string[]): Parsed {
-  const parsed: Parsed = { values: {}, memory: false, help: false, version: false };
+  const parsed: Parsed = { values: {}, memory: false, "trust-proxy": false, help: false, version: false };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (!arg.startsWith("--")) throw new UsageError(`Unexpected argument "${arg}"; options start with --.`);
     const [name, inline] = arg.slice(2).split(/=(.*)/s, 2) as [string, string | undefined];
-    if (name === "memory" || name === "help" || name === "version") {
+    if (name === "memory" || name === "trust-proxy" || name === "help" || name === "version") {
       if (inline !== undefined) throw new UsageError(`--${name} takes no value.`);
       parsed[name] = true;
     } else if ((VALUE_FLAGS as readonly string[]).includes(name)) {
@@ -73,6 +78,13 @@ function parsePort(text: string, source: string): number {
   const port = /^\d+$/.test(text) ? Number(text) : NaN;
   if (!(port >= 0 && port <= 65535)) throw new UsageError(`${source} must be a number from 0 to 65535 (got "${text}").`);
   return port;
+}
+
+function rateLimitOf(text: string | undefined, source: string): { rateLimit?: number } {
+  if (text === undefined || text === "") return {};
+  const perSecond = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (!(perSecond >= 1)) throw new UsageError(`${source} must be a whole number of requests per second, at least 1 (got "${text}").`);
+  return { rateLimit: perSecond };
 }
 
 function parseSize(text: string): number {
@@ -126,6 +138,8 @@ function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv): ServerOptions & { re
     maxBodyBytes: values["max-body"] === undefined ? DEFAULT_MAX_BODY_BYTES : parseSize(values["max-body"]),
     cors: values.cors ?? env.TABULA_CORS ?? "*",
     appId: values["app-id"] ?? env.TABULA_APP_ID,
+    ...rateLimitOf(values["rate-limit"] ?? env.TABULA_RATE_LIMIT, values["rate-limit"] !== undefined ? "--rate-limit" : "TABULA_RATE_LIMIT"),
+    trustProxy: parsed["trust-proxy"] || env.TABULA_TRUST_PROXY === "1",
   };
 }
 

@@ -14,6 +14,7 @@ export type ErrorCode =
   | "batch_too_large"
   | "unauthorized"
   | "forbidden"
+  | "rate_limited"
   | "entity_not_found"
   | "record_not_found"
   | "method_not_allowed"

@@ -11,6 +11,7 @@ import { buildOpenApi, describeEntity } from "./http/openapi.ts";
 import { addCorsHeaders, isPreflight, parseCorsPolicy, preflightReply, type CorsPolicy } from "./http/cors.ts";
 import { headerOf, parseJsonBody, presentedApiKey, readBody, DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
 import { sendReplyLingering } from "./http/linger.ts";
+import { clientAddress, rateLimited, RateLimiter } from "./http/rate-limit.ts";
 import { errorReply, jsonReply, sendReply, type Reply } from "./http/response.ts";
 import { buildRouter, type Handler, type RequestContext } from "./http/routes.ts";
 import type { Params, Router } from "./http/router.ts";
@@ -54,6 +55,13 @@ export interface ServerOptions {
   readonly maxBodyBytes?: number;
   /** CORS (CONTRACT §7): "*" (the default), origins separated by commas, or "off". */
   readonly cors?: string;
+  /**
+   * Requests per second per client address for publishable keys (CONTRACT §9); off when not given.
+   * Secret keys are never limited.
+   */
+  readonly rateLimit?: number;
+  /** Read the client's address from X-Forwarded-For (the last one, which the proxy added). */
+  readonly trustProxy?: boolean;
   /** The app id served at /api/apps/<appId>/entities (CONTRACT §7); any id when not given. */
   readonly appId?: string;
   /** Warnings (a torn log tail cut off, fields no longer declared). Default: stderr. */
@@ -103,7 +111,8 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     const applySeed = async () => (seed ? seed.apply(records, seedBy) : 0);
     const seeded = await applySeed();
     const mounts = [nativeMount, sdkMount(options.appId ?? null)];
-    const app = new App(records, keys, mounts, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, cors, options.onFatal);
+    const limiter = options.rateLimit === undefined ? null : new RateLimiter(checkRateLimit(options.rateLimit));
+    const app = new App(records, keys, mounts, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, cors, options.onFatal, limiter, options.trustProxy ?? false);
     // The Host check is App's, so that its refusal is JSON like every other.
     const http = createHttpServer({ requireHostHeader: false }, (req, res) => void app.handle(req, res));
     http.on("clientError", answerClientError);
@@ -164,6 +173,12 @@ function storeLocationOf(options: ServerOptions): StoreLocation {
     throw new Error(`The store is given twice: as store, and as ${options.memory ? "memory" : "data"}. Give one (memory is the store memory:, data the store file:<data>).`);
   }
   return parseStoreUrl(options.store, "The store option");
+}
+
+/** --rate-limit: a whole number of requests per second, at least 1. */
+function checkRateLimit(perSecond: number): number {
+  if (!Number.isInteger(perSecond) || perSecond < 1) throw new Error(`The rate limit must be a whole number of requests per second, at least 1 (got ${perSecond}).`);
+  return perSecond;
 }
 
 async function findUndeclaredFields(schema: Schema, records: Records): Promise<string[]> {
@@ -237,6 +252,8 @@ class App {
     private readonly maxBodyBytes: number,
     private readonly cors: CorsPolicy | null,
     private readonly onFatal: ((error: Error) => void) | undefined,
+    private readonly limiter: RateLimiter | null,
+    private readonly trustProxy: boolean,
   ) {
     this.router = buildRouter(mounts);
     this.idempotency = new IdempotencyGuard(records);
@@ -294,6 +311,10 @@ class App {
     }
     if (!path.startsWith("/api/")) throw notFound(path);
     const caller = this.keys.authenticate(presentedApiKey(req));
+    if (this.limiter && caller.kind === "publishable") {
+      const wait = this.limiter.take(clientAddress(req, this.trustProxy));
+      if (wait > 0) throw rateLimited(this.limiter.perSecond, wait);
+    }
     const match = this.router.match(method, path);
     if (!match) throw notFound(path);
     if ("allowed" in match) throw methodNotAllowed(method, match.allowed);

@@ -25,6 +25,7 @@ const ERROR_CODES = [
   "forbidden", "entity_not_found", "record_not_found", "not_found", "app_not_found", "method_not_allowed",
   "ambiguous_match", "idempotency_key_in_use", "precondition_failed", "payload_too_large",
   "unsupported_media_type", "idempotency_key_reused", "internal", "store_unavailable", "insufficient_storage",
+  "rate_limited",
 ] as const satisfies readonly ErrorCode[];
 // Fails to compile when errors.ts gains a code that this document does not list.
 const HAS_EVERY_ERROR_CODE: [Exclude<ErrorCode, (typeof ERROR_CODES)[number]>] extends [never] ? true : never = true;
@@ -41,6 +42,7 @@ const ERROR_RESPONSES: Record<number, [name: string, description: string]> = {
   413: ["PayloadTooLarge", "`payload_too_large`: the body is over the server's limit (10 MiB by default). It is answered while the body is still arriving; the server reads and drops the rest (up to 64 MiB or 10 s) before it closes the connection."],
   415: ["UnsupportedMediaType", "`unsupported_media_type`: send the body as `Content-Type: application/json`."],
   422: ["IdempotencyKeyReused", "`idempotency_key_reused`: this Idempotency-Key was used with a different method, path or body."],
+  429: ["RateLimited", "`rate_limited`: with `--rate-limit N`, a client sent more than N requests a second with a publishable key. Wait for `Retry-After` (seconds). Secret keys are never limited."],
   500: ["Internal", "`internal`: the server failed; it has been logged. Never caused by what the client sent."],
   503: [
     "StoreUnavailable",
@@ -661,9 +663,10 @@ function headerRefs(names: string[]): Json {
   return Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
 }
 
-// Every /api/ operation may also answer 500 and 503; they are added here so no operation forgets them.
+// Every /api/ operation may also answer 429 (a publishable key over --rate-limit), 500 and 503;
+// they are added here so no operation forgets them.
 function errors(...statuses: number[]): Json {
-  return Object.fromEntries([...statuses, 500, 503].map((status) => [status, { $ref: `#/components/responses/${ERROR_RESPONSES[status]![0]}` }]));
+  return Object.fromEntries([...statuses, 429, 500, 503].map((status) => [status, { $ref: `#/components/responses/${ERROR_RESPONSES[status]![0]}` }]));
 }
 
 function jsonContent(schema: Json): Json {

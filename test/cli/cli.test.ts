@@ -168,6 +168,9 @@ describe("flags", { concurrency: CONCURRENT_TESTS }, () => {
     [["--port", "http"], /--port.*http/],
     [["--max-body", "lots"], /--max-body.*lots/],
     [["--memory=yes"], /--memory/],
+    [["--rate-limit", "0"], /--rate-limit must be a whole number .* \(got "0"\)/],
+    [["--rate-limit", "fast"], /--rate-limit.*fast/],
+    [["--trust-proxy=yes"], /--trust-proxy takes no value/],
   ];
   for (const [args, named] of badFlags) {
     test(`${args.join(" ")} exits 1 before listening with a message naming the fault`, async () => {

@@ -1,0 +1,93 @@
+// --rate-limit (CONTRACT §9, issue 20 item 3): publishable keys get N requests a second per client
+// address, a burst of N, then 429 rate_limited with Retry-After; secret keys never; X-Forwarded-For
+// only with --trust-proxy; memory bounded however many addresses come.
+
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { RateLimiter } from "../../src/http/rate-limit.ts";
+import { PUBLISHABLE, SECRET, startTestServer, type TestServer } from "../support/server.ts";
+
+const LIMIT = 5;
+
+describe("the rate limiter's buckets", () => {
+  test("a burst of N, then one token every 1/N s; the wait is whole seconds, at least 1", () => {
+    let now = 0;
+    const limiter = new RateLimiter(LIMIT, () => now);
+    for (let i = 0; i < LIMIT; i++) assert.equal(limiter.take("a"), 0, `request ${i + 1} of the burst`);
+    assert.equal(limiter.take("a"), 1);
+    assert.equal(limiter.take("b"), 0, "another address has a bucket of its own");
+    now += 1000 / LIMIT; // one token back
+    assert.equal(limiter.take("a"), 0);
+    assert.equal(limiter.take("a"), 1);
+    now += 10_000; // refilled to N, never beyond
+    for (let i = 0; i < LIMIT; i++) assert.equal(limiter.take("a"), 0);
+    assert.equal(limiter.take("a"), 1);
+  });
+
+  test("memory stays bounded: buckets idle for a second are full, and forgotten", () => {
+    let now = 0;
+    const limiter = new RateLimiter(LIMIT, () => now);
+    for (let i = 0; i < 100_000; i++) {
+      now = i; // a new address every millisecond
+      limiter.take(`10.0.${i >> 8}.${i & 255}`);
+      assert.ok(limiter.size <= 1001, `${limiter.size} buckets at ${i}`);
+    }
+    // A forgotten bucket was full: its address gets its whole burst again.
+    now += 2000;
+    for (let i = 0; i < LIMIT; i++) assert.equal(limiter.take("10.0.0.0"), 0);
+  });
+});
+
+describe("--rate-limit through HTTP", () => {
+  let server: TestServer;
+  let proxied: TestServer;
+  before(async () => {
+    server = await startTestServer({ rateLimit: LIMIT });
+    proxied = await startTestServer({ rateLimit: LIMIT, trustProxy: true });
+  });
+  after(async () => {
+    await server.close();
+    await proxied.close();
+  });
+
+  test("a publishable key gets N requests, then 429 rate_limited with Retry-After; the secret key is never limited", async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < LIMIT + 2; i++) statuses.push((await server.call("GET", "/api/entities/Task", { apiKey: PUBLISHABLE })).status);
+    // The bucket refills at N a second: a slow host may earn back one token during the burst.
+    assert.deepEqual(statuses.slice(0, LIMIT), Array(LIMIT).fill(200));
+    assert.equal(statuses.at(-1), 429);
+    const refused = await server.call("POST", "/api/entities/Task", { apiKey: PUBLISHABLE, body: { title: "too fast" } });
+    assert.equal(refused.status, 429);
+    assert.equal(refused.body.error.code, "rate_limited");
+    assert.match(refused.body.error.message, /more than 5 requests per second with a publishable key/);
+    assert.equal(refused.headers.get("retry-after"), "1");
+    assert.equal(refused.body.error.details.limitPerSecond, LIMIT);
+    // Nothing of a refused write is stored.
+    const count = await server.call("GET", "/api/entities/Task/count", { apiKey: SECRET });
+    assert.equal(count.body.count, 0);
+    for (let i = 0; i < 3 * LIMIT; i++) assert.equal((await server.call("GET", "/api/entities/Task", { apiKey: SECRET })).status, 200);
+    // A second later the publishable key has its burst again.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    assert.equal((await server.call("GET", "/api/entities/Task", { apiKey: PUBLISHABLE })).status, 200);
+  });
+
+  test("X-Forwarded-For counts only with --trust-proxy, and then its last address is the client", async () => {
+    // Without --trust-proxy every request here comes from 127.0.0.1, whatever it claims.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const claimed = [];
+    for (let i = 0; i < LIMIT + 1; i++) {
+      claimed.push((await server.call("GET", "/api/entities/Task", { apiKey: PUBLISHABLE, headers: { "X-Forwarded-For": `10.1.1.${i}` } })).status);
+    }
+    assert.equal(claimed.at(-1), 429, "claiming other addresses does not escape the limit");
+    // With it, each forwarded address has its own bucket; the proxy's own entry comes last.
+    for (let i = 0; i < LIMIT; i++) {
+      assert.equal((await proxied.call("GET", "/api/entities/Task", { apiKey: PUBLISHABLE, headers: { "X-Forwarded-For": "spoofed, 10.2.2.2" } })).status, 200);
+    }
+    assert.equal((await proxied.call("GET", "/api/entities/Task", { apiKey: PUBLISHABLE, headers: { "X-Forwarded-For": "other, 10.2.2.2" } })).status, 429);
+    assert.equal((await proxied.call("GET", "/api/entities/Task", { apiKey: PUBLISHABLE, headers: { "X-Forwarded-For": "10.3.3.3" } })).status, 200);
+  });
+
+  test("a rate limit that is not a whole number of at least 1 stops the start", async () => {
+    for (const rateLimit of [0, -1, 2.5]) await assert.rejects(startTestServer({ rateLimit }), /rate limit must be a whole number/);
+  });
+});
