@@ -3,7 +3,7 @@
 // handlers, and a change there must be mirrored here (test/http/openapi.test.ts checks the shape).
 
 import type { ErrorCode } from "../errors.ts";
-import { isScalar, kindOf, PLATFORM_FIELD_DEFS, type EntityDef, type FieldDef } from "../schema/fields.ts";
+import { ACCESS_OPERATIONS, isScalar, kindOf, PLATFORM_FIELD_DEFS, type AccessOperation, type EntityDef, type FieldDef } from "../schema/fields.ts";
 import type { Schema } from "../schema/load.ts";
 import { DATE_BUCKET_UNITS, HAVING_OPERATORS, MAX_AGGREGATE_ROWS, MAX_GROUP_FIELDS } from "../records/aggregate-spec.ts";
 import { MAX_BATCH_RECORDS, MAX_MATCH_FIELDS as MAX_UPSERT_MATCH_FIELDS } from "../records/batch.ts";
@@ -108,7 +108,8 @@ export function describeEntity(entity: EntityDef): Json {
     properties[field.name] = field.default === undefined ? fieldSchema(field) : { ...fieldSchema(field), default: field.default };
   }
   const required = entity.fieldNames.filter((name) => entity.fields.get(name)!.required);
-  return { name: entity.name, type: "object", properties, required, additionalProperties: false };
+  const access = entity.publishableAccess.size === ACCESS_OPERATIONS.length ? {} : { access: { publishable: ACCESS_OPERATIONS.filter((op) => entity.publishableAccess.has(op)) } };
+  return { name: entity.name, type: "object", properties, required, additionalProperties: false, ...access };
 }
 
 function components(entities: EntityDef[]): Json {
@@ -171,10 +172,19 @@ function entityPaths(entity: EntityDef, mount: Mount): Json {
       ...(route.path.includes(":field") ? [distinctFieldParameter(entity)] : []),
     ];
     if (parameters.length > 0) item.parameters = parameters;
-    const doc = OPERATION_DOCS[route.operation](entity, mount);
+    const doc = withAccess(OPERATION_DOCS[route.operation](entity, mount), entity, route.access);
     item[route.method.toLowerCase()] = mount.name === "sdk" ? sdkVariant(doc, entity) : doc;
   }
   return paths;
+}
+
+/** An operation a publishable key may not use on this entity (its "access", CONTRACT §9) says so, and may answer 403. */
+function withAccess(doc: Json, entity: EntityDef, needs: readonly AccessOperation[]): Json {
+  const denied = needs.filter((operation) => !entity.publishableAccess.has(operation));
+  if (denied.length === 0) return doc;
+  const note = `**Not for publishable keys** on ${entity.name}: its declaration's \`access\` does not allow them to ${denied.join(" or ")} (403 \`forbidden\`). Use a secret key.`;
+  const responses = { ...(doc.responses as Json), 403: { $ref: "#/components/responses/Forbidden" } };
+  return { ...doc, description: doc.description ? `${note}\n\n${doc.description as string}` : note, responses };
 }
 
 const OPERATION_DOCS: Record<OperationName, (entity: EntityDef, mount: Mount) => Json> = {

@@ -5,7 +5,8 @@
 // memory), or later; a write's Change names what it expects of the store, which refuses it if
 // another write came first (Store.commit), and the server then runs the operation again.
 
-import { forbidden } from "../errors.ts";
+import { ApiError, forbidden } from "../errors.ts";
+import type { AccessOperation } from "../schema/fields.ts";
 import type { Caller } from "../records/caller.ts";
 import { parseAggregateSpec } from "../records/aggregate-spec.ts";
 import { bulkCreate, bulkUpdate, deleteMany, updateMany, upsert } from "../records/batch.ts";
@@ -55,28 +56,33 @@ export interface EntityRoute {
   /** The path under the mount's collection ("" for the collection itself). */
   readonly path: string;
   readonly operation: OperationName;
+  /**
+   * What the caller must be allowed to do with the entity (its declaration's "access", CONTRACT
+   * §9), checked here for every route, so that no route can forget it.
+   */
+  readonly access: readonly AccessOperation[];
 }
 
 /** Every mount serves these; a mount with `pages` serves v2/list too. */
 export const ENTITY_ROUTES: readonly EntityRoute[] = [
-  { method: "GET", path: "", operation: "list" },
-  { method: "POST", path: "", operation: "create" },
-  { method: "DELETE", path: "", operation: "deleteMany" },
-  { method: "GET", path: "/count", operation: "count" },
-  { method: "POST", path: "/aggregate", operation: "aggregate" },
-  { method: "GET", path: "/distinct/:field", operation: "distinct" },
-  { method: "POST", path: "/bulk", operation: "bulkCreate" },
-  { method: "PUT", path: "/bulk", operation: "bulkUpdate" },
-  { method: "POST", path: "/upsert", operation: "upsert" },
-  { method: "PATCH", path: "/update-many", operation: "updateMany" },
-  { method: "GET", path: "/:id", operation: "get" },
-  { method: "PUT", path: "/:id", operation: "update" },
-  { method: "PATCH", path: "/:id", operation: "patch" },
-  { method: "DELETE", path: "/:id", operation: "delete" },
-  { method: "PUT", path: "/:id/restore", operation: "restore" },
+  { method: "GET", path: "", operation: "list", access: ["read"] },
+  { method: "POST", path: "", operation: "create", access: ["create"] },
+  { method: "DELETE", path: "", operation: "deleteMany", access: ["delete"] },
+  { method: "GET", path: "/count", operation: "count", access: ["read"] },
+  { method: "POST", path: "/aggregate", operation: "aggregate", access: ["read"] },
+  { method: "GET", path: "/distinct/:field", operation: "distinct", access: ["read"] },
+  { method: "POST", path: "/bulk", operation: "bulkCreate", access: ["create"] },
+  { method: "PUT", path: "/bulk", operation: "bulkUpdate", access: ["update"] },
+  { method: "POST", path: "/upsert", operation: "upsert", access: ["create", "update"] },
+  { method: "PATCH", path: "/update-many", operation: "updateMany", access: ["update"] },
+  { method: "GET", path: "/:id", operation: "get", access: ["read"] },
+  { method: "PUT", path: "/:id", operation: "update", access: ["update"] },
+  { method: "PATCH", path: "/:id", operation: "patch", access: ["update"] },
+  { method: "DELETE", path: "/:id", operation: "delete", access: ["delete"] },
+  { method: "PUT", path: "/:id/restore", operation: "restore", access: ["update"] },
 ];
 
-const PAGE_ROUTE: EntityRoute = { method: "GET", path: "/v2/list", operation: "listPage" };
+const PAGE_ROUTE: EntityRoute = { method: "GET", path: "/v2/list", operation: "listPage", access: ["read"] };
 
 /** The routes a mount serves, in table order. */
 export function routesOf(mount: Mount): EntityRoute[] {
@@ -92,6 +98,7 @@ export function buildRouter(mounts: readonly Mount[]): Router<Handler> {
       const operation: Operation = OPERATIONS[route.operation];
       router.add(route.method, mount.collection + route.path, (ctx) => {
         mount.checkPath(ctx);
+        checkAccess(ctx, route);
         return then(operation(ctx, mount), ({ result, change }) => ({ reply: present(mount.presenter, result, ctx), change }));
       });
     }
@@ -215,6 +222,21 @@ async function updateRecord(ctx: RequestContext): Promise<Done> {
   checkIfMatch(ctx.header("if-match"), row);
   const change = ctx.records.update(entity, row, requireBody(ctx.body, `{"<field>": <new value>}`));
   return { result: { type: "record", entity, row: change.result, created: false }, change };
+}
+
+/** The route's operations must be in the entity's "access" for the caller's key kind (CONTRACT §9). */
+function checkAccess(ctx: RequestContext, route: EntityRoute): void {
+  if (ctx.caller.kind === "secret") return;
+  const entity = ctx.records.entity(ctx.params.entity!);
+  const denied = route.access.find((operation) => !entity.publishableAccess.has(operation));
+  if (denied === undefined) return;
+  const allowed = [...entity.publishableAccess];
+  throw new ApiError(
+    403,
+    "forbidden",
+    `A publishable key may not ${denied} ${entity.name} records: its declaration's "access" allows publishable keys ${allowed.length === 0 ? "nothing" : allowed.join(", ")}. Use a secret key (from a server), or add "${denied}" to "access"."publishable".`,
+    { entity: entity.name, operation: denied, keyKind: ctx.caller.kind },
+  );
 }
 
 function requireSecret(ctx: RequestContext, action: string): void {

@@ -22,6 +22,10 @@ export interface FieldDef {
   readonly pattern?: RegExp;
 }
 
+/** What a key may do with an entity's records (CONTRACT §9): read covers get, list, count, aggregate, distinct. */
+export type AccessOperation = "read" | "create" | "update" | "delete";
+export const ACCESS_OPERATIONS: readonly AccessOperation[] = ["read", "create", "update", "delete"];
+
 export interface EntityDef {
   readonly name: string;
   /** Where it was declared, for messages. */
@@ -31,6 +35,8 @@ export interface EntityDef {
   readonly fieldNames: readonly string[];
   /** Declared `string` fields: what `search` looks in. */
   readonly textFields: readonly string[];
+  /** What a publishable key may do ("access" in the declaration; all four by default). Secret keys may do everything. */
+  readonly publishableAccess: ReadonlySet<AccessOperation>;
 }
 
 export const PLATFORM_FIELDS = ["id", "created_date", "updated_date", "created_by_id"] as const;

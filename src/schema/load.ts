@@ -4,7 +4,7 @@
 
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
-import { isPlatformField, type EntityDef, type FieldDef, type FieldType, type StringFormat } from "./fields.ts";
+import { ACCESS_OPERATIONS, isPlatformField, type AccessOperation, type EntityDef, type FieldDef, type FieldType, type StringFormat } from "./fields.ts";
 import { checkFieldValue } from "./validate.ts";
 
 export interface Schema {
@@ -23,7 +23,7 @@ const ENTITY_NAME_RE = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 const FIELD_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** Keywords that document a declaration without changing what it accepts. */
 const ANNOTATIONS = ["title", "description", "examples", "$comment", "$schema", "$id"];
-const ENTITY_KEYWORDS = ["name", "type", "properties", "required", "additionalProperties", ...ANNOTATIONS];
+const ENTITY_KEYWORDS = ["name", "type", "properties", "required", "additionalProperties", "access", ...ANNOTATIONS];
 const FIELD_KEYWORDS = [
   "type", "format", "enum", "default", "items", "minimum", "maximum", "minLength", "maxLength", "pattern",
   ...ANNOTATIONS,
@@ -126,7 +126,26 @@ function buildEntity({ file, fallbackName, declaration }: Source): EntityDef {
   }
   const fieldNames = [...fields.keys()];
   const textFields = fieldNames.filter((field) => fields.get(field)!.type === "string");
-  return { name, file, fields, fieldNames, textFields };
+  return { name, file, fields, fieldNames, textFields, publishableAccess: parseAccess(declaration.access, where) };
+}
+
+/** `"access": { "publishable": ["read", "create"] }`: what a publishable key may do; all of it when not given. */
+function parseAccess(access: unknown, where: string): ReadonlySet<AccessOperation> {
+  if (access === undefined) return new Set(ACCESS_OPERATIONS);
+  const example = `such as {"publishable": ["read", "create"]}`;
+  if (!isPlainObject(access)) throw new SchemaError(`${where}: "access" must be an object ${example}.`);
+  for (const kind of Object.keys(access)) {
+    if (kind === "secret") throw new SchemaError(`${where}: "access" names "secret", but secret keys may always do everything; list what "publishable" keys may do.`);
+    if (kind !== "publishable") throw new SchemaError(`${where}: "access" names the key kind "${kind}"; the only kind it narrows is "publishable", ${example}.`);
+  }
+  const operations = access.publishable ?? [...ACCESS_OPERATIONS];
+  if (!Array.isArray(operations)) throw new SchemaError(`${where}: "access"."publishable" must be an array of operations (${ACCESS_OPERATIONS.join(", ")}).`);
+  for (const operation of operations) {
+    if (!(ACCESS_OPERATIONS as readonly unknown[]).includes(operation)) {
+      throw new SchemaError(`${where}: "access"."publishable" lists ${JSON.stringify(operation)}, which is no operation; use ${ACCESS_OPERATIONS.map((op) => `"${op}"`).join(", ")}.`);
+    }
+  }
+  return new Set(operations as AccessOperation[]);
 }
 
 function buildField(name: string, spec: unknown, required: boolean, at: string): FieldDef {
