@@ -33,7 +33,7 @@ export function buildRequest(method, path, { host = "127.0.0.1", headers = {}, b
  * request's number (built when it is sent), and `seconds` is the time spent in requests only.
  */
 export async function runLoad({ port, host = "127.0.0.1", requests, connections, durationMs = Infinity, warmupMs = 1000, limit }) {
-  if (requests.length === 0) throw new Error("runLoad: no requests");
+  if (typeof requests !== "function" && requests.length === 0) throw new Error("runLoad: no requests");
   const requestAt = typeof requests === "function" ? requests : (i) => requests[i % requests.length];
   const latencies = [];
   const statuses = new Map();

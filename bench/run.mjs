@@ -8,7 +8,7 @@
 //
 // AGG times aggregates and distinct one request at a time (the median and p90 of up to 100 each).
 //
-//   node bench/run.mjs [--records 100000] [--duration 5] [--connections 32] [--only W1,W3,AGG] [--keep]
+//   node bench/run.mjs [--records 100000] [--duration 5] [--connections 32] [--only W1,W3,AGG] [--keep] [--unique]
 //                      [--sustain S] [--node-flags "FLAGS for the tabula child"]
 //                      [--cpu-prof DIR]   (then: node bench/profile-summary.mjs DIR/*.cpuprofile)
 // --only takes workload names, AGG, and SUSTAINED (updates until a compaction, or for --sustain seconds).
@@ -53,7 +53,9 @@ async function main() {
   const dataDir = join(dir, "data");
   // A private copy of the bundle: another build of dist/ during the run cannot change what is measured.
   copyFileSync(new URL("../dist/tabula.mjs", import.meta.url), join(dir, "tabula.mjs"));
-  writeFileSync(join(dir, "schema.json"), JSON.stringify(TASK_SCHEMA));
+  // --unique declares Task's titles unique (each holds its record's index), to weigh the check.
+  const schema = options.unique ? { Task: { ...TASK_SCHEMA.Task, unique: [["title"]] } } : TASK_SCHEMA;
+  writeFileSync(join(dir, "schema.json"), JSON.stringify(schema));
   const rows = [];
   const latencies = [];
   const notes = [];
@@ -151,9 +153,10 @@ async function main() {
       // The disk's own floor, in the same folder just before: W4 at c=1 cannot beat one fdatasync.
       const disk = measureDiskSync(dir, DISK_PROBE_MS);
       notes.push(`disk: a bare write+fdatasync loop on the data folder's disk did ${fmt(disk.rate)}/s (${disk.ms.toFixed(3)} ms each) just before W4`);
+      // Every create a record of its own (its title names its index), so that under --unique none is refused.
       const random = createRandom(4);
-      const requests = Array.from({ length: POOL_SIZE }, (_, i) =>
-        buildRequest("POST", "/api/entities/Task", { headers: { "X-Api-Key": SECRET_KEY }, body: makeTask(options.records + i, random) }));
+      let created = 0;
+      const requests = () => buildRequest("POST", "/api/entities/Task", { headers: { "X-Api-Key": SECRET_KEY }, body: makeTask(options.records + created++, random) });
       const single = await measure(requests, 1);
       rows.push(row("W4 create, durable", 1, single, `target ≥ 1,500 req/s; ${pct(single.rate / disk.rate)} of the disk's bare fdatasync rate`));
       rows.push(row("W4 create, durable", options.connections, await measure(requests), "target ≥ 7,000 req/s"));
@@ -403,7 +406,7 @@ function printReport({ rows, latencies, notes, afterSeed, seededStart, settled, 
 }
 
 function parseOptions(argv) {
-  const parsed = { records: 100_000, duration: 5, warmup: 1, connections: 32, only: null, keep: false, cpuProf: null, sustain: 0, nodeFlags: [], w1Ids: POOL_SIZE };
+  const parsed = { records: 100_000, duration: 5, warmup: 1, connections: 32, only: null, keep: false, cpuProf: null, sustain: 0, nodeFlags: [], w1Ids: POOL_SIZE, unique: false };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = () => {
@@ -417,11 +420,12 @@ function parseOptions(argv) {
     else if (flag === "--connections") parsed.connections = positive(flag, value());
     else if (flag === "--only") parsed.only = value().toUpperCase().split(",");
     else if (flag === "--keep") parsed.keep = true;
+    else if (flag === "--unique") parsed.unique = true;
     else if (flag === "--w1-ids") parsed.w1Ids = positive(flag, value());
     else if (flag === "--sustain") parsed.sustain = positive(flag, value());
     else if (flag === "--node-flags") parsed.nodeFlags = value().split(/\s+/).filter(Boolean);
     else if (flag === "--cpu-prof") parsed.cpuProf = path.resolve(value());
-    else throw new Error(`unknown option ${flag}; options: --records N --duration S --warmup S --connections C --only W1,W2,AGG --keep --cpu-prof DIR --sustain S --w1-ids N --node-flags "--max-old-space-size=256"`);
+    else throw new Error(`unknown option ${flag}; options: --records N --duration S --warmup S --connections C --only W1,W2,AGG --keep --unique --cpu-prof DIR --sustain S --w1-ids N --node-flags "--max-old-space-size=256"`);
   }
   return parsed;
 }

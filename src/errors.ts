@@ -15,6 +15,7 @@ export type ErrorCode =
   | "unauthorized"
   | "forbidden"
   | "rate_limited"
+  | "unique_violation"
   | "entity_not_found"
   | "record_not_found"
   | "method_not_allowed"
@@ -123,6 +124,14 @@ export const insufficientStorage = () =>
 
 export const storeUnavailable = () =>
   new ApiError(503, "store_unavailable", "The store failed to write to its disk and is shutting down; whether this write was stored is unknown. Read it back once the server is up again, or retry it with the same Idempotency-Key.");
+
+export const uniqueViolation = (entity: string, fields: readonly string[], values: readonly unknown[], id: string) =>
+  new ApiError(
+    409,
+    "unique_violation",
+    `A live ${entity} record (${id}) already has ${fields.map((field, i) => `${field} = ${JSON.stringify(values[i])}`).join(", ")}, and the declaration makes ${fields.length === 1 ? "it" : "them"} unique; nothing was stored. Use other values, or change that record instead.`,
+    { entity, fields: [...fields], values: [...values], id },
+  );
 
 export const databaseUnreachable = () =>
   new ApiError(

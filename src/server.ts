@@ -4,7 +4,7 @@
 
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { ApiError, databaseUnreachable, expectationFailed, insufficientStorage, internalError, methodNotAllowed, notFound, storeUnavailable, writeContended } from "./errors.ts";
+import { ApiError, databaseUnreachable, expectationFailed, insufficientStorage, internalError, methodNotAllowed, notFound, storeUnavailable, uniqueViolation, writeContended } from "./errors.ts";
 import { answerClientError, answerConnect } from "./http/client-error.ts";
 import { IdempotencyGuard, idempotentRequest, type IdempotentRequest } from "./http/idempotency.ts";
 import { buildOpenApi, describeEntity } from "./http/openapi.ts";
@@ -24,7 +24,7 @@ import { loadSchemaObject, loadSchemaPath, type Declarations, type Schema } from
 import { isPlatformField } from "./schema/fields.ts";
 import type { ValueIndexedFields } from "./store/memory/memory-store.ts";
 import { openStore, parseStoreUrl, type LoadedData, type StoreLocation } from "./store/open-store.ts";
-import { ConflictError, isOutOfSpace, StoreUnreachableError } from "./store/store.ts";
+import { ConflictError, isOutOfSpace, StoreUnreachableError, UniqueViolation } from "./store/store.ts";
 import { then } from "./maybe.ts";
 
 export const VERSION = "0.1.0";
@@ -370,6 +370,7 @@ class App {
         await this.records.commit(change, answer);
         return reply;
       } catch (error) {
+        if (error instanceof UniqueViolation) throw uniqueViolation(error.entity, error.fields, error.values, error.existingId);
         if (!(error instanceof ConflictError)) this.fail(error as Error);
         if (error.reason === "answer" && request) return this.idempotency.replay(request, Date.now());
         if (attempt >= MAX_WRITE_ATTEMPTS) throw writeContended(attempt);

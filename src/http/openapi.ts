@@ -25,7 +25,7 @@ const ERROR_CODES = [
   "forbidden", "entity_not_found", "record_not_found", "not_found", "app_not_found", "method_not_allowed",
   "ambiguous_match", "idempotency_key_in_use", "precondition_failed", "payload_too_large",
   "unsupported_media_type", "idempotency_key_reused", "internal", "store_unavailable", "insufficient_storage",
-  "rate_limited",
+  "rate_limited", "unique_violation",
 ] as const satisfies readonly ErrorCode[];
 // Fails to compile when errors.ts gains a code that this document does not list.
 const HAS_EVERY_ERROR_CODE: [Exclude<ErrorCode, (typeof ERROR_CODES)[number]>] extends [never] ? true : never = true;
@@ -37,7 +37,7 @@ const ERROR_RESPONSES: Record<number, [name: string, description: string]> = {
   401: ["Unauthorized", "`unauthorized`: the `X-Api-Key` header is missing or matches no key."],
   403: ["Forbidden", "`forbidden`: a publishable key may not do this (CONTRACT §3); use a secret key."],
   404: ["NotFound", "`entity_not_found` (no such entity; names are case-sensitive), `record_not_found` (no such live record) or `not_found` (no such path)."],
-  409: ["Conflict", "`ambiguous_match` (an upsert match fits several records) or `idempotency_key_in_use` (the same Idempotency-Key is still being processed; retry later)."],
+  409: ["Conflict", "`ambiguous_match` (an upsert match fits several records), `idempotency_key_in_use` (the same Idempotency-Key is still being processed; retry later) or `unique_violation` (the write would give two live records the same values in fields the entity declares `unique`; `details` names the entity, fields, values and the `id` of the record holding them)."],
   412: ["PreconditionFailed", "`precondition_failed`: `If-Match` differs from the record's current ETag; read it again and retry."],
   413: ["PayloadTooLarge", "`payload_too_large`: the body is over the server's limit (10 MiB by default). It is answered while the body is still arriving; the server reads and drops the rest (up to 64 MiB or 10 s) before it closes the connection."],
   415: ["UnsupportedMediaType", "`unsupported_media_type`: send the body as `Content-Type: application/json`."],
@@ -109,7 +109,8 @@ export function describeEntity(entity: EntityDef): Json {
   }
   const required = entity.fieldNames.filter((name) => entity.fields.get(name)!.required);
   const access = entity.publishableAccess.size === ACCESS_OPERATIONS.length ? {} : { access: { publishable: ACCESS_OPERATIONS.filter((op) => entity.publishableAccess.has(op)) } };
-  return { name: entity.name, type: "object", properties, required, additionalProperties: false, ...access };
+  const unique = entity.unique.length === 0 ? {} : { unique: entity.unique };
+  return { name: entity.name, type: "object", properties, required, additionalProperties: false, ...access, ...unique };
 }
 
 function components(entities: EntityDef[]): Json {
@@ -567,7 +568,9 @@ function recordSchema(entity: EntityDef): Json {
   properties.created_by_id = { type: "string", description: "The id of the API key that created the record. Only returned to secret keys." };
   return {
     type: "object", properties, required: ["id"],
-    description: `A ${entity.name} record as returned. A field never set is omitted, and \`fields\` may restrict the output to \`id\` plus the named fields.`,
+    description:
+      `A ${entity.name} record as returned. A field never set is omitted, and \`fields\` may restrict the output to \`id\` plus the named fields.` +
+      entity.unique.map((fields) => ` No two live records share ${fields.map((field) => `\`${field}\``).join(" and ")} (409 \`unique_violation\`; a record lacking ${fields.length === 1 ? "it" : "one of them"} never clashes).`).join(""),
   };
 }
 

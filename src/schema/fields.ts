@@ -37,6 +37,8 @@ export interface EntityDef {
   readonly textFields: readonly string[];
   /** What a publishable key may do ("access" in the declaration; all four by default). Secret keys may do everything. */
   readonly publishableAccess: ReadonlySet<AccessOperation>;
+  /** Sets of fields no two live records may hold the same values in ("unique", CONTRACT §9). */
+  readonly unique: ReadonlyArray<readonly string[]>;
 }
 
 export const PLATFORM_FIELDS = ["id", "created_date", "updated_date", "created_by_id"] as const;

@@ -23,7 +23,7 @@ const ENTITY_NAME_RE = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 const FIELD_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** Keywords that document a declaration without changing what it accepts. */
 const ANNOTATIONS = ["title", "description", "examples", "$comment", "$schema", "$id"];
-const ENTITY_KEYWORDS = ["name", "type", "properties", "required", "additionalProperties", "access", ...ANNOTATIONS];
+const ENTITY_KEYWORDS = ["name", "type", "properties", "required", "additionalProperties", "access", "unique", ...ANNOTATIONS];
 const FIELD_KEYWORDS = [
   "type", "format", "enum", "default", "items", "minimum", "maximum", "minLength", "maxLength", "pattern",
   ...ANNOTATIONS,
@@ -126,7 +126,27 @@ function buildEntity({ file, fallbackName, declaration }: Source): EntityDef {
   }
   const fieldNames = [...fields.keys()];
   const textFields = fieldNames.filter((field) => fields.get(field)!.type === "string");
-  return { name, file, fields, fieldNames, textFields, publishableAccess: parseAccess(declaration.access, where) };
+  const unique = parseUnique(declaration.unique, fields, where);
+  return { name, file, fields, fieldNames, textFields, publishableAccess: parseAccess(declaration.access, where), unique };
+}
+
+/** `"unique": [["email"], ["sku", "warehouse"]]`: each a non-empty list of declared fields holding one value. */
+function parseUnique(unique: unknown, fields: ReadonlyMap<string, FieldDef>, where: string): string[][] {
+  if (unique === undefined) return [];
+  const example = `such as [["email"], ["sku", "warehouse"]]`;
+  if (!Array.isArray(unique)) throw new SchemaError(`${where}: "unique" must be a list of field lists, ${example}.`);
+  return unique.map((constraint) => {
+    if (!Array.isArray(constraint) || constraint.length === 0 || !constraint.every((name) => typeof name === "string")) {
+      throw new SchemaError(`${where}: "unique" holds ${JSON.stringify(constraint)}; each entry must be a non-empty list of field names, ${example}.`);
+    }
+    for (const name of constraint) {
+      const field = fields.get(name);
+      if (!field) throw new SchemaError(`${where}: "unique" names "${name}", which is not a declared field (declared: ${[...fields.keys()].join(", ")}).`);
+      if (field.type === "array" || field.type === "object") throw new SchemaError(`${where}: "unique" names "${name}", which holds ${field.type === "array" ? "an array" : "an object"}; name fields holding one value.`);
+    }
+    if (new Set(constraint).size !== constraint.length) throw new SchemaError(`${where}: "unique" names a field twice in ${JSON.stringify(constraint)}.`);
+    return constraint as string[];
+  });
 }
 
 /** `"access": { "publishable": ["read", "create"] }`: what a publishable key may do; all of it when not given. */

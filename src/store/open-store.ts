@@ -8,7 +8,7 @@ import { FileStore } from "./file/file-store.ts";
 import { MemoryStore, type ValueIndexedFields } from "./memory/memory-store.ts";
 import { PostgresStore } from "./postgres/postgres-store.ts";
 import { DEFAULT_PG_SCHEMA } from "./postgres/tables.ts";
-import type { Store } from "./store.ts";
+import { duplicatesMessage, type Store, type UniqueFields } from "./store.ts";
 import type { Schema } from "../schema/load.ts";
 import { keysFileVault, type KeyVault } from "../keys/api-keys.ts";
 
@@ -59,6 +59,11 @@ function fileDirOf(rest: string, source: string): string {
   }
 }
 
+/** Each entity's "unique" declarations, for the stores that enforce them. */
+function uniqueFieldsOf(schema: Schema): UniqueFields {
+  return new Map([...schema.entities.values()].filter((entity) => entity.unique.length > 0).map((entity) => [entity.name, entity.unique]));
+}
+
 export interface LoadedData {
   readonly records: number;
   readonly deletedRecords: number;
@@ -92,10 +97,15 @@ export interface OpenStoreOptions {
 export async function openStore(location: StoreLocation, options: OpenStoreOptions): Promise<OpenedStore> {
   switch (location.kind) {
     case "memory":
-      return { store: new MemoryStore(options.valueIndexed), description: "in memory only: nothing is kept on disk", keyVault: null, dataDir: null, loaded: null };
+      return { store: new MemoryStore(options.valueIndexed, uniqueFieldsOf(options.schema)), description: "in memory only: nothing is kept on disk", keyVault: null, dataDir: null, loaded: null };
     case "file": {
       const openedAt = performance.now();
-      const store = await FileStore.open({ dir: location.dir, ...options });
+      const store = await FileStore.open({ dir: location.dir, ...options, unique: uniqueFieldsOf(options.schema) });
+      const clash = store.uniqueClashes()[0];
+      if (clash) {
+        await store.close();
+        throw new Error(duplicatesMessage(clash.entity, clash.fields, store.uniqueClashes().filter((c) => c.entity === clash.entity && c.fields === clash.fields).flatMap((c) => c.ids)));
+      }
       const { records, deletedRecords, snapshotBytes, logBytes } = store.describe();
       const loaded = { records, deletedRecords, bytes: snapshotBytes + logBytes, ms: performance.now() - openedAt };
       return { store, description: `${location.dir} (write-ahead log, fsync before every answer)`, keyVault: keysFileVault(location.dir), dataDir: location.dir, loaded };

@@ -165,6 +165,70 @@ export class ConflictError extends Error {
   }
 }
 
+/** Entity name → its sets of fields that no two live records may share values in ("unique"). */
+export type UniqueFields = ReadonlyMap<string, ReadonlyArray<readonly string[]>>;
+
+/**
+ * A batch would give two live records the same values in a unique set of fields (CONTRACT §9):
+ * nothing was applied. Not a conflict to retry: the write is refused (409 unique_violation).
+ */
+export class UniqueViolation extends Error {
+  override name = "UniqueViolation";
+  constructor(
+    readonly entity: string,
+    readonly fields: readonly string[],
+    readonly values: readonly unknown[],
+    /** The live record that holds the values already (or another record of the same batch). */
+    readonly existingId: string,
+  ) {
+    super(`${entity} ${existingId} already holds ${fields.join(", ")} = ${JSON.stringify(values)}.`);
+  }
+}
+
+/**
+ * The key of a row's values in a unique set of fields (JSON of the values, which validation has
+ * normalized), or null when the row is deleted or lacks one of them: such rows never clash.
+ */
+export function uniqueKeyOf(row: Row, fields: readonly string[]): string | null {
+  if (row.deleted) return null;
+  const values: unknown[] = [];
+  for (const field of fields) {
+    const value = row.data[field];
+    if (value === undefined || value === null) return null;
+    values.push(value);
+  }
+  return JSON.stringify(values);
+}
+
+/** Two rows of one batch with the same unique values: the first row's id, as the holder. */
+export function uniqueClashInBatch(batch: WriteBatch, unique: UniqueFields): UniqueViolation | null {
+  for (const [entity, constraints] of unique) {
+    for (const fields of constraints) {
+      const claimed = new Map<string, string>();
+      for (const { entity: putEntity, row } of batch.puts) {
+        if (putEntity !== entity) continue;
+        const key = uniqueKeyOf(row, fields);
+        if (key === null) continue;
+        const other = claimed.get(key);
+        if (other !== undefined && other !== row.id) return new UniqueViolation(entity, fields, fields.map((field) => row.data[field]), other);
+        claimed.set(key, row.id);
+      }
+    }
+  }
+  return null;
+}
+
+/** Why a start-up stops when a "unique" declaration meets stored duplicates, and how to find them all. */
+export function duplicatesMessage(entity: string, fields: readonly string[], ids: readonly string[]): string {
+  const shown = [...new Set(ids)].slice(0, 10);
+  const groupBy = JSON.stringify(fields.length === 1 ? fields[0] : fields);
+  return (
+    `${entity} declares "unique": ${JSON.stringify(fields)}, but live records already share such values: ${shown.join(", ")}. ` +
+    `Start without that declaration and find every group with POST /api/entities/${entity}/aggregate {"groupBy": ${groupBy}, "having": {"count": {"$gt": 1}}}; ` +
+    `change or delete the duplicates, then declare it again.`
+  );
+}
+
 /**
  * The store's database cannot be reached (PostgreSQL): the request is answered 503 and the store
  * goes on, unlike a failed fsync. Nothing the failed call wrote was committed.

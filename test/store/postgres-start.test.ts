@@ -78,6 +78,23 @@ describeWithPostgres("the PostgreSQL store's start-up refusals and lost connecti
     await assert.rejects(startServer({ schema: { Task: TASK }, store: url, pgSchema }), new RegExp(`Table ${pgSchema}\\.Task exists but is not one tabula made.*--pg-schema`));
   });
 
+  test("a unique declaration over stored duplicates: refused before listening, naming entity, fields and ids", async () => {
+    const pgSchema = freshPgSchema();
+    schemas.push(pgSchema);
+    const loose = { name: "Item", properties: { email: { type: "string" } } };
+    const first = await startServer({ schema: { Item: loose }, store: url, pgSchema, secretKey: SECRET });
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const answer = await fetch(`${first.url}/api/entities/Item`, { method: "POST", headers: { "X-Api-Key": SECRET, "Content-Type": "application/json" }, body: '{"email":"same@x.io"}' });
+      ids.push(((await answer.json()) as { id: string }).id);
+    }
+    await first.close();
+    await assert.rejects(
+      startServer({ schema: { Item: { ...loose, unique: [["email"]] } }, store: url, pgSchema }),
+      (error: Error) => /Item declares "unique": \["email"\], but live records already share such values/.test(error.message) && ids.every((id) => error.message.includes(id)),
+    );
+  });
+
   test("a schema name that PostgreSQL would need quoted is refused", async () => {
     await assert.rejects(startServer({ schema: { Task: TASK }, store: url, pgSchema: "my schema" }), /--pg-schema "my schema" is not a usable schema name/);
   });

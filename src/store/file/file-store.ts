@@ -9,7 +9,7 @@ import { performance } from "node:perf_hooks";
 import { acquireLock, type DirectoryLock } from "./lock.ts";
 import { MemoryStore, type ValueIndexedFields } from "../memory/memory-store.ts";
 import { isTemporarySnapshot, parseSnapshotName, readSnapshot, snapshotName, writeSnapshot, type SnapshotState } from "./snapshot.ts";
-import { isOutOfSpace, type Commit, type Row, type WriteBatch } from "../store.ts";
+import { isOutOfSpace, type Commit, type Row, type UniqueFields, type WriteBatch } from "../store.ts";
 import { UnsyncedBatches } from "./unsynced-batches.ts";
 import { WriteAheadLog, parseSegmentName, readSegment, segmentName, syncDirectory, type LogEntry, type RowImage, type Segment } from "./wal.ts";
 
@@ -37,6 +37,7 @@ const MAX_SHARED_API_KEY_IDS = 1024;
 export interface FileStoreOptions {
   readonly dir: string;
   readonly valueIndexed: ValueIndexedFields;
+  readonly unique?: UniqueFields;
   /** Things the operator should hear about that do not stop the server (a torn tail was cut). */
   readonly warn: (message: string) => void;
 }
@@ -76,7 +77,7 @@ export class FileStore extends MemoryStore {
     private readonly options: FileStoreOptions,
     private readonly lock: DirectoryLock,
   ) {
-    super(options.valueIndexed);
+    super(options.valueIndexed, options.unique);
   }
 
   /** Creates the folder if needed, locks it, and recovers its state; then the store serves. */

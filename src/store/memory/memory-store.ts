@@ -4,8 +4,8 @@
 import type { FilterNode, SortPosition, SortSpec } from "../../query/filter-tree.ts";
 import { limitRegexScan } from "./time-limit.ts";
 import { planCount, planEach, planList } from "./plan.ts";
-import { ConflictError, type Commit, type CommitListener, type DeletedFilter, type IdempotentAnswer, type ListQuery, type ListResult, type Row, type Store, type WriteBatch } from "../store.ts";
-import { Table } from "./table.ts";
+import { ConflictError, uniqueClashInBatch, uniqueKeyOf, UniqueViolation, type Commit, type UniqueFields, type CommitListener, type DeletedFilter, type IdempotentAnswer, type ListQuery, type ListResult, type Row, type Store, type WriteBatch } from "../store.ts";
+import { Table, type UniqueClash } from "./table.ts";
 
 const ID_ORDER = { field: "id", kind: "string", descending: false } as const;
 
@@ -24,7 +24,10 @@ export class MemoryStore implements Store {
   private readonly listeners: CommitListener[] = [];
   readonly idNode = null;
 
-  constructor(private readonly valueIndexed: ValueIndexedFields) {}
+  constructor(
+    private readonly valueIndexed: ValueIndexedFields,
+    private readonly unique: UniqueFields = new Map(),
+  ) {}
 
   get(entity: string, id: string): Row | undefined {
     return this.tables.get(entity)?.rows.get(id);
@@ -111,7 +114,7 @@ export class MemoryStore implements Store {
    * What in `batch` no longer holds, checked before anything is applied. Batches are built and
    * committed in one tick here, so this finds nothing unless a caller awaited in between.
    */
-  protected conflictOf(batch: WriteBatch): ConflictError | null {
+  protected conflictOf(batch: WriteBatch): ConflictError | UniqueViolation | null {
     for (const { entity, row, replaces } of batch.puts) {
       if (replaces === undefined) continue;
       const stored = this.tables.get(entity)?.rows.get(row.id)?.rev ?? 0;
@@ -127,7 +130,34 @@ export class MemoryStore implements Store {
     if (batch.answer && this.findAnswer(batch.answer.scope, Date.now())) {
       return new ConflictError("answer", "This Idempotency-Key was answered meanwhile.");
     }
-    return null;
+    return this.uniqueViolationOf(batch);
+  }
+
+  /**
+   * Whether the batch would leave two live records with the same unique values: each put's key
+   * against its index, with the keys that the batch's own rows give up released first.
+   */
+  private uniqueViolationOf(batch: WriteBatch): UniqueViolation | null {
+    for (const { entity, row } of batch.puts) {
+      if (!this.unique.has(entity)) continue;
+      const table = this.table(entity);
+      for (const index of table.uniqueIndexes) {
+        const key = uniqueKeyOf(row, index.fields);
+        if (key === null) continue;
+        const owner = index.owners.get(key);
+        if (owner === undefined || owner === row.id) continue;
+        // The owner may give the key up in this very batch (changed or deleted): the batch decides.
+        const change = batch.puts.find((put) => put.entity === entity && put.row.id === owner);
+        if (change && uniqueKeyOf(change.row, index.fields) !== key) continue;
+        return new UniqueViolation(entity, index.fields, index.fields.map((field) => row.data[field]), owner);
+      }
+    }
+    return uniqueClashInBatch(batch, this.unique);
+  }
+
+  /** Live records that share unique values, found while loading: a constraint declared over duplicates. */
+  uniqueClashes(): Array<UniqueClash & { entity: string }> {
+    return [...this.tables.values()].flatMap((table) => table.uniqueClashes.map((clash) => ({ entity: table.entity, ...clash })));
   }
 
   /** The seq of the nth commit; the file store numbers them by its log instead. */
@@ -176,7 +206,7 @@ export class MemoryStore implements Store {
   protected table(entity: string): Table {
     let table = this.tables.get(entity);
     if (!table) {
-      table = new Table(entity, this.valueIndexed.get(entity) ?? []);
+      table = new Table(entity, this.valueIndexed.get(entity) ?? [], this.unique.get(entity) ?? []);
       this.tables.set(entity, table);
     }
     return table;

@@ -9,7 +9,19 @@
 import { compareSortKeys, toSortKey } from "../../schema/fields.ts";
 import type { SortSpec } from "../../query/filter-tree.ts";
 import { SortedIndex } from "./sorted-index.ts";
-import type { Row } from "../store.ts";
+import { uniqueKeyOf, type Row } from "../store.ts";
+
+/** The live record that holds each key of a unique set of fields. */
+export interface UniqueIndex {
+  readonly fields: readonly string[];
+  readonly owners: Map<string, string>;
+}
+
+/** Two live records found holding the same unique values (a constraint declared over stored data). */
+export interface UniqueClash {
+  readonly fields: readonly string[];
+  readonly ids: readonly string[];
+}
 
 export class Table {
   readonly rows = new Map<string, Row>();
@@ -17,13 +29,19 @@ export class Table {
   private readonly valueIndexes = new Map<string, ValueIndex>();
   private readonly valueIndexed: ReadonlySet<string>;
   private live = 0;
+  /** One per unique set of fields, kept current on every write: a check costs one lookup. */
+  readonly uniqueIndexes: readonly UniqueIndex[];
+  /** Clashes met while loading rows (apply never makes one otherwise: commits are checked first). */
+  readonly uniqueClashes: UniqueClash[] = [];
 
   /** `valueIndexed` names the fields whose few values get a set of live rows each. */
   constructor(
     readonly entity: string,
     valueIndexed: readonly string[],
+    unique: ReadonlyArray<readonly string[]> = [],
   ) {
     this.valueIndexed = new Set(valueIndexed);
+    this.uniqueIndexes = unique.map((fields) => ({ fields, owners: new Map() }));
   }
 
   get liveCount(): number {
@@ -76,6 +94,15 @@ export class Table {
       if (!row.deleted) addTo(index, row.data[field], row);
     }
     this.live += (row.deleted ? 0 : 1) - (wasLive ? 1 : 0);
+    for (const index of this.uniqueIndexes) {
+      const oldKey = old ? uniqueKeyOf(old, index.fields) : null;
+      if (oldKey !== null && index.owners.get(oldKey) === row.id) index.owners.delete(oldKey);
+      const key = uniqueKeyOf(row, index.fields);
+      if (key === null) continue;
+      const owner = index.owners.get(key);
+      if (owner !== undefined && owner !== row.id) this.uniqueClashes.push({ fields: index.fields, ids: [owner, row.id] });
+      else index.owners.set(key, row.id);
+    }
   }
 
   /** Takes a record out again: the undo of creating it when its log write failed (see unsynced-batches.ts). */
@@ -83,6 +110,10 @@ export class Table {
     const old = this.rows.get(id);
     if (!old) return;
     this.rows.delete(id);
+    for (const index of this.uniqueIndexes) {
+      const key = uniqueKeyOf(old, index.fields);
+      if (key !== null && index.owners.get(key) === id) index.owners.delete(key);
+    }
     for (const index of this.sortIndexes.values()) index.remove(old);
     if (old.deleted) return;
     for (const [field, index] of this.valueIndexes) index.get(old.data[field])?.delete(old);
@@ -105,6 +136,7 @@ export class Table {
     this.rows.clear();
     this.sortIndexes.clear();
     this.valueIndexes.clear();
+    for (const index of this.uniqueIndexes) index.owners.clear();
     this.live = 0;
   }
 }

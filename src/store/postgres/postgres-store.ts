@@ -13,6 +13,10 @@ import type { ValueIndexedFields } from "../memory/memory-store.ts";
 import {
   ConflictError,
   StoreUnreachableError,
+  uniqueClashInBatch,
+  uniqueKeyOf,
+  UniqueViolation,
+  type UniqueFields,
   type Commit,
   type CommitListener,
   type DeletedFilter,
@@ -27,7 +31,7 @@ import {
 } from "../store.ts";
 import { checkStoredKeys, type KeyVault } from "../../keys/api-keys.ts";
 import { connectionProblem, loadDriver, type Sql, type TransactionSql } from "./connection.ts";
-import { createTables, type Names } from "./tables.ts";
+import { createTables, isUniqueIndexName, type Names } from "./tables.ts";
 import { whereOf } from "./sql-filter.ts";
 import { afterOf, orderByOf } from "./sql-sort.ts";
 import { arrayLiteral, SqlParams } from "./sql-values.ts";
@@ -57,6 +61,7 @@ interface DbRow {
 
 export class PostgresStore implements Store {
   readonly idNode: number;
+  private readonly unique: UniqueFields;
   private readonly listeners: CommitListener[] = [];
   /** The revisions this process may hand out: [next, end), then the spare block. */
   private nextRevision: number;
@@ -73,6 +78,7 @@ export class PostgresStore implements Store {
     private readonly largestId: string | undefined,
   ) {
     this.idNode = node;
+    this.unique = new Map([...options.schema.entities.values()].filter((entity) => entity.unique.length > 0).map((entity) => [entity.name, entity.unique]));
     this.nextRevision = revBlock * REV_BLOCK + 1;
     this.revisionEnd = (revBlock + 1) * REV_BLOCK;
     this.fetchSpareBlock();
@@ -205,14 +211,22 @@ export class PostgresStore implements Store {
 
   commit(batch: WriteBatch): Promise<Commit> {
     return this.guard(async () => {
-      const seq = await this.sql.begin(async (tx) => {
-        // The answer first: a second request with the same key waits here until the first commits.
-        if (batch.answer) await insertAnswer(tx, this.names, batch.answer);
-        if (batch.matches?.length) await this.checkMatches(tx, batch.matches);
-        await this.writePuts(tx, batch.puts);
-        const [{ seq }] = await tx.unsafe(`SELECT nextval('${this.names.commits}') AS seq`);
-        return seq as number;
-      });
+      const inBatch = uniqueClashInBatch(batch, this.unique);
+      if (inBatch) throw inBatch;
+      const seq = await this.sql
+        .begin(async (tx) => {
+          // The answer first: a second request with the same key waits here until the first commits.
+          if (batch.answer) await insertAnswer(tx, this.names, batch.answer);
+          if (batch.matches?.length) await this.checkMatches(tx, batch.matches);
+          await this.writePuts(tx, batch.puts);
+          const [{ seq }] = await tx.unsafe(`SELECT nextval('${this.names.commits}') AS seq`);
+          return seq as number;
+        })
+        .catch(async (error: { code?: string; constraint_name?: string }) => {
+          // A unique index refused a row: find which record holds its values, now that the batch is rolled back.
+          if (error.code === "23505" && isUniqueIndexName(error.constraint_name)) throw await this.uniqueViolationOf(batch);
+          throw error;
+        });
       const commit = { seq };
       for (const listener of this.listeners) listener(batch, commit);
       return commit;
@@ -318,6 +332,26 @@ export class PostgresStore implements Store {
     }
   }
 
+  /**
+   * The live record that holds values a row of `batch` would take, the batch's own rows left out
+   * (their stored values are theirs to give up); a ConflictError when none does any more (it
+   * changed since the batch failed), so that the write is built again.
+   */
+  private async uniqueViolationOf(batch: WriteBatch): Promise<UniqueViolation | ConflictError> {
+    for (const { entity, row } of batch.puts) {
+      const own = batch.puts.filter((put) => put.entity === entity).map((put) => put.row.id);
+      for (const fields of this.unique.get(entity) ?? []) {
+        if (uniqueKeyOf(row, fields) === null) continue;
+        const params = new SqlParams();
+        const matches = fields.map((field) => `data -> ${params.add(field)}::text = ${params.add(JSON.stringify(row.data[field]))}::text::jsonb`);
+        const text = `SELECT id FROM ${this.names.table(entity)} WHERE NOT deleted AND ${matches.join(" AND ")} AND NOT (id = ANY(${params.add(arrayLiteral(own))}::text[])) LIMIT 1`;
+        const [holder] = await this.sql.unsafe(text, params.values);
+        if (holder) return new UniqueViolation(entity, fields, fields.map((field) => row.data[field]), holder.id as string);
+      }
+    }
+    return new ConflictError("rev", "A unique value was taken and given up again meanwhile; build the batch again.");
+  }
+
   private async checkMatches(tx: TransactionSql, matches: readonly MatchCheck[]): Promise<void> {
     // Locks in one order in every process, so that two upserts cannot wait for each other.
     const locks = [...new Set(matches.flatMap((match) => match.locks))].sort();
@@ -375,7 +409,7 @@ export class PostgresStore implements Store {
     try {
       return await work();
     } catch (error) {
-      if (error instanceof ConflictError) throw error;
+      if (error instanceof ConflictError || error instanceof UniqueViolation) throw error;
       const code = (error as { code?: string }).code;
       // Two transactions waited on each other, or a serialization failure: build the batch again.
       if (code === "40001" || code === "40P01") throw new ConflictError("rev", "The database refused the batch for a concurrent one; build it again.");

@@ -5,6 +5,7 @@
 
 import type { Schema } from "../../schema/load.ts";
 import type { Sql, TransactionSql } from "./connection.ts";
+import { duplicatesMessage } from "../store.ts";
 import { indexesOf } from "./sql-sort.ts";
 
 export const DEFAULT_PG_SCHEMA = "tabula";
@@ -34,6 +35,33 @@ const ENTITY_COLUMNS: Readonly<Record<string, string>> = {
   created_date: "timestamp with time zone",
   updated_date: "timestamp with time zone",
 };
+
+/**
+ * The unique index of a "unique" declaration: over live records that hold every field, so that two
+ * processes cannot race past it (CONTRACT §9). Over stored duplicates it cannot be made, and the
+ * start-up stops naming them.
+ */
+async function createUniqueIndex(tx: TransactionSql, table: string, entity: string, fields: readonly string[]): Promise<void> {
+  // Field names are declared names (letters, digits, "_"; schema/load.ts), so literals are safe here.
+  const values = fields.map((field) => `(data -> '${field}')`);
+  const holdsAll = fields.map((field) => `jsonb_typeof(data -> '${field}') IS DISTINCT FROM 'null'`).join(" AND ");
+  const where = `NOT deleted AND ${fields.map((field) => `data ? '${field}'`).join(" AND ")} AND ${holdsAll}`;
+  try {
+    await tx.unsafe("SAVEPOINT unique_index");
+    await tx.unsafe(`CREATE UNIQUE INDEX IF NOT EXISTS ${quoteIdent(indexNameOf(entity, `unique_${fields.join("_")}`))} ON ${table} (${values.join(", ")}) WHERE ${where}`);
+    await tx.unsafe("RELEASE SAVEPOINT unique_index");
+  } catch (error) {
+    if ((error as { code?: string }).code !== "23505") throw error;
+    await tx.unsafe("ROLLBACK TO SAVEPOINT unique_index");
+    const groups = await tx.unsafe(`SELECT array_agg(id ORDER BY id) AS ids FROM ${table} WHERE ${where} GROUP BY ${values.join(", ")} HAVING count(*) > 1 LIMIT 10`);
+    throw new Error(duplicatesMessage(entity, fields, groups.flatMap((group) => group.ids as string[])));
+  }
+}
+
+/** Index names that hold a unique declaration, as the store tells a unique violation from other errors. */
+export function isUniqueIndexName(name: string | undefined): boolean {
+  return name !== undefined && /_unique_/.test(name);
+}
 
 /**
  * pg_trgm, whose index serves search: created when missing if tabula's user may (it ships with
@@ -111,6 +139,7 @@ export async function createTables(sql: Sql, schema: Schema, pgSchema: string): 
         if (index.needsTrigram && !hasTrigram) continue;
         await tx.unsafe(`CREATE INDEX IF NOT EXISTS ${quoteIdent(indexNameOf(name, index.name))} ON ${table} ${index.definition}`);
       }
+      for (const fields of entity.unique) await createUniqueIndex(tx, table, name, fields);
     }
     await tx.unsafe(`CREATE TABLE IF NOT EXISTS ${names.answers} (
       scope text PRIMARY KEY,
