@@ -6,15 +6,17 @@
 // big page; and the API keys one process generated are the other's too.
 
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { BUILT_CLI, copyCli, killSpawned, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
 import { describeWithPostgres, dropPgSchema, freshPgSchema } from "../support/postgres.ts";
 
-const SCHEMA = join(import.meta.dirname, "../../examples/entities");
+const EXAMPLES = join(import.meta.dirname, "../../examples/entities");
 const ROUNDS = 12;
+
+let SCHEMA = EXAMPLES;
 
 describeWithPostgres("two tabula processes on one PostgreSQL database", (url) => {
   const pgSchema = freshPgSchema();
@@ -25,6 +27,13 @@ describeWithPostgres("two tabula processes on one PostgreSQL database", (url) =>
 
   before(async () => {
     folder = await mkdtemp(join(tmpdir(), "tabula-processes-"));
+    // The example entities, with Task's email declared unique (for the race on one new value).
+    const schema = join(folder, "entities");
+    await mkdir(schema);
+    const task = JSON.parse(await readFile(join(EXAMPLES, "Task.json"), "utf8"));
+    await writeFile(join(schema, "Task.json"), JSON.stringify({ ...task, unique: [["email"]] }));
+    await copyFile(join(EXAMPLES, "Note.json"), join(schema, "Note.json"));
+    SCHEMA = schema;
     // The bundle in the repository, beside node_modules/postgres (a copy elsewhere finds no driver).
     const cli = BUILT_CLI;
     const args = ["--schema", SCHEMA, "--store", url, "--pg-schema", pgSchema, "--port", "0"];
@@ -118,6 +127,18 @@ describeWithPostgres("two tabula processes on one PostgreSQL database", (url) =>
       assert.equal(answers.filter((answer) => answer.headers.get("idempotent-replayed") === "true").length, 1);
       const found = await call(b, "GET", `/api/entities/Task/count?q=${encodeURIComponent(JSON.stringify({ title: body.title }))}`);
       assert.equal(found.body.count, 1);
+    }
+  });
+
+  test("two creates of one new unique value, one per process: one is stored, the other is 409 unique_violation", async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const email = `unique-${round}@example.com`;
+      const answers = await Promise.all([a, b].map((server, i) => call(server, "POST", "/api/entities/Task", { email, title: `from ${i}` })));
+      assert.deepEqual(answers.map((answer) => answer.status).sort(), [201, 409], answers.map((answer) => answer.text).join("\n"));
+      const refused = answers.find((answer) => answer.status === 409)!;
+      const stored = answers.find((answer) => answer.status === 201)!;
+      assert.equal(refused.body.error.code, "unique_violation");
+      assert.equal(refused.body.error.details.id, stored.body.id);
     }
   });
 
