@@ -30,6 +30,9 @@ Usage: tabula [options]
                            keys (burst N; over it 429); secret keys are never limited
   --trust-proxy            take the client's address from X-Forwarded-For (the last [TABULA_TRUST_PROXY=1]
                            entry, which your proxy adds): only behind a proxy
+  --changes-keep N         change feed events kept across restarts; a client      [TABULA_CHANGES_KEEP, default 100000]
+                           resuming from before them catches up by records
+  --max-streams N          change feed streams and long polls held at once          [TABULA_MAX_STREAMS, default 1000]
   --help, --version
 
 Without --store, --data or --memory the store comes from TABULA_STORE, else TABULA_DATA, else
@@ -42,7 +45,7 @@ const FATAL_GRACE_MS = 1000;
 
 class UsageError extends Error {}
 
-const VALUE_FLAGS = ["schema", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "cors", "app-id", "rate-limit"] as const;
+const VALUE_FLAGS = ["schema", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "cors", "app-id", "rate-limit", "changes-keep", "max-streams"] as const;
 type ValueFlag = (typeof VALUE_FLAGS)[number];
 
 interface Parsed {
@@ -85,6 +88,13 @@ function rateLimitOf(text: string | undefined, source: string): { rateLimit?: nu
   const perSecond = /^\d+$/.test(text) ? Number(text) : NaN;
   if (!(perSecond >= 1)) throw new UsageError(`${source} must be a whole number of requests per second, at least 1 (got "${text}").`);
   return { rateLimit: perSecond };
+}
+
+function wholeNumberOf<K extends string>(option: K, text: string | undefined, source: string, min: number, unit: string): Partial<Record<K, number>> {
+  if (text === undefined || text === "") return {};
+  const value = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (!(value >= min) || !Number.isSafeInteger(value)) throw new UsageError(`${source} must be a whole number of ${unit}, at least ${min} (got "${text}").`);
+  return { [option]: value } as Partial<Record<K, number>>;
 }
 
 function parseSize(text: string): number {
@@ -140,6 +150,8 @@ function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv): ServerOptions & { re
     appId: values["app-id"] ?? env.TABULA_APP_ID,
     ...rateLimitOf(values["rate-limit"] ?? env.TABULA_RATE_LIMIT, values["rate-limit"] !== undefined ? "--rate-limit" : "TABULA_RATE_LIMIT"),
     trustProxy: parsed["trust-proxy"] || env.TABULA_TRUST_PROXY === "1",
+    ...wholeNumberOf("changesKeep", values["changes-keep"] ?? env.TABULA_CHANGES_KEEP, values["changes-keep"] !== undefined ? "--changes-keep" : "TABULA_CHANGES_KEEP", 0, "events"),
+    ...wholeNumberOf("maxStreams", values["max-streams"] ?? env.TABULA_MAX_STREAMS, values["max-streams"] !== undefined ? "--max-streams" : "TABULA_MAX_STREAMS", 1, "streams"),
   };
 }
 

@@ -32,6 +32,7 @@ export type ErrorCode =
   | "app_not_found"
   | "internal"
   | "store_unavailable"
+  | "too_many_streams"
   | "insufficient_storage";
 
 export type ErrorDetails = Record<string, unknown>;
@@ -100,8 +101,8 @@ export const invalidFilter = (message: string, details: ErrorDetails = {}) =>
 export const invalidParameter = (parameter: string, message: string) =>
   new ApiError(400, "invalid_parameter", message, { parameter });
 
-export const invalidCursor = (message: string) =>
-  new ApiError(400, "invalid_cursor", message, { parameter: "cursor" });
+export const invalidCursor = (message: string, parameter = "cursor") =>
+  new ApiError(400, "invalid_cursor", message, { parameter });
 
 export const forbidden = (message: string) => new ApiError(403, "forbidden", message);
 
@@ -185,4 +186,13 @@ export const unauthorized = (hasKey: boolean) =>
     hasKey
       ? "The API key sent is not known. Use a secret or publishable key printed at start-up (or kept in <data>/keys.json)."
       : "Send an API key in the X-Api-Key header or as Authorization: Bearer <key>; the server printed its keys at start-up.",
+  );
+
+export const tooManyStreams = (max: number) =>
+  new ApiError(
+    503,
+    "too_many_streams",
+    `This server already holds ${max} change feed streams and long polls (--max-streams). Retry in a few seconds, close streams you no longer read, or start the server with a higher --max-streams.`,
+    { maxStreams: max },
+    { "Retry-After": "5" },
   );

@@ -26,6 +26,10 @@ import type { ValueIndexedFields } from "./store/memory/memory-store.ts";
 import { openStore, parseStoreUrl, type LoadedData, type StoreLocation } from "./store/open-store.ts";
 import { ConflictError, isOutOfSpace, StoreUnreachableError, UniqueViolation } from "./store/store.ts";
 import { then } from "./maybe.ts";
+import { ChangeFeed, DEFAULT_FEED_LIMITS } from "./feed/change-feed.ts";
+import { DEFAULT_CHANGES_KEEP } from "./store/memory/memory-store.ts";
+import type { FeedPosition } from "./store/store.ts";
+import { parseEventId } from "./feed/events.ts";
 
 export const VERSION = "0.1.0";
 
@@ -62,6 +66,14 @@ export interface ServerOptions {
   readonly rateLimit?: number;
   /** Read the client's address from X-Forwarded-For (the last one, which the proxy added). */
   readonly trustProxy?: boolean;
+  /** Events the change feed keeps, across restarts and compactions (--changes-keep; CONTRACT §8). Default 100,000. */
+  readonly changesKeep?: number;
+  /** Change feed streams and long polls held at once (--max-streams). Default 1,000. */
+  readonly maxStreams?: number;
+  /** Unsent bytes after which a change feed stream is cut off with event: overflow. Default 1 MiB. */
+  readonly streamBufferBytes?: number;
+  /** How often a change feed stream gets a comment to keep proxies from closing it. Default 15 s. */
+  readonly heartbeatMs?: number;
   /** The app id served at /api/apps/<appId>/entities (CONTRACT §7); any id when not given. */
   readonly appId?: string;
   /** Warnings (a torn log tail cut off, fields no longer declared). Default: stderr. */
@@ -74,6 +86,19 @@ export interface ServerOptions {
 }
 
 export type { LoadedData } from "./store/open-store.ts";
+
+/** One change, as the feed's JSON replies carry it (CONTRACT §8). */
+export interface FeedChange {
+  readonly type: "create" | "update" | "delete" | "restore" | "sync";
+  readonly entity: string;
+  readonly id: string;
+  readonly data: Record<string, unknown>;
+  readonly timestamp: string;
+  readonly seq: number;
+  /** Sync events only. */
+  readonly deleted?: boolean;
+  readonly event_id: string;
+}
 
 export interface TabulaServer {
   readonly url: string;
@@ -93,6 +118,12 @@ export interface TabulaServer {
   readonly seeded: number;
   /** Empties every entity, forgets idempotency keys, and loads the seed again. */
   reset(): Promise<void>;
+  /**
+   * The change feed as an async iterator of changes as clients get them (secret-key shape), from
+   * `since` (an event id; default: from now), of `entities` (default: all); for tests that wait
+   * for a write. It ends when the server closes, or when the loop breaks.
+   */
+  changes(options?: { since?: string; entities?: readonly string[] }): AsyncIterableIterator<FeedChange>;
   /** Stops accepting, finishes requests in flight, flushes the store. */
   close(): Promise<void>;
 }
@@ -102,7 +133,13 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
   const cors = parseCorsPolicy(options.cors ?? "*");
   const warn = options.warn ?? ((message: string) => process.stderr.write(`warning: ${message}\n`));
   // The store first: it creates the data folder and takes its lock before keys.json is written.
-  const { store, description: storeDescription, keyVault, dataDir, loaded } = await openStore(storeLocationOf(options), { schema, valueIndexed: valueIndexedFields(schema), pgSchema: options.pgSchema, warn });
+  const changesKeep = checkCount("The changes kept (--changes-keep)", options.changesKeep ?? DEFAULT_CHANGES_KEEP, 0);
+  const feedLimits = {
+    maxStreams: checkCount("The most streams (--max-streams)", options.maxStreams ?? DEFAULT_FEED_LIMITS.maxStreams, 1),
+    streamBufferBytes: options.streamBufferBytes ?? DEFAULT_FEED_LIMITS.streamBufferBytes,
+    heartbeatMs: options.heartbeatMs ?? DEFAULT_FEED_LIMITS.heartbeatMs,
+  };
+  const { store, description: storeDescription, keyVault, dataDir, loaded } = await openStore(storeLocationOf(options), { schema, valueIndexed: valueIndexedFields(schema), pgSchema: options.pgSchema, changesKeep, warn });
   try {
     const keys = await loadKeys({ vault: keyVault, secretKey: options.secretKey, publishableKey: options.publishableKey, keys: options.keys });
     const records = new Records(schema, store);
@@ -112,7 +149,8 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     const seeded = await applySeed();
     const mounts = [nativeMount, sdkMount(options.appId ?? null)];
     const limiter = options.rateLimit === undefined ? null : new RateLimiter(checkRateLimit(options.rateLimit));
-    const app = new App(records, keys, mounts, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, cors, options.onFatal, limiter, options.trustProxy ?? false);
+    const feed = await ChangeFeed.open(store, schema, feedLimits, warn);
+    const app = new App(records, feed, keys, mounts, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, cors, options.onFatal, limiter, options.trustProxy ?? false);
     // The Host check is App's, so that its refusal is JSON like every other.
     const http = createHttpServer({ requireHostHeader: false }, (req, res) => void app.handle(req, res));
     http.on("clientError", answerClientError);
@@ -140,7 +178,9 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
         await store.reset();
         await applySeed();
       },
+      changes: (options = {}) => followChanges(feed, schema, keys.first("secret"), options),
       async close() {
+        feed.close();
         await stopListening(http);
         await store.close();
       },
@@ -173,6 +213,26 @@ function storeLocationOf(options: ServerOptions): StoreLocation {
     throw new Error(`The store is given twice: as store, and as ${options.memory ? "memory" : "data"}. Give one (memory is the store memory:, data the store file:<data>).`);
   }
   return parseStoreUrl(options.store, "The store option");
+}
+
+/** A whole number option, at least `min`. */
+function checkCount(what: string, value: number, min: number): number {
+  if (!Number.isSafeInteger(value) || value < min) throw new Error(`${what} must be a whole number, at least ${min} (got ${value}).`);
+  return value;
+}
+
+/** server.changes(): the feed read page by page, each page a long poll. */
+async function* followChanges(feed: ChangeFeed, schema: Schema, key: ApiKey, options: { since?: string; entities?: readonly string[] }): AsyncGenerator<FeedChange> {
+  const names = options.entities ?? [...schema.entities.keys()];
+  for (const name of names) if (!schema.entities.has(name)) throw new Error(`changes(): no entity is named ${name}; the schema declares ${[...schema.entities.keys()].join(", ")}.`);
+  const sub = { caller: { keyId: key.id, kind: key.kind }, entities: new Set(names), filters: null, key: "" };
+  let position: FeedPosition | null = options.since === undefined ? null : parseEventId(options.since, "since", await feed.state());
+  for (;;) {
+    const { events, next } = await feed.read(sub, position, 100, 30_000);
+    if (events.length === 0 && feed.isClosed) return;
+    for (const event of events) yield JSON.parse(feed.changeJson(event, sub)) as FeedChange;
+    position = next;
+  }
 }
 
 /** --rate-limit: a whole number of requests per second, at least 1. */
@@ -210,6 +270,15 @@ function stopListening(http: ReturnType<typeof createHttpServer>): Promise<void>
 
 const READ_METHODS = new Set(["GET", "HEAD"]);
 
+/**
+ * The change feed's routes also take the key as ?key=: a browser's EventSource cannot send
+ * headers (README). Nowhere else, so that keys stay out of the URLs of ordinary requests.
+ */
+function feedKeyOf(path: string, query: string): string | undefined {
+  if (!path.endsWith("/changes") && !path.endsWith("/changes/")) return undefined;
+  return new URLSearchParams(query).get("key") ?? undefined;
+}
+
 /** What a handler sees of a request. The query, the URL and headers are read only when asked for. */
 class Context implements RequestContext {
   private parsedQuery: URLSearchParams | undefined;
@@ -219,6 +288,7 @@ class Context implements RequestContext {
     readonly path: string,
     private readonly queryText: string,
     readonly records: Records,
+    readonly feed: ChangeFeed,
     readonly caller: Caller,
     readonly params: Params,
     readonly body: unknown,
@@ -247,6 +317,7 @@ class App {
 
   constructor(
     private readonly records: Records,
+    private readonly feed: ChangeFeed,
     private readonly keys: KeyRing,
     mounts: readonly Mount[],
     private readonly maxBodyBytes: number,
@@ -310,7 +381,7 @@ class App {
       return jsonReply(200, `{"status":"ok"}`);
     }
     if (!path.startsWith("/api/")) throw notFound(path);
-    const caller = this.keys.authenticate(presentedApiKey(req));
+    const caller = this.keys.authenticate(presentedApiKey(req) ?? feedKeyOf(path, query));
     if (this.limiter && caller.kind === "publishable") {
       const wait = this.limiter.take(clientAddress(req, this.trustProxy));
       if (wait > 0) throw rateLimited(this.limiter.perSecond, wait);
@@ -318,8 +389,8 @@ class App {
     const match = this.router.match(method, path);
     if (!match) throw notFound(path);
     if ("allowed" in match) throw methodNotAllowed(method, match.allowed);
-    if (READ_METHODS.has(method)) return this.read(match.handler, new Context(req, path, query, this.records, caller, match.params, undefined, this.documents));
-    const contextOf = (body: unknown) => new Context(req, path, query, this.records, caller, match.params, body, this.documents);
+    if (READ_METHODS.has(method)) return this.read(match.handler, new Context(req, path, query, this.records, this.feed, caller, match.params, undefined, this.documents));
+    const contextOf = (body: unknown) => new Context(req, path, query, this.records, this.feed, caller, match.params, body, this.documents);
     return this.write(req, caller, match.handler, contextOf);
   }
 

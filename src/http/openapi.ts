@@ -25,7 +25,7 @@ const ERROR_CODES = [
   "forbidden", "entity_not_found", "record_not_found", "not_found", "app_not_found", "method_not_allowed",
   "ambiguous_match", "idempotency_key_in_use", "precondition_failed", "payload_too_large",
   "unsupported_media_type", "idempotency_key_reused", "internal", "store_unavailable", "insufficient_storage",
-  "rate_limited", "unique_violation",
+  "rate_limited", "unique_violation", "too_many_streams",
 ] as const satisfies readonly ErrorCode[];
 // Fails to compile when errors.ts gains a code that this document does not list.
 const HAS_EVERY_ERROR_CODE: [Exclude<ErrorCode, (typeof ERROR_CODES)[number]>] extends [never] ? true : never = true;
@@ -46,7 +46,7 @@ const ERROR_RESPONSES: Record<number, [name: string, description: string]> = {
   500: ["Internal", "`internal`: the server failed; it has been logged. Never caused by what the client sent."],
   503: [
     "StoreUnavailable",
-    "`store_unavailable`: the store cannot serve the request now. On PostgreSQL, the database cannot be reached (nothing of the request was stored; retry after `Retry-After`), or other writes to the same records kept coming first. On the file store, writing to the data folder's disk failed (not for lack of space), so the server stops; whether a write answered so was stored is unknown. Read it back once the server is up again, or retry with the same `Idempotency-Key`.",
+    "`too_many_streams` (a change feed stream or long poll over `--max-streams`; retry after `Retry-After`) or `store_unavailable`: the store cannot serve the request now. On PostgreSQL, the database cannot be reached (nothing of the request was stored; retry after `Retry-After`), or other writes to the same records kept coming first. On the file store, writing to the data folder's disk failed (not for lack of space), so the server stops; whether a write answered so was stored is unknown. Read it back once the server is up again, or retry with the same `Idempotency-Key`.",
   ],
   507: ["InsufficientStorage", "`insufficient_storage`: the data folder's disk is full, so the write was not stored (none of it). Reads go on; retry once space has been freed."],
 };
@@ -80,7 +80,10 @@ const FILTER_DESCRIPTION = [
 export function buildOpenApi(schema: Schema, serverVersion: string, mounts: readonly Mount[]): Record<string, unknown> {
   const entities = [...schema.entities.values()];
   const paths: Json = { ...servicePaths() };
-  for (const mount of mounts) for (const entity of entities) Object.assign(paths, entityPaths(entity, mount));
+  for (const mount of mounts) {
+    paths[mount.collection.replace("/entities/:entity", "/changes").replace(":appId", "{appId}")] = { get: allChangesOperation(mount) };
+    for (const entity of entities) Object.assign(paths, entityPaths(entity, mount));
+  }
   makeOperationIdsUnique(paths);
   return {
     openapi: "3.1.0",
@@ -205,7 +208,55 @@ const OPERATION_DOCS: Record<OperationName, (entity: EntityDef, mount: Mount) =>
   patch: (entity) => updateOperation(entity, "patch", `Update a ${entity.name} record (merge)`),
   delete: (entity, mount) => deleteOperation(entity, mount.name === "sdk"),
   restore: (entity) => restoreOperation(entity),
+  changes: (entity) => changesOperation(entity),
 };
+
+const FEED_DESCRIPTION =
+  "The change feed (CONTRACT §8): one event per record written (`create`, `update`, `delete`, `restore`), in commit order, each sent once its write is durable; its id is `<seq>.<index>`. " +
+  "With `Accept: text/event-stream`, a Server-Sent Events stream (`id:`, `event:`, `data:` lines; a comment every 15 s; `event: overflow` ends a stream that fell too far behind). It resumes after `Last-Event-ID` (or `since`), else starts from now. " +
+  "Otherwise JSON: the changes after `since` (else from now), up to `limit`; with `wait`, a long poll. " +
+  "A resume point older than the kept window (`--changes-keep`, `oldest` in JSON replies) first gets the latest version of each record written since (`sync`, with `deleted`), then every event. `since=0` catches up from the start. " +
+  "EventSource cannot send headers: these routes also take the key as `?key=`.";
+
+function feedParameters(): Json[] {
+  const query = (name: string, description: string, schema: Json) => ({ name, in: "query", required: false, description, schema });
+  return [
+    query("since", "Resume after this event id (`<seq>.<index>`, or `<seq>` for after that whole batch; `0` for the start). Not given: from now. Malformed or never issued: 400 `invalid_cursor`.", { type: "string", pattern: "^[0-9]+(\\.[0-9]+)?$" }),
+    query("limit", "JSON only: changes per reply, 1 to 1000 (default 100).", { type: "integer", minimum: 1, maximum: 1000 }),
+    query("wait", "JSON only: seconds to wait for a change when there is none (a long poll), 0 to 30.", { type: "number", minimum: 0, maximum: 30 }),
+    query("key", "The API key, for clients that cannot send headers (EventSource). Only these routes take it.", { type: "string" }),
+    { name: "Last-Event-ID", in: "header", required: false, description: "SSE: resume after this event id (browsers send it when they reconnect). Wins over `since`.", schema: { type: "string" } },
+  ];
+}
+
+function feedResponses(): Json {
+  return {
+    200: {
+      description: "JSON: `{ changes, next, oldest }`; resume with `since=<next>`. SSE: a stream of the same change objects as `data:`.",
+      content: { ...jsonContent(ref("Changes")), "text/event-stream": { schema: { type: "string" } } },
+    },
+    ...errors(400, 401, 403, 404),
+  };
+}
+
+function changesOperation(entity: EntityDef): Json {
+  return operation({
+    verb: "changes", entity, summary: `Follow the changes of ${entity.name} records`, description: FEED_DESCRIPTION,
+    parameters: [filterParameter(entity, false), ...feedParameters()], responses: feedResponses(),
+  });
+}
+
+/** /api/changes: every entity the key may read, or those of entities=. */
+function allChangesOperation(mount: Mount): Json {
+  const entities = { name: "entities", in: "query", required: false, description: "The entities to follow, by name, separated by commas (default: every entity the key may read). `q` is checked against each.", schema: { type: "string" } };
+  const doc = {
+    operationId: mount.name === "sdk" ? "sdkChanges" : "changes", tags: [mount.name === "sdk" ? SDK_TAG : SERVICE_TAG],
+    summary: "Follow the changes of every entity", description: FEED_DESCRIPTION,
+    parameters: [...(mount.name === "sdk" ? [parameterRef("AppId")] : []), entities, { name: "q", in: "query", required: false, description: "A filter (JSON) on the version written.", schema: { type: "string" } }, ...feedParameters()],
+    responses: feedResponses(),
+  };
+  return doc;
+}
 
 /** The SDK's prefix: the same operation, told apart by its id and tagged for the SDK. */
 function sdkVariant(doc: Json, entity: EntityDef): Json {
@@ -625,6 +676,28 @@ function sharedSchemas(): Json {
       }, "The refusal."),
     }, "Every refusal (CONTRACT §5)."),
     CountResult: object({ count: { type: "integer", minimum: 0 } }, "The number of matching live records."),
+    Changes: {
+      type: "object", required: ["changes", "next", "oldest"], description: "A page of the change feed.",
+      properties: {
+        changes: {
+          type: "array",
+          items: {
+            type: "object", required: ["type", "entity", "id", "data", "timestamp", "seq", "event_id"],
+            properties: {
+              type: { enum: ["create", "update", "delete", "restore", "sync"] },
+              entity: { type: "string" }, id: idSchema(),
+              data: { type: "object", description: "The version written, as a record (publishable keys never see `created_by_id`)." },
+              timestamp: { type: "string", format: "date-time", description: "The version's `updated_date`." },
+              seq: { type: "integer", description: "The seq of the batch that wrote it." },
+              deleted: { type: "boolean", description: "`sync` events only: whether the record is deleted." },
+              event_id: { type: "string", description: "This event's id: resume after it with `since`." },
+            },
+          },
+        },
+        next: { type: "string", description: "Resume here: `since=<next>`." },
+        oldest: { type: ["string", "null"], description: "The first event the window keeps." },
+      },
+    },
     AggregateResult: object({
       rows: { type: "array", items: { type: "object" }, maxItems: MAX_AGGREGATE_ROWS, description: "One row per group: the group fields by name, then the measures." },
       truncated: { type: "boolean", description: "`true` when more rows than `limit` passed `having`." },

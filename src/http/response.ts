@@ -8,8 +8,10 @@ export interface Reply {
   readonly status: number;
   /** This answer's own headers: Content-Type and Content-Length are added when it is sent. */
   readonly headers: Record<string, string>;
-  /** JSON text; null for 304. */
+  /** JSON text; null for 304 and for a stream. */
   readonly body: string | null;
+  /** A stream (the change feed's SSE): called with the response once its head is written. */
+  readonly stream?: (res: ServerResponse) => void;
 }
 
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -26,6 +28,11 @@ export function errorReply(error: ApiError): Reply {
 
 export function sendReply(res: ServerResponse, reply: Reply): void {
   res.writeHead(reply.status, headersOf(reply));
+  if (reply.stream && res.req.method !== "HEAD") {
+    res.flushHeaders();
+    reply.stream(res);
+    return;
+  }
   res.end(reply.body ?? undefined);
 }
 

@@ -5,6 +5,7 @@
 import type { UpsertResult } from "../records/batch.ts";
 import type { EntityDef } from "../schema/fields.ts";
 import type { Row } from "../store/store.ts";
+import type { Reply } from "./response.ts";
 
 /** Where the next page starts: its query string (for Link) and its cursor, when the walk has one. */
 export interface NextPage {
@@ -38,7 +39,9 @@ export type Result =
   | { readonly type: "upserted"; readonly entity: EntityDef; readonly results: readonly UpsertResult[] }
   | { readonly type: "updatedMany"; readonly ids: readonly string[] }
   | { readonly type: "deletedMany"; readonly ids: readonly string[] }
-  | { readonly type: "aggregated"; readonly rows: readonly Record<string, unknown>[]; readonly truncated: boolean };
+  | { readonly type: "aggregated"; readonly rows: readonly Record<string, unknown>[]; readonly truncated: boolean }
+  /** The change feed: a stream, or a JSON page of changes; the same on every prefix. */
+  | { readonly type: "feed"; readonly reply: Reply };
 
 export type PageItems =
   | { readonly entity: EntityDef; readonly rows: readonly Row[]; readonly fields: readonly string[] | null }

@@ -5,7 +5,7 @@
 // memory), or later; a write's Change names what it expects of the store, which refuses it if
 // another write came first (Store.commit), and the server then runs the operation again.
 
-import { ApiError, forbidden } from "../errors.ts";
+import { ApiError, forbidden, tooManyStreams } from "../errors.ts";
 import type { AccessOperation } from "../schema/fields.ts";
 import type { Caller } from "../records/caller.ts";
 import { parseAggregateSpec } from "../records/aggregate-spec.ts";
@@ -20,9 +20,14 @@ import { requireBody } from "./request.ts";
 import type { Result } from "./results.ts";
 import { Router, type Params } from "./router.ts";
 import { then, type Maybe } from "../maybe.ts";
+import type { ChangeFeed } from "../feed/change-feed.ts";
+import { eventIdOf } from "../feed/events.ts";
+import type { EntityDef } from "../schema/fields.ts";
+import { parseFeedRequest } from "./feed-params.ts";
 
 export interface RequestContext extends PresentContext {
   readonly records: Records;
+  readonly feed: ChangeFeed;
   readonly caller: Caller;
   readonly params: Params;
   readonly query: URLSearchParams;
@@ -80,6 +85,7 @@ export const ENTITY_ROUTES: readonly EntityRoute[] = [
   { method: "PATCH", path: "/:id", operation: "patch", access: ["update"] },
   { method: "DELETE", path: "/:id", operation: "delete", access: ["delete"] },
   { method: "PUT", path: "/:id/restore", operation: "restore", access: ["update"] },
+  { method: "GET", path: "/changes", operation: "changes", access: ["read"] },
 ];
 
 const PAGE_ROUTE: EntityRoute = { method: "GET", path: "/v2/list", operation: "listPage", access: ["read"] };
@@ -94,6 +100,11 @@ export function buildRouter(mounts: readonly Mount[]): Router<Handler> {
     .add("GET", "/api/entities", (ctx) => ({ reply: jsonReply(200, ctx.documents.entities) }))
     .add("GET", "/api/openapi.json", (ctx) => ({ reply: jsonReply(200, ctx.documents.openApi) }));
   for (const mount of mounts) {
+    // Every entity's changes (entities= narrows), beside the mount's entities: /api/changes.
+    router.add("GET", mount.collection.replace("/entities/:entity", "/changes"), (ctx) => {
+      mount.checkPath(ctx);
+      return then(readChanges(ctx, null), (reply) => ({ reply }));
+    });
     for (const route of routesOf(mount)) {
       const operation: Operation = OPERATIONS[route.operation];
       router.add(route.method, mount.collection + route.path, (ctx) => {
@@ -187,6 +198,9 @@ const OPERATIONS = {
     const change = await updateMany(ctx.records, entity, filter, update);
     return { result: { type: "updatedMany", ids: change.result.ids }, change };
   },
+  changes(ctx) {
+    return then(readChanges(ctx, ctx.records.entity(ctx.params.entity!)), (reply): Done => ({ result: { type: "feed", reply } }));
+  },
   async deleteMany(ctx, mount) {
     requireSecret(ctx, "use delete-many");
     const entity = ctx.records.entity(ctx.params.entity!);
@@ -194,6 +208,24 @@ const OPERATIONS = {
     return { result: { type: "deletedMany", ids: change.result.ids }, change };
   },
 } satisfies Record<string, Operation>;
+
+/**
+ * The change feed of `entity` (null: of every entity the key may read): an SSE stream with Accept:
+ * text/event-stream, else a JSON page `{ changes, next, oldest }`, a long poll with wait.
+ */
+async function readChanges(ctx: RequestContext, entity: EntityDef | null): Promise<Reply> {
+  const { feed } = ctx;
+  const request = parseFeedRequest(ctx.records.schema, entity, ctx.caller, ctx.query, (name) => ctx.header(name), await feed.state());
+  if (request.stream) {
+    if (feed.isFull) throw tooManyStreams(feed.limits.maxStreams);
+    const headers = { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no" };
+    return { status: 200, headers, body: null, stream: (res) => feed.openStream(res, request.sub, request.since) };
+  }
+  if (request.waitMs > 0 && feed.isFull) throw tooManyStreams(feed.limits.maxStreams);
+  const { events, next, oldest } = await feed.read(request.sub, request.since, request.limit, request.waitMs);
+  const changes = events.map((event) => feed.changeJson(event, request.sub)).join(",");
+  return jsonReply(200, `{"changes":[${changes}],"next":"${eventIdOf(next)}","oldest":${oldest ? `"${eventIdOf(oldest)}"` : "null"}}`);
+}
 
 /** A page of the entity's records as `dialect` reads the list parameters, and where the next starts. */
 function readList(ctx: RequestContext, dialect: ListDialect) {

@@ -90,6 +90,8 @@ export interface OpenStoreOptions {
   readonly valueIndexed: ValueIndexedFields;
   /** The PostgreSQL schema that holds tabula's tables (--pg-schema); default "tabula". */
   readonly pgSchema?: string;
+  /** Events the change feed keeps (--changes-keep). */
+  readonly changesKeep: number;
   /** Things the operator should hear about that do not stop the server (a torn tail was cut). */
   readonly warn: (message: string) => void;
 }
@@ -97,7 +99,7 @@ export interface OpenStoreOptions {
 export async function openStore(location: StoreLocation, options: OpenStoreOptions): Promise<OpenedStore> {
   switch (location.kind) {
     case "memory":
-      return { store: new MemoryStore(options.valueIndexed, uniqueFieldsOf(options.schema)), description: "in memory only: nothing is kept on disk", keyVault: null, dataDir: null, loaded: null };
+      return { store: new MemoryStore(options.valueIndexed, uniqueFieldsOf(options.schema), options.changesKeep), description: "in memory only: nothing is kept on disk", keyVault: null, dataDir: null, loaded: null };
     case "file": {
       const openedAt = performance.now();
       const store = await FileStore.open({ dir: location.dir, ...options, unique: uniqueFieldsOf(options.schema) });
@@ -111,9 +113,9 @@ export async function openStore(location: StoreLocation, options: OpenStoreOptio
       return { store, description: `${location.dir} (write-ahead log, fsync before every answer)`, keyVault: keysFileVault(location.dir), dataDir: location.dir, loaded };
     }
     case "postgres": {
-      const { schema, valueIndexed } = options;
+      const { schema, valueIndexed, changesKeep } = options;
       const pgSchema = options.pgSchema ?? DEFAULT_PG_SCHEMA;
-      const store = await PostgresStore.open({ url: location.url, schema, valueIndexed, pgSchema });
+      const store = await PostgresStore.open({ url: location.url, schema, valueIndexed, pgSchema, changesKeep });
       return { store, description: `PostgreSQL ${store.describe()}, schema ${pgSchema} (a write is answered once committed)`, keyVault: store.keyVault(), dataDir: null, loaded: null };
     }
   }

@@ -23,6 +23,75 @@ export interface Row {
    * A cache: an entry set back to undefined is simply computed again.
    */
   memo?: Record<string, string | undefined>;
+  /**
+   * Where this version's write stands in the change feed (CONTRACT §8): its batch's seq and its
+   * place in the batch, set by the store as it commits the row. Versions stored before the feed
+   * existed have seq 0 and an index of their own.
+   */
+  seq?: number;
+  index?: number;
+}
+
+/** What a write did to a record, as the change feed names it. */
+export type ChangeType = "create" | "update" | "delete" | "restore";
+
+/** The type of the change from `previous` (undefined: no such record yet) to `row`. */
+export function changeTypeOf(previous: Row | undefined, row: Row): ChangeType {
+  if (!previous) return "create";
+  if (row.deleted !== previous.deleted) return row.deleted ? "delete" : "restore";
+  return "update";
+}
+
+/** A place in the change feed: after the event at `index` of batch `seq`. An event id is "seq.index". */
+export interface FeedPosition {
+  readonly seq: number;
+  readonly index: number;
+}
+
+/** Before every event and every stored version. */
+export const FEED_START: FeedPosition = { seq: 0, index: 0 };
+
+export function compareFeedPositions(a: FeedPosition, b: FeedPosition): number {
+  return a.seq - b.seq || a.index - b.index;
+}
+
+/** The position of a stored version (which the store has committed, so it has one). */
+export function positionOf(row: Row): FeedPosition {
+  return { seq: row.seq ?? 0, index: row.index ?? 0 };
+}
+
+/** Whether `row` was written after `position`. */
+export function isAfter(row: Row, position: FeedPosition): boolean {
+  const seq = row.seq ?? 0;
+  return seq > position.seq || (seq === position.seq && (row.index ?? 0) > position.index);
+}
+
+/**
+ * One record written (type create...restore, in the window of recent events), or the latest
+ * version of a record written since a resume point older than the window (type sync).
+ */
+export interface FeedEvent {
+  readonly entity: string;
+  readonly type: ChangeType | "sync";
+  /** The version written; its seq and index are the event's id. */
+  readonly row: Row;
+}
+
+export interface FeedState {
+  /** The newest event that may be read (its write is durable); FEED_START when there is none. */
+  readonly head: FeedPosition;
+  /** Every event after this one is kept: a resume point before it needs a sync. */
+  readonly horizon: FeedPosition;
+  /** The first event kept, or null when none is. */
+  readonly oldest: FeedPosition | null;
+  /** Positions after this one were never issued: resuming from one is refused. */
+  readonly issued: FeedPosition;
+}
+
+export interface FeedRead {
+  readonly events: FeedEvent[];
+  /** Read through here (events of other entities included): where the next read starts. */
+  readonly through: FeedPosition;
 }
 
 /** A stored answer to a write that carried an Idempotency-Key (CONTRACT §6). */
@@ -95,8 +164,6 @@ export interface Commit {
   readonly seq: number;
 }
 
-/** Called once a batch is durable, in commit order, for every batch this process commits. */
-export type CommitListener = (batch: WriteBatch, commit: Commit) => void;
 
 export interface Store {
   get(entity: string, id: string): Maybe<Row | undefined>;
@@ -137,8 +204,25 @@ export interface Store {
   commit(batch: WriteBatch): Promise<Commit>;
   /** Resolves once every write applied so far is durable; null when it already is. */
   whenDurable(): Promise<void> | null;
-  /** Adds a listener for this process's commits (the change feed). */
-  onCommit(listener: CommitListener): void;
+
+  /** Where the change feed stands: its head, its kept window, what was issued. */
+  feedState(): Maybe<FeedState>;
+  /**
+   * Up to `limit` events after `after` (not before the horizon) up to the head, of `entities`
+   * (null: all), in commit order.
+   */
+  readChanges(after: FeedPosition, entities: ReadonlySet<string> | null, limit: number): Maybe<FeedRead>;
+  /**
+   * The latest version of each record of `entities` (null: all; deleted records included) written
+   * after `after` and up to `upTo`, up to `limit` of them, in the order they were written, as
+   * sync events: the catch-up of a resume point older than the window.
+   */
+  readLatest(after: FeedPosition, upTo: FeedPosition, entities: ReadonlySet<string> | null, limit: number): Maybe<FeedRead>;
+  /**
+   * Adds a listener called when new events may be readable: after each durable commit of this
+   * process, and after those of other processes sharing the store.
+   */
+  onFeed(listener: () => void): void;
 
   findAnswer(scope: string, now: number): Maybe<IdempotentAnswer | undefined>;
 

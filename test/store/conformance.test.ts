@@ -11,7 +11,7 @@ import { after, describe, test } from "node:test";
 import type { FilterNode } from "../../src/query/filter-tree.ts";
 import { loadSchemaObject } from "../../src/schema/load.ts";
 import { openStore, type StoreLocation } from "../../src/store/open-store.ts";
-import { ConflictError, type Commit, type IdempotentAnswer, type Row, type Store, type WriteBatch } from "../../src/store/store.ts";
+import { ConflictError, FEED_START, type Commit, type IdempotentAnswer, type Row, type Store, type WriteBatch } from "../../src/store/store.ts";
 import { dropPgSchema, freshPgSchema, isPostgresRequired, MISSING_PG_URL, pgTestUrl } from "../support/postgres.ts";
 
 const ENTITY = "Task";
@@ -57,7 +57,7 @@ if (pgUrl) {
 }
 
 async function opened(location: StoreLocation, pgSchema?: string) {
-  const { store } = await openStore(location, { schema: SCHEMA, valueIndexed: VALUE_INDEXED, pgSchema, warn: () => {} });
+  const { store } = await openStore(location, { schema: SCHEMA, valueIndexed: VALUE_INDEXED, pgSchema, changesKeep: 1000, warn: () => {} });
   return { store, dispose: () => store.close() };
 }
 
@@ -184,20 +184,72 @@ for (const storeCase of CASES) {
         assert.equal((await store.findAnswer("key_a\nold", now))?.scope, "key_a\nold");
       }));
 
-    test("listeners hear each commit once it is durable, in commit order, and never a refused one", () =>
+    test("the feed reads each committed row once, in commit order, with what it did; never a refused batch", () =>
       withStore(async (store) => {
-        const heard: Array<{ seq: number; ids: string[] }> = [];
-        store.onCommit((batch, commit) => heard.push({ seq: commit.seq, ids: batch.puts.map((put) => put.row.id) }));
-        const rows = [rowOf(store, { title: "1" }), rowOf(store, { title: "2" }), rowOf(store, { title: "3" })];
-        const commits: Commit[] = [];
-        for (const row of rows) commits.push(await store.commit({ puts: [{ entity: ENTITY, row, replaces: 0 }] }));
-        await conflictOf(store.commit({ puts: [{ entity: ENTITY, row: rowOf(store, {}, rows[0]!.id), replaces: 0 }] }));
-        assert.deepEqual(heard, rows.map((row, i) => ({ seq: commits[i]!.seq, ids: [row.id] })));
-        assert.ok(commits[0]!.seq < commits[1]!.seq && commits[1]!.seq < commits[2]!.seq, "seqs grow");
-        // Batches committed at once are each heard once.
-        const more = [rowOf(store, { title: "4" }), rowOf(store, { title: "5" })];
-        await Promise.all(more.map((row) => store.commit({ puts: [{ entity: ENTITY, row, replaces: 0 }] })));
-        assert.deepEqual(heard.slice(3).flatMap((h) => h.ids).sort(), more.map((row) => row.id).sort());
+        const heard = new Promise<void>((resolve) => store.onFeed(resolve));
+        const a = rowOf(store, { title: "a" });
+        const commits: Commit[] = [await store.commit({ puts: [{ entity: ENTITY, row: a, replaces: 0 }] })];
+        await heard;
+        const a2 = rowOf(store, { title: "a2" }, a.id);
+        commits.push(await store.commit({ puts: [{ entity: ENTITY, row: a2, replaces: a.rev }] }));
+        await conflictOf(store.commit({ puts: [{ entity: ENTITY, row: rowOf(store, {}, a.id), replaces: 0 }] }));
+        const a3 = rowOf(store, { title: "a2" }, a.id, true);
+        const b = rowOf(store, { title: "b" });
+        commits.push(await store.commit({ puts: [{ entity: ENTITY, row: a3, replaces: a2.rev }, { entity: ENTITY, row: b, replaces: 0 }] }));
+        const a4 = rowOf(store, { title: "a2" }, a.id);
+        commits.push(await store.commit({ puts: [{ entity: ENTITY, row: a4, replaces: a3.rev }] }));
+        assert.ok(commits.every((commit, i) => i === 0 || commit.seq > commits[i - 1]!.seq), "seqs grow");
+        const { events, through } = await store.readChanges(FEED_START, null, 100);
+        assert.deepEqual(
+          events.map((event) => [event.entity, event.type, event.row.id, event.row.seq, event.row.index]),
+          [
+            [ENTITY, "create", a.id, commits[0]!.seq, 0],
+            [ENTITY, "update", a.id, commits[1]!.seq, 0],
+            [ENTITY, "delete", a.id, commits[2]!.seq, 0],
+            [ENTITY, "create", b.id, commits[2]!.seq, 1],
+            [ENTITY, "restore", a.id, commits[3]!.seq, 0],
+          ],
+        );
+        assert.equal(events[1]!.row.data.title, "a2", "an event holds the version it wrote");
+        assert.deepEqual(through, { seq: commits[3]!.seq, index: 0 });
+        assert.deepEqual((await store.feedState()).head, through);
+        const rest = await store.readChanges({ seq: commits[2]!.seq, index: 0 }, null, 100);
+        assert.deepEqual(rest.events.map((event) => event.type), ["create", "restore"]);
+        const limited = await store.readChanges(FEED_START, null, 2);
+        assert.deepEqual(limited.through, { seq: commits[1]!.seq, index: 0 });
+        assert.deepEqual((await store.readChanges(FEED_START, new Set(["Other"]), 100)).events, []);
+      }));
+
+    test("the feed's catch-up gives each record's latest version written after a point, deleted ones too, in write order", () =>
+      withStore(async (store) => {
+        const [a, b, c] = [rowOf(store, { title: "a" }), rowOf(store, { title: "b" }), rowOf(store, { title: "c" })];
+        for (const row of [a, b, c]) await store.commit({ puts: [{ entity: ENTITY, row, replaces: 0 }] });
+        const a2 = rowOf(store, { title: "a2" }, a.id);
+        await store.commit({ puts: [{ entity: ENTITY, row: a2, replaces: a.rev }] });
+        const b2 = rowOf(store, { title: "b" }, b.id, true);
+        await store.commit({ puts: [{ entity: ENTITY, row: b2, replaces: b.rev }] });
+        const { head } = await store.feedState();
+        const all = await store.readLatest(FEED_START, head, null, 10);
+        assert.deepEqual(all.events.map((event) => [event.type, event.row.data.title, event.row.deleted]), [["sync", "c", false], ["sync", "a2", false], ["sync", "b", true]]);
+        assert.deepEqual(all.through, head);
+        const sinceC = await store.readLatest({ seq: c.seq!, index: c.index! }, head, null, 10);
+        assert.deepEqual(sinceC.events.map((event) => event.row.id), [a.id, b.id]);
+        const first = await store.readLatest(FEED_START, head, null, 1);
+        assert.deepEqual(first.events.map((event) => event.row.id), [c.id]);
+        assert.deepEqual(first.through, { seq: c.seq, index: c.index });
+        const upToA = await store.readLatest(FEED_START, { seq: a2.seq!, index: a2.index! }, null, 10);
+        assert.deepEqual(upToA.events.map((event) => event.row.id), [c.id, a.id]);
+      }));
+
+    test("batches committed at once are each read once, in seq order", () =>
+      withStore(async (store) => {
+        const rows = Array.from({ length: 8 }, (_, i) => rowOf(store, { title: String(i) }));
+        const commits = await Promise.all(rows.map((row) => store.commit({ puts: [{ entity: ENTITY, row, replaces: 0 }] })));
+        const { events } = await store.readChanges(FEED_START, null, 100);
+        assert.deepEqual(events.map((event) => event.row.id).sort(), rows.map((row) => row.id).sort());
+        const seqs = events.map((event) => event.row.seq!);
+        assert.deepEqual(seqs, [...seqs].sort((x, y) => x - y));
+        assert.deepEqual(new Set(seqs), new Set(commits.map((commit) => commit.seq)));
       }));
 
     test("revisions are never handed out twice, and deleted records are kept apart from live ones", () =>

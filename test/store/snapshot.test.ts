@@ -83,7 +83,7 @@ async function openingError(dir: string): Promise<string> {
   return error.message;
 }
 
-describe("snapshot format 3", () => {
+describe("snapshot format 4", () => {
   test("every field round-trips: deleted rows, undeclared fields and entities, ids, answers, revisions", async () => {
     const { dir, rows, expected, nextRev } = await compactedSample("v3-");
     const reopened = await openStore(dir);
@@ -96,28 +96,59 @@ describe("snapshot format 3", () => {
     await reopened.close();
   });
 
-  test("lines: a framed header, an entity line per entity, rev and data per row, and a framed end marker with the checksum", async () => {
+  test("lines: a framed header, an entity line per entity, rev, feed position and data per row, the kept events, and a framed end marker with the checksum", async () => {
     const { dir } = await compactedSample("v3-lines-");
     const lines = await snapshotLines(dir);
     const file = await readFile(await snapshotPath(dir));
     const header = parseFramedLine(Buffer.from(lines[0]!));
-    assert.equal(header?.format, "tabula-snapshot/3");
+    assert.equal(header?.format, "tabula-snapshot/4");
+    assert.deepEqual(header?.horizon, [0, 0]);
     const data = (id: string): string => JSON.stringify(sampleRows().find(({ row }) => row.id === id)!.row.data);
     assert.deepEqual(lines.slice(1, -1), [
       '{"entity":"Task"}',
-      `1 ${data("a1")}`,
-      `2 ${data("a2")}`,
-      `5 ${data("a3")}`,
-      `4 "deleted" ${data("a4")}`,
-      `6 ${data("a5")}`,
-      `{"row":{"id":"a6","rev":7,"deleted":false,"data":${data("a6")}}}`,
+      `1 1.0 ${data("a1")}`,
+      `2 2.0 ${data("a2")}`,
+      `5 3.0 ${data("a3")}`,
+      `4 4.0 "deleted" ${data("a4")}`,
+      `6 5.0 ${data("a5")}`,
+      `{"row":{"id":"a6","rev":7,"deleted":false,"data":${data("a6")},"seq":6,"index":0}}`,
       '{"entity":"Gone"}',
-      `3 ${data("b1")}`,
+      `3 7.0 ${data("b1")}`,
       JSON.stringify({ answer }),
+      ...sampleRows().map(({ entity, row }, i) => JSON.stringify({ event: [i + 1, 0, entity, "create", row.id] })),
     ]);
     const footer = parseFramedLine(Buffer.from(lines.at(-1)!));
     const bodyBytes = file.length - Buffer.byteLength(lines.at(-1)!) - 1;
-    assert.deepEqual(footer, { end: true, rows: 7, answers: 1, checksum: crc32(file.subarray(0, bodyBytes)).toString(16).padStart(8, "0"), crc: footer!.crc });
+    assert.deepEqual(footer, { end: true, rows: 7, answers: 1, events: 7, checksum: crc32(file.subarray(0, bodyBytes)).toString(16).padStart(8, "0"), crc: footer!.crc });
+  });
+
+  test("the change feed's kept events survive compaction and restart: replaced versions with their data, current ones by reference", async () => {
+    const dir = await mkdtemp(join(root, "v4-events-"));
+    const store = await FileStore.open({ dir, valueIndexed: new Map(), changesKeep: 4, warn: (message) => assert.fail(message) });
+    const version = (title: string, rev: number, deleted = false): Row => ({ id: "r1", rev, deleted, data: { id: "r1", title } });
+    for (const [i, row] of [version("one", 1), version("two", 2), version("three", 3), version("three", 4, true), version("four", 5), version("five", 6)].entries()) {
+      await store.commit({ puts: [{ entity: "Task", row, replaces: i === 0 ? 0 : i }] });
+    }
+    const other = { id: "r2", rev: 7, deleted: false, data: { id: "r2", title: "other" } };
+    await store.commit({ puts: [{ entity: "Task", row: other, replaces: 0 }] });
+    const events = (s: FileStore) => s.readChanges({ seq: 0, index: 0 }, null, 100).events.map(({ type, row }) => [type, row.id, row.seq, row.index, row.data.title, row.deleted]);
+    const before = events(store);
+    assert.deepEqual(before, [["delete", "r1", 4, 0, "three", true], ["restore", "r1", 5, 0, "four", false], ["update", "r1", 6, 0, "five", false], ["create", "r2", 7, 0, "other", false]]);
+    assert.deepEqual(store.feedState().horizon, { seq: 3, index: 0 });
+    await store.compact();
+    await store.close();
+    const lines = await snapshotLines(dir);
+    assert.deepEqual(lines.filter((line) => line.startsWith('{"event"')).map((line) => JSON.parse(line)), [
+      { event: [4, 0, "Task", "delete", "r1"], row: { id: "r1", rev: 4, deleted: true, data: { id: "r1", title: "three" } } },
+      { event: [5, 0, "Task", "restore", "r1"], row: { id: "r1", rev: 5, deleted: false, data: { id: "r1", title: "four" } } },
+      { event: [6, 0, "Task", "update", "r1"] },
+      { event: [7, 0, "Task", "create", "r2"] },
+    ]);
+    const reopened = await FileStore.open({ dir, valueIndexed: new Map(), changesKeep: 4, warn: (message) => assert.fail(message) });
+    assert.deepEqual(events(reopened), before);
+    assert.deepEqual(reopened.feedState().horizon, { seq: 3, index: 0 });
+    assert.equal(reopened.readChanges({ seq: 0, index: 0 }, null, 100).events[2]!.row, reopened.get("Task", "r1"), "a current version is shared with its record");
+    await reopened.close();
   });
 
   test("a snapshot with lines longer than a read chunk and non-ASCII text reads back whole", async () => {
@@ -136,11 +167,12 @@ describe("snapshot format 3", () => {
 
   const damages: Array<[string, (text: string) => string, RegExp]> = [
     ["a changed letter that still parses", (text) => text.replace("never updated", "never updatex"), /damaged at an unknown place \(the checksum of its lines does not match/],
-    ["a row line that does not parse", (text) => text.replace(/\n2 \{/, "\n2 {{"), /damaged at line 4 \(a row line is not a revision and a data object with an id\)/],
-    ["a cut-off end marker", (text) => text.slice(0, -10), /damaged at line 12 \(the last line is incomplete\)/],
-    ["no end marker", (text) => text.slice(0, text.lastIndexOf("{")), /damaged at line 11 \(the end marker is missing\)/],
-    ["a lost row", (text) => text.replace(/\n6 [^\n]*/, ""), /the end marker counts 7 rows and 1 answers, the file holds 6 and 1/],
-    ["an unknown line", (text) => text.replace('{"entity":"Gone"}', '{"entity":"Gone"}\n{"what":1}'), /damaged at line 10 \(a line is neither a row, an entity, an answer nor the end marker\)/],
+    ["a row line that does not parse", (text) => text.replace(/\n2 2\.0 \{/, "\n2 2.0 {{"), /damaged at line 4 \(a row line is not a revision and a data object with an id\)/],
+    ["a cut-off end marker", (text) => text.slice(0, -10), /damaged at line 19 \(the last line is incomplete\)/],
+    ["no end marker", (text) => text.slice(0, text.lastIndexOf("{")), /damaged at line 18 \(the end marker is missing\)/],
+    ["a lost row", (text) => text.replace(/\n6 [^\n]*/, "").replace(/\n\{"event":\[5,0,[^\n]*/, ""), /the end marker counts 7 rows, 1 answers and 7 events, the file holds 6, 1 and 6/],
+    ["a lost version of a kept event", (text) => text.replace(/\n6 [^\n]*/, ""), /keeps the event 5\.0 of Task a5, but not the version it wrote/],
+    ["an unknown line", (text) => text.replace('{"entity":"Gone"}', '{"entity":"Gone"}\n{"what":1}'), /damaged at line 10 \(a line is neither a row, an entity, an answer, an event nor the end marker\)/],
   ];
   for (const [name, damage, expected] of damages) {
     test(`${name} stops start-up, naming the file`, async () => {
@@ -180,10 +212,16 @@ describe("snapshot formats 1 and 2", () => {
       assert.equal(store.nextRev(), 9);
       assert.deepEqual(await liveIdsWith(store, "status", "todo"), ["a1", "a2"]);
       assert.deepEqual(await liveIdsWith(store, "done", true), ["a2"]);
-      // The next snapshot is written in format 3, and reads back the same.
+      // Rows older than the feed get the positions 0.1, 0.2… (file order); the log's, their entry's.
+      assert.deepEqual(
+        rows.map(({ entity, row }) => [store.get(entity, row.id)!.seq, store.get(entity, row.id)!.index]),
+        [[3, 0], [0, 2], [0, 3], [0, 4], [0, 5], [0, 6], [0, 7]],
+      );
+      assert.deepEqual(store.feedState().horizon, { seq: 0, index: 7 }, "a resume from 0 catches up from the rows");
+      // The next snapshot is written in format 4, and reads back the same.
       await store.compact();
       await store.close();
-      assert.equal(parseFramedLine(Buffer.from((await snapshotLines(dir))[0]!))?.format, "tabula-snapshot/3");
+      assert.equal(parseFramedLine(Buffer.from((await snapshotLines(dir))[0]!))?.format, "tabula-snapshot/4");
       const reopened = await openStore(dir);
       assert.deepEqual(stateOf(reopened, rows), expected);
       await reopened.close();

@@ -9,7 +9,7 @@ import { performance } from "node:perf_hooks";
 import { acquireLock, type DirectoryLock } from "./lock.ts";
 import { MemoryStore, type ValueIndexedFields } from "../memory/memory-store.ts";
 import { isTemporarySnapshot, parseSnapshotName, readSnapshot, snapshotName, writeSnapshot, type SnapshotState } from "./snapshot.ts";
-import { isOutOfSpace, type Commit, type Row, type UniqueFields, type WriteBatch } from "../store.ts";
+import { compareFeedPositions, isOutOfSpace, type Commit, type ChangeType, type FeedEvent, type FeedPosition, type Row, type UniqueFields, type WriteBatch } from "../store.ts";
 import { UnsyncedBatches } from "./unsynced-batches.ts";
 import { WriteAheadLog, parseSegmentName, readSegment, segmentName, syncDirectory, type LogEntry, type RowImage, type Segment } from "./wal.ts";
 
@@ -38,6 +38,8 @@ export interface FileStoreOptions {
   readonly dir: string;
   readonly valueIndexed: ValueIndexedFields;
   readonly unique?: UniqueFields;
+  /** Events the change feed keeps (--changes-keep), across restarts and compactions. */
+  readonly changesKeep?: number;
   /** Things the operator should hear about that do not stop the server (a torn tail was cut). */
   readonly warn: (message: string) => void;
 }
@@ -77,7 +79,7 @@ export class FileStore extends MemoryStore {
     private readonly options: FileStoreOptions,
     private readonly lock: DirectoryLock,
   ) {
-    super(options.valueIndexed, options.unique);
+    super(options.valueIndexed, options.unique, options.changesKeep);
   }
 
   /** Creates the folder if needed, locks it, and recovers its state; then the store serves. */
@@ -108,8 +110,8 @@ export class FileStore extends MemoryStore {
   }
 
   /** A commit's seq is its log entry's. */
-  protected override seqOf(): number {
-    return this.wal.nextSeq - 1;
+  protected override nextSeq(): number {
+    return this.wal.nextSeq;
   }
 
   /** Durable like any write: a reset entry in the log, which replay honours. */
@@ -119,6 +121,7 @@ export class FileStore extends MemoryStore {
     // The tables are dropped rather than emptied, so that the undo can put them back.
     this.tables.clear();
     this.answers.clear();
+    this.window.clear();
     const durable = this.wal.append({ reset: true, rev: this.rev });
     if (this.wal.nextSeq > seq) this.unsynced.add(seq, undo);
     await durable;
@@ -201,8 +204,13 @@ export class FileStore extends MemoryStore {
         this.unsynced.forgetBefore(this.wal.nextWrittenSeq);
         this.maybeCompact();
       },
-      (fromSeq) => this.unsynced.rollBack(fromSeq),
+      (fromSeq) => {
+        this.unsynced.rollBack(fromSeq);
+        this.window.rollBack(fromSeq);
+      },
     );
+    // Everything loaded is durable: its events may be read.
+    this.window.markDurable(nextSeq - 1);
     // A log left big by the last run is compacted now (or at the first quiet moment), not only
     // after the next write: a server that only reads would otherwise replay it at every start.
     this.maybeCompact();
@@ -210,11 +218,21 @@ export class FileStore extends MemoryStore {
 
   private async loadSnapshot(seq: number, loader: RowLoader): Promise<void> {
     const path = join(this.options.dir, snapshotName(seq));
+    const events: FeedEvent[] = [];
     const header = await readSnapshot(path, {
-      onRow: (entity, image) => this.applyRow(entity, loader.toRow(image)),
-      onAnswer: (answer) => this.apply({ puts: [], answer }),
+      onRow: (entity, image) => this.applyRow(entity, loader.toSnapshotRow(image)),
+      onAnswer: (answer) => this.apply({ puts: [], answer }, 0),
+      onEvent: (event) => {
+        const row = event.row ? loader.toRow(event.row) : this.tables.get(event.entity)?.rows.get(event.id);
+        if (!row || row.seq !== event.seq || row.index !== event.index) {
+          throw new Error(`Cannot open the data folder: the snapshot ${path} keeps the event ${event.seq}.${event.index} of ${event.entity} ${event.id}, but not the version it wrote. Restore the folder from a backup.`);
+        }
+        events.push({ entity: event.entity, type: event.type, row });
+      },
     });
     if (header.seq !== seq) throw new Error(`Cannot open the data folder: ${path} says it covers entries before ${header.seq}, its name says ${seq}. Was it renamed by hand?`);
+    // A snapshot from before the feed: its rows were given positions 0.1, 0.2…, all older than any event.
+    this.window.restore(events, header.horizon ?? loader.lastLegacyPosition);
     this.rev = Math.max(this.rev, header.rev);
     this.snapshotSeq = seq;
     this.snapshotBytes = header.bytes;
@@ -243,7 +261,7 @@ export class FileStore extends MemoryStore {
       return;
     }
     const puts = (entry.puts ?? []).map(({ e, row }) => ({ entity: e, row: loader.toRow(row) }));
-    this.apply(entry.answer ? { puts, answer: entry.answer } : { puts });
+    this.apply(entry.answer ? { puts, answer: entry.answer } : { puts }, entry.seq);
   }
 
   /**
@@ -345,7 +363,9 @@ export class FileStore extends MemoryStore {
     }
     const now = Date.now();
     const answers = [...this.answers.values()].filter((answer) => answer.expiresAt > now);
-    return { seq: this.wal.nextSeq, rev: this.rev, entities, answers };
+    const seq = this.wal.nextSeq;
+    const events = this.window.eventsBefore(seq).map(({ entity, type, row }) => ({ entity, type: type as ChangeType, row, current: this.tables.get(entity)?.rows.get(row.id) === row }));
+    return { seq, rev: this.rev, entities, answers, events, horizon: this.window.horizon };
   }
 }
 
@@ -361,6 +381,12 @@ export class FileStore extends MemoryStore {
 class RowLoader {
   private readonly apiKeyIds = new Map<string, string>();
   private previous: Record<string, unknown> = {};
+  /** Rows of snapshots from before the change feed get the positions 0.1, 0.2… in file order. */
+  private legacyRows = 0;
+
+  get lastLegacyPosition(): FeedPosition {
+    return { seq: 0, index: this.legacyRows };
+  }
 
   toRow(image: RowImage): Row {
     const data = image.data as Record<string, unknown>;
@@ -375,7 +401,14 @@ class RowLoader {
     }
     const createdBy = data.created_by_id;
     if (typeof createdBy === "string") data.created_by_id = this.shareApiKeyId(createdBy);
-    return { id, rev: image.rev, deleted: image.deleted, data };
+    return { id, rev: image.rev, deleted: image.deleted, data, seq: image.seq ?? 0, index: image.index ?? 0 };
+  }
+
+  /** A row of a snapshot's rows (a log line's take their position from its seq). */
+  toSnapshotRow(image: RowImage): Row {
+    const row = this.toRow(image);
+    if (image.seq === undefined) row.index = ++this.legacyRows;
+    return row;
   }
 
   private shareApiKeyId(keyId: string): string {

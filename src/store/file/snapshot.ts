@@ -3,26 +3,33 @@
 // before seq. Written to a .tmp file, synced, then renamed, so a snapshot that has its name is
 // whole; its end marker holds the CRC-32 of every byte before it, checked on reading.
 //
-// Format 3 (the one written) is a stream of JSON values, one line each, made to load fast:
-//   {"format":"tabula-snapshot/3","seq":…,"rev":…,"crc":…}   the header, framed like a log line
+// Format 4 (the one written) is a stream of JSON values, one line each, made to load fast:
+//   {"format":"tabula-snapshot/4","seq":…,"rev":…,"horizon":[s,i],"crc":…}   the header, framed like a log line
 //   {"entity":"Task"}                                        the rows that follow are Task's
-//   7 {"id":"01a2…","title":…}                               a row: its rev, then its data
-//   9 "deleted" {"id":"01a3…",…}                             a deleted row
-//   {"row":{"id","rev","deleted","data"}}                    a row whose id is not data.id
+//   7 12.0 {"id":"01a2…","title":…}                          a row: its rev, feed position, then its data
+//   9 13.4 "deleted" {"id":"01a3…",…}                        a deleted row
+//   {"row":{"id","rev","deleted","data","seq","index"}}      a row whose id is not data.id
 //   {"answer":{…}}                                           an unexpired idempotent answer
-//   {"end":true,"rows":…,"answers":…,"checksum":…,"crc":…}   the end marker, framed
-// A row line is parsed as its data object alone: no wrapper object, no per-line checksum.
-// Formats 1 and 2 (framed JSON lines, a checksum each) are still read.
+//   {"event":[seq,index,"Task","update","01a2…"]}            a change feed event whose version is the row's
+//   {"event":[…],"row":{"id","rev","deleted","data"}}        one whose version was replaced since
+//   {"end":true,"rows":…,"answers":…,"events":…,"checksum":…,"crc":…}   the end marker, framed
+// A row line is parsed as its data object alone: no wrapper object, no per-line checksum. The
+// events are the feed's kept window before seq (CONTRACT §8), in commit order; the horizon is the
+// newest event no longer kept. Format 3 is format 4 without positions, events and horizon: its
+// rows are given positions 0.1, 0.2… in file order. Formats 1 and 2 (framed JSON lines, a checksum
+// each) are still read.
 
 import { isAscii } from "node:buffer";
 import { open } from "node:fs/promises";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
-import type { IdempotentAnswer, Row } from "../store.ts";
+import type { ChangeType, FeedPosition, IdempotentAnswer, Row } from "../store.ts";
 import { crcHex, frameLine, parseFramedLine, parseSeqFileName, scanLineRuns, scanLines, seqFileName, writeFully, type RowImage } from "./wal.ts";
 import { replaceFile, TEMPORARY_SUFFIX } from "./durable-file.ts";
 
-const SNAPSHOT_FORMAT = "tabula-snapshot/3";
+const SNAPSHOT_FORMAT = "tabula-snapshot/4";
+/** Format 4 without feed positions, events or horizon. */
+const SNAPSHOT_FORMAT_3 = "tabula-snapshot/3";
 /** Framed row lines `{"e","rev","data"}` (see fromSnapshotRow). */
 const SNAPSHOT_FORMAT_2 = "tabula-snapshot/2";
 /** Framed row lines `{"e","row":{"id","rev","deleted","data"}}`, the row image of the log. */
@@ -46,12 +53,36 @@ export interface SnapshotState {
   readonly rev: number;
   readonly entities: ReadonlyArray<readonly [entity: string, rows: readonly Row[]]>;
   readonly answers: readonly IdempotentAnswer[];
+  /** The change feed's kept events before seq, oldest first, each saying whether its version is still the record's. */
+  readonly events: ReadonlyArray<{ readonly entity: string; readonly type: ChangeType; readonly row: Row; readonly current: boolean }>;
+  readonly horizon: FeedPosition;
 }
 
 export interface SnapshotReader {
   onRow(entity: string, row: RowImage): void;
   onAnswer(answer: IdempotentAnswer): void;
+  /** A kept event: with the version it wrote, or (undefined) the version of the record loaded as a row. */
+  onEvent(event: SnapshotEvent): void;
 }
+
+export interface SnapshotEvent {
+  readonly entity: string;
+  readonly type: ChangeType;
+  readonly seq: number;
+  readonly index: number;
+  readonly id: string;
+  readonly row: RowImage | undefined;
+}
+
+export interface SnapshotHeader {
+  readonly seq: number;
+  readonly rev: number;
+  readonly bytes: number;
+  /** Undefined for snapshots written before the change feed. */
+  readonly horizon: FeedPosition | undefined;
+}
+
+const CHANGE_TYPES: ReadonlySet<string> = new Set(["create", "update", "delete", "restore"]);
 
 export function snapshotName(seq: number): string {
   return seqFileName(SNAPSHOT_PREFIX, seq);
@@ -71,7 +102,7 @@ export async function writeSnapshot(dir: string, state: SnapshotState): Promise<
   let bytes = 0;
   await replaceFile(join(dir, snapshotName(state.seq)), async (handle) => {
     let checksum = 0;
-    let text = frameLine({ format: SNAPSHOT_FORMAT, seq: state.seq, rev: state.rev });
+    let text = frameLine({ format: SNAPSHOT_FORMAT, seq: state.seq, rev: state.rev, horizon: [state.horizon.seq, state.horizon.index] });
     const flush = async (): Promise<void> => {
       const buffer = Buffer.from(text);
       text = "";
@@ -89,8 +120,13 @@ export async function writeSnapshot(dir: string, state: SnapshotState): Promise<
       }
     }
     for (const answer of state.answers) text += `${JSON.stringify({ answer })}\n`;
+    for (const { entity, type, row, current } of state.events) {
+      const event = [row.seq, row.index, entity, type, row.id];
+      text += current ? `${JSON.stringify({ event })}\n` : `${JSON.stringify({ event, row: { id: row.id, rev: row.rev, deleted: row.deleted, data: row.data } })}\n`;
+      if (text.length >= WRITE_CHUNK_CHARS) await flush();
+    }
     await flush();
-    text = frameLine({ end: true, rows, answers: state.answers.length, checksum: crcHex(checksum) });
+    text = frameLine({ end: true, rows, answers: state.answers.length, events: state.events.length, checksum: crcHex(checksum) });
     await flush();
   });
   return bytes;
@@ -98,21 +134,58 @@ export async function writeSnapshot(dir: string, state: SnapshotState): Promise<
 
 /** A format 3 row line; JSON.stringify writes no raw newline, so the data stays on one line. */
 function rowLine(row: Row): string {
-  if (row.data.id !== row.id) return `${JSON.stringify({ row: { id: row.id, rev: row.rev, deleted: row.deleted, data: row.data } })}\n`;
-  return `${row.rev}${row.deleted ? ` ${DELETED_MARK}` : " "}${JSON.stringify(row.data)}\n`;
+  const seq = row.seq ?? 0;
+  const index = row.index ?? 0;
+  if (row.data.id !== row.id) return `${JSON.stringify({ row: { id: row.id, rev: row.rev, deleted: row.deleted, data: row.data, seq, index } })}\n`;
+  return `${row.rev} ${seq}.${index}${row.deleted ? ` ${DELETED_MARK}` : " "}${JSON.stringify(row.data)}\n`;
 }
 
-/** The row of a format 3 row line (`from` to `to` in `text`), or undefined if the line is not one. */
+/**
+ * The row of a format 3 or 4 row line (`from` to `to` in `text`), or undefined if the line is not
+ * one. Format 3 has no position: data starts with "{" and the deleted mark with a quote, so a
+ * digit after the rev can only be one.
+ */
 function parseRowLine(text: string, from: number, to: number): RowImage | undefined {
   let at = from;
   let rev = 0;
   for (let code = text.charCodeAt(at); code >= 0x30 && code <= 0x39; code = text.charCodeAt(++at)) rev = rev * 10 + (code - 0x30);
   if (at === from || text.charCodeAt(at) !== 0x20) return undefined;
   at++;
+  let seq: number | undefined;
+  let index: number | undefined;
+  if (isDigit(text.charCodeAt(at))) {
+    const seqFrom = at;
+    for (seq = 0; isDigit(text.charCodeAt(at)); at++) seq = seq * 10 + (text.charCodeAt(at) - 0x30);
+    if (at === seqFrom || text.charCodeAt(at) !== 0x2e) return undefined;
+    const indexFrom = ++at;
+    for (index = 0; isDigit(text.charCodeAt(at)); at++) index = index * 10 + (text.charCodeAt(at) - 0x30);
+    if (at === indexFrom || text.charCodeAt(at) !== 0x20) return undefined;
+    at++;
+  }
   const deleted = text.startsWith(DELETED_MARK, at);
   if (deleted) at += DELETED_MARK.length;
   const data = parseObject(text.slice(at, to));
-  return data && typeof data.id === "string" ? { id: data.id, rev, deleted, data } : undefined;
+  if (!data || typeof data.id !== "string") return undefined;
+  return seq === undefined ? { id: data.id, rev, deleted, data } : { id: data.id, rev, deleted, data, seq, index };
+}
+
+function isDigit(code: number): boolean {
+  return code >= 0x30 && code <= 0x39;
+}
+
+/** The event of an event line, or undefined when it is malformed. */
+function parseEventLine(value: Record<string, unknown>): SnapshotEvent | undefined {
+  const event = value.event;
+  if (!Array.isArray(event) || event.length !== 5) return undefined;
+  const [seq, index, entity, type, id] = event as unknown[];
+  if (!Number.isSafeInteger(seq) || !Number.isSafeInteger(index) || typeof entity !== "string" || typeof type !== "string" || !CHANGE_TYPES.has(type) || typeof id !== "string") return undefined;
+  let row: RowImage | undefined;
+  if (value.row !== undefined) {
+    const image = value.row as RowImage;
+    if (typeof image !== "object" || image === null || image.id !== id || typeof image.rev !== "number" || typeof image.data !== "object" || image.data === null) return undefined;
+    row = { id, rev: image.rev, deleted: image.deleted === true, data: image.data, seq: seq as number, index: index as number };
+  }
+  return { entity, type: type as ChangeType, seq: seq as number, index: index as number, id, row };
 }
 
 function parseObject(text: string): Record<string, unknown> | undefined {
@@ -134,9 +207,9 @@ function fromSnapshotRow(value: Record<string, unknown>): RowImage {
 }
 
 /** Reads a snapshot back through `reader`; throws, naming the file and where, if it is not whole. */
-export async function readSnapshot(path: string, reader: SnapshotReader): Promise<{ seq: number; rev: number; bytes: number }> {
+export async function readSnapshot(path: string, reader: SnapshotReader): Promise<SnapshotHeader> {
   const header = await readHeader(path);
-  return header?.format === SNAPSHOT_FORMAT ? readFormat3(path, header, reader) : readFramedSnapshot(path, reader);
+  return header?.format === SNAPSHOT_FORMAT || header?.format === SNAPSHOT_FORMAT_3 ? readLineSnapshot(path, header, reader) : readFramedSnapshot(path, reader);
 }
 
 function damagedError(path: string, where: string, why: string): Error {
@@ -156,11 +229,13 @@ async function readHeader(path: string): Promise<Record<string, unknown> | undef
   }
 }
 
-async function readFormat3(path: string, header: Record<string, unknown>, reader: SnapshotReader): Promise<{ seq: number; rev: number; bytes: number }> {
+/** Reads formats 3 and 4. */
+async function readLineSnapshot(path: string, header: Record<string, unknown>, reader: SnapshotReader): Promise<SnapshotHeader> {
   const damaged = (line: number, why: string): Error => damagedError(path, `line ${line}`, why);
   let entity: string | undefined;
   let rows = 0;
   let answers = 0;
+  let events = 0;
   let line = 0;
   let checksum = 0;
   const onLine = (text: string, from: number, to: number): void => {
@@ -177,17 +252,24 @@ async function readFormat3(path: string, header: Record<string, unknown>, reader
     const value = parseObject(text.slice(from, to));
     if (typeof value?.entity === "string") {
       entity = value.entity;
+    } else if (value?.event) {
+      // Before rows: an event line may carry the version it wrote as "row".
+      const event = parseEventLine(value);
+      if (!event) throw damaged(line, "an event line is not [seq, index, entity, type, id] with the row it wrote");
+      reader.onEvent(event);
+      events++;
     } else if (value?.row) {
       const row = value.row as RowImage;
       if (typeof row.id !== "string" || typeof row.rev !== "number" || typeof row.data !== "object" || row.data === null) throw damaged(line, "a row has no id, rev or data");
       if (entity === undefined) throw damaged(line, "a row comes before any entity line");
-      reader.onRow(entity, { id: row.id, rev: row.rev, deleted: row.deleted === true, data: row.data });
+      const position = typeof row.seq === "number" && typeof row.index === "number" ? { seq: row.seq, index: row.index } : {};
+      reader.onRow(entity, { id: row.id, rev: row.rev, deleted: row.deleted === true, data: row.data, ...position });
       rows++;
     } else if (value?.answer) {
       reader.onAnswer(value.answer as IdempotentAnswer);
       answers++;
     } else {
-      throw damaged(line, "a line is neither a row, an entity, an answer nor the end marker");
+      throw damaged(line, "a line is neither a row, an entity, an answer, an event nor the end marker");
     }
   };
   // The end marker, the last line, is held back from the runs: the checksum covers what precedes it.
@@ -207,13 +289,16 @@ async function readFormat3(path: string, header: Record<string, unknown>, reader
   if (rest.length > (lastLine ? newline + 1 : 0)) throw damaged(lastLine ? line + 2 : line + 1, "the last line is incomplete");
   const footer = lastLine && parseFramedLine(lastLine);
   if (footer?.end !== true) throw damaged(lastLine ? line + 1 : line, "the end marker is missing");
-  if (footer.rows !== rows || footer.answers !== answers) throw damaged(line + 1, `the end marker counts ${footer.rows} rows and ${footer.answers} answers, the file holds ${rows} and ${answers}`);
+  if (footer.rows !== rows || footer.answers !== answers || (footer.events ?? 0) !== events) {
+    throw damaged(line + 1, `the end marker counts ${footer.rows} rows, ${footer.answers} answers and ${footer.events ?? 0} events, the file holds ${rows}, ${answers} and ${events}`);
+  }
   if (footer.checksum !== crcHex(checksum)) throw damagedError(path, "an unknown place", "the checksum of its lines does not match the end marker's");
-  return { seq: header.seq as number, rev: header.rev as number, bytes: size };
+  const horizon = Array.isArray(header.horizon) ? { seq: header.horizon[0] as number, index: header.horizon[1] as number } : undefined;
+  return { seq: header.seq as number, rev: header.rev as number, bytes: size, horizon };
 }
 
 /** Reads a format 1 or 2 snapshot: framed lines, each checked against its own checksum. */
-async function readFramedSnapshot(path: string, reader: SnapshotReader): Promise<{ seq: number; rev: number; bytes: number }> {
+async function readFramedSnapshot(path: string, reader: SnapshotReader): Promise<SnapshotHeader> {
   let header: { seq: number; rev: number; format: string } | undefined;
   let footer: { rows: number; answers: number } | undefined;
   let rows = 0;
@@ -248,5 +333,5 @@ async function readFramedSnapshot(path: string, reader: SnapshotReader): Promise
   if (tailOffset < size) throw damaged(tailOffset, "the last line is incomplete");
   if (!header || !footer) throw damaged(size, "the end marker is missing");
   if (footer.rows !== rows || footer.answers !== answers) throw damaged(size, `the end marker counts ${footer.rows} rows and ${footer.answers} answers, the file holds ${rows} and ${answers}`);
-  return { seq: header.seq, rev: header.rev, bytes: size };
+  return { seq: header.seq, rev: header.rev, bytes: size, horizon: undefined };
 }

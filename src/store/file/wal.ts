@@ -42,6 +42,9 @@ export interface RowImage {
   readonly rev: number;
   readonly deleted: boolean;
   readonly data: Readonly<Record<string, unknown>>;
+  /** The version's feed position, in snapshots (a log line's rows take theirs from the line's seq). */
+  readonly seq?: number;
+  readonly index?: number;
 }
 
 export interface LogPut {

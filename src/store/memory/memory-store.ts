@@ -4,8 +4,12 @@
 import type { FilterNode, SortPosition, SortSpec } from "../../query/filter-tree.ts";
 import { limitRegexScan } from "./time-limit.ts";
 import { planCount, planEach, planList } from "./plan.ts";
-import { ConflictError, uniqueClashInBatch, uniqueKeyOf, UniqueViolation, type Commit, type UniqueFields, type CommitListener, type DeletedFilter, type IdempotentAnswer, type ListQuery, type ListResult, type Row, type Store, type WriteBatch } from "../store.ts";
+import { changeTypeOf, compareFeedPositions, ConflictError, positionOf, uniqueClashInBatch, uniqueKeyOf, UniqueViolation, type Commit, type DeletedFilter, type FeedEvent, type FeedPosition, type FeedRead, type FeedState, type IdempotentAnswer, type ListQuery, type ListResult, type Row, type Store, type UniqueFields, type WriteBatch } from "../store.ts";
+import { ChangeWindow } from "./change-window.ts";
 import { Table, type UniqueClash } from "./table.ts";
+
+/** Events the change feed keeps by default (--changes-keep). */
+export const DEFAULT_CHANGES_KEEP = 100_000;
 
 const ID_ORDER = { field: "id", kind: "string", descending: false } as const;
 
@@ -21,13 +25,18 @@ export class MemoryStore implements Store {
   private largestId: string | undefined;
   /** Batches committed since the store opened: the memory store's seq. */
   private commits = 0;
-  private readonly listeners: CommitListener[] = [];
+  private readonly feedListeners: Array<() => void> = [];
+  /** The change feed's recent events; the file store keeps them across restarts. */
+  protected readonly window: ChangeWindow;
   readonly idNode = null;
 
   constructor(
     private readonly valueIndexed: ValueIndexedFields,
     private readonly unique: UniqueFields = new Map(),
-  ) {}
+    changesKeep = DEFAULT_CHANGES_KEEP,
+  ) {
+    this.window = new ChangeWindow(changesKeep);
+  }
 
   get(entity: string, id: string): Row | undefined {
     return this.tables.get(entity)?.rows.get(id);
@@ -75,24 +84,45 @@ export class MemoryStore implements Store {
   commit(batch: WriteBatch): Promise<Commit> {
     const conflict = this.conflictOf(batch);
     if (conflict) return Promise.reject(conflict);
-    this.apply(batch);
+    const commit = { seq: this.nextSeq() };
+    this.apply(batch, commit.seq);
+    this.commits = commit.seq;
     const durable = this.persist(batch);
     // The answer and the log line (framed by persist) are built: a new version's data JSON has
     // served both, and rows must not keep it (reads cache theirs, bounded; see serialize.ts).
     for (const { row } of batch.puts) if (row.memo?.dataJson !== undefined) row.memo.dataJson = undefined;
-    const commit = { seq: this.seqOf(++this.commits) };
     if (!durable) {
-      this.notify(batch, commit);
+      this.feedDurable(commit.seq);
       return Promise.resolve(commit);
     }
     return durable.then(() => {
-      this.notify(batch, commit);
+      this.feedDurable(commit.seq);
       return commit;
     });
   }
 
-  onCommit(listener: CommitListener): void {
-    this.listeners.push(listener);
+  feedState(): FeedState {
+    const { head, horizon, oldest, newest } = this.window;
+    return { head, horizon, oldest, issued: compareFeedPositions(newest, horizon) > 0 ? newest : horizon };
+  }
+
+  readChanges(after: FeedPosition, entities: ReadonlySet<string> | null, limit: number): FeedRead {
+    return this.window.read(after, entities, limit);
+  }
+
+  readLatest(after: FeedPosition, upTo: FeedPosition, entities: ReadonlySet<string> | null, limit: number): FeedRead {
+    const rows: Array<{ entity: string; row: Row }> = [];
+    for (const [entity, table] of this.tables) {
+      if (entities !== null && !entities.has(entity)) continue;
+      for (const row of table.writtenBetween(after, upTo, limit)) rows.push({ entity, row });
+    }
+    rows.sort((a, b) => compareFeedPositions(positionOf(a.row), positionOf(b.row)));
+    const events: FeedEvent[] = rows.slice(0, limit).map(({ entity, row }) => ({ entity, type: "sync", row }));
+    return { events, through: events.length === limit ? positionOf(events.at(-1)!.row) : upTo };
+  }
+
+  onFeed(listener: () => void): void {
+    this.feedListeners.push(listener);
   }
 
   whenDurable(): Promise<void> | null {
@@ -160,18 +190,31 @@ export class MemoryStore implements Store {
     return [...this.tables.values()].flatMap((table) => table.uniqueClashes.map((clash) => ({ entity: table.entity, ...clash })));
   }
 
-  /** The seq of the nth commit; the file store numbers them by its log instead. */
-  protected seqOf(commits: number): number {
-    return commits;
+  /** The seq the next commit gets; the file store numbers them by its log instead. */
+  protected nextSeq(): number {
+    return this.commits + 1;
   }
 
-  private notify(batch: WriteBatch, commit: Commit): void {
-    for (const listener of this.listeners) listener(batch, commit);
+  /** The batches up to `seq` are durable: their events may leave. */
+  protected feedDurable(seq: number): void {
+    this.window.markDurable(seq);
+    for (const listener of this.feedListeners) listener();
   }
 
-  /** Makes the batch visible to every later read. Revisions keep growing so old ETags never match again. */
-  protected apply(batch: WriteBatch): void {
-    for (const { entity, row } of batch.puts) this.applyRow(entity, row);
+  /**
+   * Makes the batch visible to every later read, each row an event of the feed at (seq, its
+   * index). Revisions keep growing so old ETags never match again.
+   */
+  protected apply(batch: WriteBatch, seq: number): void {
+    const { puts } = batch;
+    for (let index = 0; index < puts.length; index++) {
+      const { entity, row } = puts[index]!;
+      row.seq = seq;
+      row.index = index;
+      const type = changeTypeOf(this.tables.get(entity)?.rows.get(row.id), row);
+      this.applyRow(entity, row);
+      this.window.add({ entity, type, row });
+    }
     if (batch.answer) {
       this.answers.delete(batch.answer.scope);
       this.answers.set(batch.answer.scope, batch.answer);
@@ -194,6 +237,7 @@ export class MemoryStore implements Store {
   protected clear(): void {
     for (const table of this.tables.values()) table.clear();
     this.answers.clear();
+    this.window.clear();
   }
 
   protected dropExpiredAnswers(now: number): void {

@@ -9,7 +9,7 @@
 import { compareSortKeys, toSortKey } from "../../schema/fields.ts";
 import type { SortSpec } from "../../query/filter-tree.ts";
 import { SortedIndex } from "./sorted-index.ts";
-import { uniqueKeyOf, type Row } from "../store.ts";
+import { isAfter, positionOf, uniqueKeyOf, type FeedPosition, type Row } from "../store.ts";
 
 /** The live record that holds each key of a unique set of fields. */
 export interface UniqueIndex {
@@ -33,6 +33,12 @@ export class Table {
   readonly uniqueIndexes: readonly UniqueIndex[];
   /** Clashes met while loading rows (apply never makes one otherwise: commits are checked first). */
   readonly uniqueClashes: UniqueClash[] = [];
+  /**
+   * Rows in the order they were written (their feed positions), for the change feed's catch-up:
+   * built on its first use, then kept up by apply. Versions since replaced stay until they are
+   * half of it, and are skipped.
+   */
+  private written: Row[] | null = null;
 
   /** `valueIndexed` names the fields whose few values get a set of live rows each. */
   constructor(
@@ -84,6 +90,7 @@ export class Table {
   apply(row: Row): void {
     const old = this.rows.get(row.id);
     this.rows.set(row.id, row);
+    if (this.written) this.keepWrittenOrder(row);
     for (const index of this.sortIndexes.values()) {
       if (old) index.replace(old, row);
       else index.insert(row);
@@ -132,7 +139,42 @@ export class Table {
     return index;
   }
 
+  /**
+   * Up to `limit` rows (current versions, deleted ones included) written after `after` and up to
+   * `upTo`, in the order they were written.
+   */
+  writtenBetween(after: FeedPosition, upTo: FeedPosition, limit: number): Row[] {
+    const written = (this.written ??= [...this.rows.values()].sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0) || (a.index ?? 0) - (b.index ?? 0)));
+    let low = 0;
+    let high = written.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (isAfter(written[middle]!, after)) high = middle;
+      else low = middle + 1;
+    }
+    const out: Row[] = [];
+    for (let i = low; i < written.length && out.length < limit; i++) {
+      const row = written[i]!;
+      if (isAfter(row, upTo)) break;
+      if (this.rows.get(row.id) === row) out.push(row);
+    }
+    return out;
+  }
+
+  private keepWrittenOrder(row: Row): void {
+    const written = this.written!;
+    const last = written.at(-1);
+    // A row older than the last (a write taken back out puts the version before it back): rebuild when next asked.
+    if (last && !isAfter(row, positionOf(last))) {
+      this.written = null;
+      return;
+    }
+    written.push(row);
+    if (written.length > 2 * this.rows.size + 1024) this.written = written.filter((kept) => this.rows.get(kept.id) === kept);
+  }
+
   clear(): void {
+    this.written = null;
     this.rows.clear();
     this.sortIndexes.clear();
     this.valueIndexes.clear();

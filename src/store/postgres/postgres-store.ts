@@ -11,15 +11,20 @@ import type { Schema } from "../../schema/load.ts";
 import { toSortKey } from "../../schema/fields.ts";
 import type { ValueIndexedFields } from "../memory/memory-store.ts";
 import {
+  changeTypeOf,
   ConflictError,
   StoreUnreachableError,
   uniqueClashInBatch,
   uniqueKeyOf,
   UniqueViolation,
   type UniqueFields,
+  type ChangeType,
   type Commit,
-  type CommitListener,
   type DeletedFilter,
+  type FeedEvent,
+  type FeedPosition,
+  type FeedRead,
+  type FeedState,
   type IdempotentAnswer,
   type ListQuery,
   type ListResult,
@@ -31,7 +36,7 @@ import {
 } from "../store.ts";
 import { checkStoredKeys, type KeyVault } from "../../keys/api-keys.ts";
 import { connectionProblem, loadDriver, type Sql, type TransactionSql } from "./connection.ts";
-import { createTables, isUniqueIndexName, type Names } from "./tables.ts";
+import { createTables, isUniqueIndexName, LEGACY_HORIZON_INDEX, type Names } from "./tables.ts";
 import { whereOf } from "./sql-filter.ts";
 import { afterOf, orderByOf } from "./sql-sort.ts";
 import { arrayLiteral, SqlParams } from "./sql-values.ts";
@@ -43,6 +48,23 @@ const ANSWER_SWEEP_MS = 10 * 60 * 1000;
 /** Rows read per query when a filter is finished in JavaScript (see whereOf's `exact`). */
 const RESIDUAL_CHUNK = 1000;
 const ID_ORDER: SortSpec = { field: "id", kind: "string", descending: false };
+/** How often the change feed's kept events are cut back to --changes-keep (any process may). */
+const FEED_TRIM_MS = 10_000;
+/** Readers are told to look for events this often even without a notification (one lost with a connection). */
+const FEED_POLL_MS = 1000;
+/** While a notified commit is not yet readable (an older transaction still runs), look again after this long, doubling. */
+const FEED_VISIBLE_RETRY_MS = 2;
+const FEED_VISIBLE_RETRY_MAX_MS = 100;
+/** How long a read of the feed waits for this process's own newest write to become readable. */
+const FEED_OWN_WRITE_WAIT_MS = 1000;
+/**
+ * The seq of a commit is its transaction id (xid8), and an event may be read once every
+ * transaction before it has ended: once its seq is below the snapshot's xmin. Then no event can
+ * ever appear before one already read, though transactions commit in another order than their
+ * ids; two that write one record commit in id order (the second read what the first wrote).
+ */
+const XMIN = "pg_snapshot_xmin(pg_current_snapshot())::text::bigint";
+const XMAX = "pg_snapshot_xmax(pg_current_snapshot())::text::bigint";
 
 export interface PostgresStoreOptions {
   readonly url: string;
@@ -50,6 +72,15 @@ export interface PostgresStoreOptions {
   /** The PostgreSQL schema of tabula's tables. */
   readonly pgSchema: string;
   readonly valueIndexed: ValueIndexedFields;
+  /** Events the change feed keeps (--changes-keep). */
+  readonly changesKeep: number;
+}
+
+interface DbEvent extends DbRow {
+  seq: number;
+  idx: number;
+  entity: string;
+  type: string;
 }
 
 interface DbRow {
@@ -62,7 +93,16 @@ interface DbRow {
 export class PostgresStore implements Store {
   readonly idNode: number;
   private readonly unique: UniqueFields;
-  private readonly listeners: CommitListener[] = [];
+  private readonly feedListeners: Array<() => void> = [];
+  /** The newest seq announced by a commit's notification, not yet readable; 0 when none waits. */
+  private awaitedSeq = 0;
+  private watchingVisibility = false;
+  private readonly feedTimers: NodeJS.Timeout[] = [];
+  private unlisten: (() => Promise<void>) | null = null;
+  /** Events this process wrote since it last cut the kept events back. */
+  private eventsSinceTrim = 0;
+  /** The seq of this process's newest commit: reads of the feed wait until it is readable. */
+  private lastCommittedSeq = 0;
   /** The revisions this process may hand out: [next, end), then the spare block. */
   private nextRevision: number;
   private revisionEnd: number;
@@ -86,6 +126,10 @@ export class PostgresStore implements Store {
     this.answerSweep = setInterval(() => {
       this.sql.unsafe(`DELETE FROM ${this.names.answers} WHERE expires_at <= $1`, [Date.now()]).catch(() => {});
     }, ANSWER_SWEEP_MS).unref();
+    this.feedTimers.push(
+      setInterval(() => void this.trimChanges().catch(() => {}), FEED_TRIM_MS).unref(),
+      setInterval(() => this.tellFeedListeners(), FEED_POLL_MS).unref(),
+    );
   }
 
   /**
@@ -106,7 +150,10 @@ export class PostgresStore implements Store {
       const names = await createTables(sql, options.schema, options.pgSchema);
       const [{ node, block }] = await sql.unsafe(`SELECT nextval('${names.nodes}')::int AS node, nextval('${names.revs}') AS block`);
       const largestId = await largestIdOf(sql, names, [...options.schema.entities.keys()]);
-      return new PostgresStore(sql, names, options, node, block, largestId);
+      const store = new PostgresStore(sql, names, options, node, block, largestId);
+      await store.listen();
+      await store.trimChanges();
+      return store;
     } catch (error) {
       await sql.end({ timeout: 1 }).catch(() => {});
       throw connectionProblem(error, options.url) ?? error;
@@ -218,18 +265,32 @@ export class PostgresStore implements Store {
           // The answer first: a second request with the same key waits here until the first commits.
           if (batch.answer) await insertAnswer(tx, this.names, batch.answer);
           if (batch.matches?.length) await this.checkMatches(tx, batch.matches);
-          await this.writePuts(tx, batch.puts);
-          const [{ seq }] = await tx.unsafe(`SELECT nextval('${this.names.commits}') AS seq`);
+          if (batch.puts.length === 0) return 0;
+          const [{ seq }] = await tx.unsafe(`SELECT pg_current_xact_id()::text::bigint AS seq`);
+          batch.puts.forEach(({ row }, index) => {
+            row.seq = seq as number;
+            row.index = index;
+          });
+          const types = await this.writePuts(tx, batch.puts);
+          await this.insertEvents(tx, batch.puts, types, seq as number);
           return seq as number;
+        })
+        .then((seq) => {
+          if (seq > this.lastCommittedSeq) this.lastCommittedSeq = seq;
+          // Cut back every tenth of the window written, besides the timer: the window stays near its size.
+          this.eventsSinceTrim += batch.puts.length;
+          if (this.eventsSinceTrim >= Math.max(1, this.options.changesKeep / 10)) {
+            this.eventsSinceTrim = 0;
+            this.trimChanges().catch(() => {});
+          }
+          return seq;
         })
         .catch(async (error: { code?: string; constraint_name?: string }) => {
           // A unique index refused a row: find which record holds its values, now that the batch is rolled back.
           if (error.code === "23505" && isUniqueIndexName(error.constraint_name)) throw await this.uniqueViolationOf(batch);
           throw error;
         });
-      const commit = { seq };
-      for (const listener of this.listeners) listener(batch, commit);
-      return commit;
+      return { seq };
     });
   }
 
@@ -238,8 +299,122 @@ export class PostgresStore implements Store {
     return null;
   }
 
-  onCommit(listener: CommitListener): void {
-    this.listeners.push(listener);
+  feedState(): Promise<FeedState> {
+    return this.guard(async () => {
+      // A write this process has answered is readable once the transactions older than it end
+      // (milliseconds): wait for that, so that a client reads its own writes in the feed.
+      for (const giveUpAt = Date.now() + FEED_OWN_WRITE_WAIT_MS; ; ) {
+        const [{ xmin }] = await this.sql.unsafe(`SELECT ${XMIN} AS xmin`, [], { prepare: true });
+        if (Number(xmin) > this.lastCommittedSeq || Date.now() >= giveUpAt) break;
+        await new Promise((resolve) => setTimeout(resolve, FEED_VISIBLE_RETRY_MS));
+      }
+      const [state] = await this.sql.unsafe(
+        `SELECT ${XMIN} AS xmin, ${XMAX} AS xmax, f.horizon_seq, f.horizon_idx, h.seq AS head_seq, h.idx AS head_idx, o.seq AS oldest_seq, o.idx AS oldest_idx
+         FROM ${this.names.feed} AS f
+         LEFT JOIN LATERAL (SELECT seq, idx FROM ${this.names.changes} WHERE seq < ${XMIN} ORDER BY seq DESC, idx DESC LIMIT 1) AS h ON true
+         LEFT JOIN LATERAL (SELECT seq, idx FROM ${this.names.changes} WHERE seq < ${XMIN} ORDER BY seq, idx LIMIT 1) AS o ON true`,
+        [],
+        { prepare: true },
+      );
+      const horizon = { seq: Number(state!.horizon_seq), index: Number(state!.horizon_idx) };
+      const head = state!.head_seq === null ? horizon : { seq: Number(state!.head_seq), index: Number(state!.head_idx) };
+      const oldest = state!.oldest_seq === null ? null : { seq: Number(state!.oldest_seq), index: Number(state!.oldest_idx) };
+      return { head, horizon, oldest, issued: { seq: Number(state!.xmax) - 1, index: Number.MAX_SAFE_INTEGER } };
+    });
+  }
+
+  readChanges(after: FeedPosition, entities: ReadonlySet<string> | null, limit: number): Promise<FeedRead> {
+    return this.guard(async () => {
+      const params = [after.seq, Math.min(after.index, LEGACY_HORIZON_INDEX), limit, ...(entities ? [arrayLiteral([...entities])] : [])];
+      const rows = await this.sql.unsafe<DbEvent[]>(
+        `SELECT seq, idx, entity, id, type, rev, deleted, data FROM ${this.names.changes}
+         WHERE (seq, idx) > ($1, $2) AND seq < ${XMIN}${entities ? " AND entity = ANY($4::text[])" : ""} ORDER BY seq, idx LIMIT $3`,
+        params,
+        { prepare: true },
+      );
+      const events = rows.map((row): FeedEvent => ({ entity: row.entity, type: row.type as ChangeType, row: toRow(row) }));
+      const last = rows.at(-1);
+      return { events, through: last ? { seq: Number(last.seq), index: last.idx } : after };
+    });
+  }
+
+  readLatest(after: FeedPosition, upTo: FeedPosition, entities: ReadonlySet<string> | null, limit: number): Promise<FeedRead> {
+    return this.guard(async () => {
+      const names = [...this.options.schema.entities.keys()].filter((entity) => entities === null || entities.has(entity));
+      if (names.length === 0) return { events: [], through: upTo };
+      const params = new SqlParams();
+      const [afterSeq, afterIdx, upToSeq, upToIdx, count] = [after.seq, Math.min(after.index, LEGACY_HORIZON_INDEX), upTo.seq, Math.min(upTo.index, LEGACY_HORIZON_INDEX), limit].map((value) => params.add(value));
+      const parts = names.map(
+        (entity) =>
+          `(SELECT ${params.add(entity)}::text AS entity, id, rev, deleted, data, seq, idx FROM ${this.names.table(entity)}
+            WHERE (seq, idx) > (${afterSeq}::bigint, ${afterIdx}::int) AND (seq, idx) <= (${upToSeq}::bigint, ${upToIdx}::int) ORDER BY seq, idx LIMIT ${count}::int)`,
+      );
+      const rows = await this.sql.unsafe<DbEvent[]>(`SELECT * FROM (${parts.join(" UNION ALL ")}) AS latest ORDER BY seq, idx LIMIT ${count}::int`, params.values);
+      const events = rows.map((row): FeedEvent => ({ entity: row.entity, type: "sync", row: toRow(row) }));
+      return { events, through: events.length === limit ? { seq: Number(rows.at(-1)!.seq), index: rows.at(-1)!.idx } : upTo };
+    });
+  }
+
+  onFeed(listener: () => void): void {
+    this.feedListeners.push(listener);
+  }
+
+  /** Cuts the kept events back to the newest --changes-keep, among those every reader could see. */
+  async trimChanges(): Promise<void> {
+    await this.sql.unsafe(
+      `WITH cut AS (
+         SELECT seq, idx FROM ${this.names.changes} WHERE seq < ${XMIN} ORDER BY seq DESC, idx DESC OFFSET $1 LIMIT 1
+       ), dropped AS (
+         DELETE FROM ${this.names.changes} AS c USING cut WHERE (c.seq, c.idx) <= (cut.seq, cut.idx)
+       )
+       UPDATE ${this.names.feed} AS f SET horizon_seq = cut.seq, horizon_idx = cut.idx FROM cut WHERE (cut.seq, cut.idx) > (f.horizon_seq, f.horizon_idx)`,
+      [this.options.changesKeep],
+    );
+  }
+
+  /** Every process hears every commit's notification, its own included, on a connection of its own. */
+  private async listen(): Promise<void> {
+    const request = (this.sql as unknown as { listen(channel: string, onNotify: (value: string) => void, onListen: () => void): Promise<{ unlisten(): Promise<void> }> }).listen(
+      this.names.channel,
+      (value) => this.heard(Number(value)),
+      // Also after a reconnection: notifications may have been missed meanwhile.
+      () => this.tellFeedListeners(),
+    );
+    const { unlisten } = await request;
+    this.unlisten = unlisten;
+  }
+
+  /** A commit of seq was notified: tell the readers once every transaction before it has ended. */
+  private heard(seq: number): void {
+    if (!(seq > this.awaitedSeq)) return;
+    this.awaitedSeq = seq;
+    if (this.watchingVisibility) return;
+    this.watchingVisibility = true;
+    let delay = FEED_VISIBLE_RETRY_MS;
+    const check = (): void => {
+      this.sql.unsafe(`SELECT ${XMIN} AS xmin`).then(
+        ([row]) => {
+          if (Number(row!.xmin) > this.awaitedSeq) {
+            this.watchingVisibility = false;
+            this.awaitedSeq = 0;
+            this.tellFeedListeners();
+            return;
+          }
+          setTimeout(check, delay).unref();
+          delay = Math.min(2 * delay, FEED_VISIBLE_RETRY_MAX_MS);
+        },
+        () => {
+          // The database is away: the poll tells the readers once it is back.
+          this.watchingVisibility = false;
+          this.awaitedSeq = 0;
+        },
+      );
+    };
+    check();
+  }
+
+  private tellFeedListeners(): void {
+    for (const listener of this.feedListeners) listener();
   }
 
   findAnswer(scope: string, now: number): Promise<IdempotentAnswer | undefined> {
@@ -257,11 +432,22 @@ export class PostgresStore implements Store {
 
   async reset(): Promise<void> {
     const tables = [...this.options.schema.entities.keys()].map((entity) => this.names.table(entity));
-    await this.guard(() => this.sql.unsafe(`TRUNCATE ${[...tables, this.names.answers].join(", ")}`));
+    await this.guard(() =>
+      this.sql.begin(async (tx) => {
+        // The feed forgets every event: a resume from before the reset catches up from what is stored.
+        await tx.unsafe(
+          `UPDATE ${this.names.feed} AS f SET horizon_seq = c.seq, horizon_idx = c.idx
+           FROM (SELECT seq, idx FROM ${this.names.changes} ORDER BY seq DESC, idx DESC LIMIT 1) AS c WHERE (c.seq, c.idx) > (f.horizon_seq, f.horizon_idx)`,
+        );
+        await tx.unsafe(`TRUNCATE ${[...tables, this.names.answers, this.names.changes].join(", ")}`);
+      }),
+    );
   }
 
   async close(): Promise<void> {
     clearInterval(this.answerSweep);
+    for (const timer of this.feedTimers) clearInterval(timer);
+    await this.unlisten?.().catch(() => {});
     await this.sql.end({ timeout: 5 });
   }
 
@@ -369,8 +555,31 @@ export class PostgresStore implements Store {
     }
   }
 
-  /** New records inserted, others updated where they still have the revision they replace. */
-  private async writePuts(tx: TransactionSql, puts: readonly Put[]): Promise<void> {
+  /** The batch's events, one per put, in its order; and the notification every process hears at commit. */
+  private async insertEvents(tx: TransactionSql, puts: readonly Put[], types: ReadonlyMap<Put, ChangeType>, seq: number): Promise<void> {
+    let json = "[";
+    puts.forEach((put, index) => {
+      const { row } = put;
+      const data = row.memo?.dataJson ?? JSON.stringify(row.data);
+      json += `${index === 0 ? "" : ","}{"idx":${index},"entity":${JSON.stringify(put.entity)},"id":${JSON.stringify(row.id)},"type":"${types.get(put)}","rev":${row.rev},"deleted":${row.deleted},"data":${data}}`;
+    });
+    await tx.unsafe(
+      `WITH events AS (
+         INSERT INTO ${this.names.changes} (seq, idx, entity, id, type, rev, deleted, data)
+         SELECT $1, idx, entity, id, type, rev, deleted, data
+         FROM jsonb_to_recordset($2::text::jsonb) AS v(idx integer, entity text, id text, type text, rev bigint, deleted boolean, data jsonb)
+       )
+       SELECT pg_notify($3, $1::text)`,
+      [seq, json + "]", this.names.channel],
+    );
+  }
+
+  /**
+   * New records inserted, others updated where they still have the revision they replace. Answers
+   * what each put did to its record (an update reads the version it replaces: restored or deleted).
+   */
+  private async writePuts(tx: TransactionSql, puts: readonly Put[]): Promise<Map<Put, ChangeType>> {
+    const types = new Map<Put, ChangeType>();
     const byEntity = new Map<string, Put[]>();
     for (const put of puts) {
       const group = byEntity.get(put.entity);
@@ -383,25 +592,34 @@ export class PostgresStore implements Store {
       const updates = group.filter((put) => put.replaces !== undefined && put.replaces !== 0);
       const overwrites = group.filter((put) => put.replaces === undefined);
       if (inserts.length > 0) {
-        const written = await tx.unsafe(`INSERT INTO ${table} (id, rev, deleted, data, created_date, updated_date) ${valuesOf()} ON CONFLICT (id) DO NOTHING RETURNING id`, [rowsJson(inserts)]);
+        const written = await tx.unsafe(`INSERT INTO ${table} (id, rev, deleted, data, created_date, updated_date, seq, idx) ${valuesOf()} ON CONFLICT (id) DO NOTHING RETURNING id`, [rowsJson(inserts)]);
         if (written.length !== inserts.length) throw new ConflictError("rev", `A new ${entity} record's id is taken.`);
+        for (const put of inserts) types.set(put, "create");
       }
       if (updates.length > 0) {
+        // `old` is the version replaced, as the statement's snapshot sees it.
         const written = await tx.unsafe(
-          `UPDATE ${table} AS t SET rev = v.rev, deleted = v.deleted, data = v.data, updated_date = v.updated_date
-           FROM (${valuesOf(true)}) AS v WHERE t.id = v.id AND t.rev = v.replaces RETURNING t.id`,
+          `UPDATE ${table} AS t SET rev = v.rev, deleted = v.deleted, data = v.data, updated_date = v.updated_date, seq = v.seq, idx = v.idx
+           FROM (${valuesOf(true)}) AS v JOIN ${table} AS old ON old.id = v.id WHERE t.id = v.id AND t.rev = v.replaces RETURNING t.id, old.deleted AS was_deleted`,
           [rowsJson(updates)],
         );
         if (written.length !== updates.length) throw new ConflictError("rev", `A ${entity} record changed since it was read.`);
+        const wasDeleted = new Map(written.map((row) => [row.id as string, row.was_deleted as boolean]));
+        for (const put of updates) types.set(put, changeTypeOf({ ...put.row, deleted: wasDeleted.get(put.row.id)! }, put.row));
       }
       if (overwrites.length > 0) {
-        await tx.unsafe(
-          `INSERT INTO ${table} (id, rev, deleted, data, created_date, updated_date) ${valuesOf()}
-           ON CONFLICT (id) DO UPDATE SET rev = excluded.rev, deleted = excluded.deleted, data = excluded.data, updated_date = excluded.updated_date`,
+        const written = await tx.unsafe(
+          `INSERT INTO ${table} (id, rev, deleted, data, created_date, updated_date, seq, idx) ${valuesOf()}
+           ON CONFLICT (id) DO UPDATE SET rev = excluded.rev, deleted = excluded.deleted, data = excluded.data, updated_date = excluded.updated_date,
+             seq = excluded.seq, idx = excluded.idx
+           RETURNING id, (xmax = 0) AS inserted`,
           [rowsJson(overwrites)],
         );
+        const inserted = new Map(written.map((row) => [row.id as string, row.inserted as boolean]));
+        for (const put of overwrites) types.set(put, inserted.get(put.row.id) ? "create" : "update");
       }
     }
+    return types;
   }
 
   /** Runs a database call; a lost connection becomes StoreUnreachableError (503, and the next call tries again). */
@@ -441,8 +659,13 @@ export class PostgresStore implements Store {
   }
 }
 
-function toRow(row: DbRow): Row {
-  return { id: row.id, rev: Number(row.rev), deleted: row.deleted, data: row.data };
+function toRow(row: DbRow & { seq?: number | string; idx?: number }): Row {
+  const stored: Row = { id: row.id, rev: Number(row.rev), deleted: row.deleted, data: row.data };
+  if (row.seq !== undefined) {
+    stored.seq = Number(row.seq);
+    stored.index = row.idx;
+  }
+  return stored;
 }
 
 function deletedCondition(deleted: DeletedFilter): string | null {
@@ -462,9 +685,9 @@ function whereClause(conditions: readonly string[]): string {
  * data JSON a new version carries spliced in as it is rather than serialized again.
  */
 function valuesOf(withReplaces = false): string {
-  return `SELECT id, rev, deleted, data, created_date, updated_date${withReplaces ? ", replaces" : ""}
+  return `SELECT id, rev, deleted, data, created_date, updated_date, seq, idx${withReplaces ? ", replaces" : ""}
     FROM jsonb_to_recordset($1::text::jsonb) AS v(id text, rev bigint, deleted boolean, data jsonb, created_date timestamptz,
-      updated_date timestamptz${withReplaces ? ", replaces bigint" : ""})`;
+      updated_date timestamptz, seq bigint, idx integer${withReplaces ? ", replaces bigint" : ""})`;
 }
 
 function rowsJson(puts: readonly Put[]): string {
@@ -473,7 +696,7 @@ function rowsJson(puts: readonly Put[]): string {
     const data = row.memo?.dataJson ?? JSON.stringify(row.data);
     const created = JSON.stringify(timestampOf(row.data.created_date));
     const updated = JSON.stringify(timestampOf(row.data.updated_date));
-    json += `${json.length > 1 ? "," : ""}{"id":${JSON.stringify(row.id)},"rev":${row.rev},"deleted":${row.deleted},"data":${data},"created_date":${created},"updated_date":${updated},"replaces":${replaces ?? 0}}`;
+    json += `${json.length > 1 ? "," : ""}{"id":${JSON.stringify(row.id)},"rev":${row.rev},"deleted":${row.deleted},"data":${data},"created_date":${created},"updated_date":${updated},"seq":${row.seq ?? 0},"idx":${row.index ?? 0},"replaces":${replaces ?? 0}}`;
   }
   return json + "]";
 }

@@ -1,6 +1,6 @@
 // What the PostgreSQL store keeps in its schema (--pg-schema, default "tabula"), created at start-up
-// when missing: a table per entity, the idempotent answers, and the sequences of revisions, node
-// numbers and commits. Internal names start with "$", which no entity name can (schema/load.ts),
+// when missing: a table per entity, the idempotent answers, the change feed's kept events and its
+// horizon, and the sequences of revisions, node numbers and positions of rows older than the feed. Internal names start with "$", which no entity name can (schema/load.ts),
 // so an entity can never take one. A table that exists in another shape stops the start-up.
 
 import type { Schema } from "../../schema/load.ts";
@@ -19,8 +19,20 @@ export interface Names {
   /** Sequence names as text, for nextval('…'). */
   readonly revs: string;
   readonly nodes: string;
-  readonly commits: string;
+  readonly legacy: string;
+  /** The change feed's kept events (CONTRACT §8). */
+  readonly changes: string;
+  /** One row: the newest event no longer kept. */
+  readonly feed: string;
+  /** The NOTIFY channel a commit announces its events on, one per schema. */
+  readonly channel: string;
 }
+
+/**
+ * The horizon of a feed that has dropped nothing: after every position of a version older than the
+ * feed (0.n), so that a resume from 0 catches up from the rows themselves.
+ */
+export const LEGACY_HORIZON_INDEX = 2 ** 31 - 1;
 
 export function quoteIdent(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
@@ -99,7 +111,10 @@ export function namesIn(pgSchema: string): Names {
     keys: `${schema}."$keys"`,
     revs: `${schema}."$revs"`,
     nodes: `${schema}."$nodes"`,
-    commits: `${schema}."$commits"`,
+    legacy: `${schema}."$legacy"`,
+    changes: `${schema}."$changes"`,
+    feed: `${schema}."$feed"`,
+    channel: `tabula_changes_${pgSchema}`.slice(0, 63),
   };
 }
 
@@ -135,6 +150,12 @@ export async function createTables(sql: Sql, schema: Schema, pgSchema: string): 
         created_date timestamptz NOT NULL,
         updated_date timestamptz NOT NULL
       )`);
+      // Each version's feed position (its batch's seq, its index in it); tables made before the
+      // feed get the columns, and their rows the positions 0.1, 0.2… (older than any event).
+      await tx.unsafe(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS seq bigint NOT NULL DEFAULT 0, ADD COLUMN IF NOT EXISTS idx integer NOT NULL DEFAULT 0`);
+      await tx.unsafe(`CREATE INDEX IF NOT EXISTS ${quoteIdent(indexNameOf(name, "feed"))} ON ${table} (seq, idx)`);
+      await tx.unsafe(`CREATE SEQUENCE IF NOT EXISTS ${names.legacy}`);
+      await tx.unsafe(`UPDATE ${table} SET idx = nextval('${names.legacy}') WHERE seq = 0 AND idx = 0`);
       for (const index of indexesOf(entity)) {
         if (index.needsTrigram && !hasTrigram) continue;
         await tx.unsafe(`CREATE INDEX IF NOT EXISTS ${quoteIdent(indexNameOf(name, index.name))} ON ${table} ${index.definition}`);
@@ -150,7 +171,20 @@ export async function createTables(sql: Sql, schema: Schema, pgSchema: string): 
       expires_at bigint NOT NULL
     )`);
     await tx.unsafe(`CREATE TABLE IF NOT EXISTS ${names.keys} (id text PRIMARY KEY, kind text NOT NULL, key text NOT NULL UNIQUE)`);
-    for (const sequence of [names.revs, names.nodes, names.commits]) await tx.unsafe(`CREATE SEQUENCE IF NOT EXISTS ${sequence}`);
+    await tx.unsafe(`CREATE TABLE IF NOT EXISTS ${names.changes} (
+      seq bigint NOT NULL,
+      idx integer NOT NULL,
+      entity text NOT NULL,
+      id text NOT NULL,
+      type text NOT NULL,
+      rev bigint NOT NULL,
+      deleted boolean NOT NULL,
+      data jsonb NOT NULL,
+      PRIMARY KEY (seq, idx)
+    )`);
+    await tx.unsafe(`CREATE TABLE IF NOT EXISTS ${names.feed} (one boolean PRIMARY KEY DEFAULT true CHECK (one), horizon_seq bigint NOT NULL, horizon_idx integer NOT NULL)`);
+    await tx.unsafe(`INSERT INTO ${names.feed} (horizon_seq, horizon_idx) VALUES (0, ${LEGACY_HORIZON_INDEX}) ON CONFLICT DO NOTHING`);
+    for (const sequence of [names.revs, names.nodes, names.legacy]) await tx.unsafe(`CREATE SEQUENCE IF NOT EXISTS ${sequence}`);
   });
   return names;
 }

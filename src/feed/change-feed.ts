@@ -1,0 +1,330 @@
+// The change feed's hub (CONTRACT §8): one per server, between the store's events and the readers.
+//
+// A reader starts at a resume point and reads the store page by page (catching up), from the
+// window of kept events, or, when its point is older than the window, from the latest versions
+// (sync). Once it has read up to the hub's head it is live: the hub reads each new stretch of
+// events from the store once (when the store says some may be readable) and hands it to every live
+// stream, formatted once per group of streams that asked for the same thing (key kind, entities,
+// q), so a thousand subscribers cost one serialization and a thousand socket writes. A live stream
+// whose unsent bytes pass a bound is cut off with `event: overflow` (it resumes from its last id),
+// and one catching up waits for its socket to drain before reading on: memory stays bounded however
+// slowly a reader reads.
+
+import type { ServerResponse } from "node:http";
+import type { Caller } from "../records/caller.ts";
+import type { Schema } from "../schema/load.ts";
+import type { Predicate } from "../store/memory/predicate.ts";
+import { compareFeedPositions, isAfter, type FeedEvent, type FeedPosition, type FeedRead, type FeedState, type Store } from "../store/store.ts";
+import { changeJson, sseFrame } from "./events.ts";
+
+export interface FeedLimits {
+  /** SSE streams and waiting long polls held at once (--max-streams). */
+  readonly maxStreams: number;
+  /** A comment is sent on every stream this often, so that proxies keep it open. */
+  readonly heartbeatMs: number;
+  /** A live stream whose unsent bytes pass this is cut off with event: overflow. */
+  readonly streamBufferBytes: number;
+}
+
+export const DEFAULT_FEED_LIMITS: FeedLimits = { maxStreams: 1000, heartbeatMs: 15_000, streamBufferBytes: 1 << 20 };
+
+/** What one reader asked for. */
+export interface FeedSubscription {
+  readonly caller: Caller;
+  /** The declared entities it reads: those its key may read, narrowed by the route or entities=. */
+  readonly entities: ReadonlySet<string>;
+  /** Per entity, the q it narrows by (parsed against each entity); null without q. */
+  readonly filters: ReadonlyMap<string, Predicate> | null;
+  /** Equal for subscriptions that receive the same bytes: key kind, entities and q. */
+  readonly key: string;
+}
+
+/** A stretch of the feed as a reader sees it: its events (q applied), where it ends, the window. */
+export interface FeedStep {
+  readonly events: FeedEvent[];
+  readonly next: FeedPosition;
+  readonly oldest: FeedPosition | null;
+}
+
+/** Events read from the store per step of a reader catching up, and per read of the hub. */
+const STEP_EVENTS = 500;
+const FETCH_EVENTS = 1000;
+/** After a failed read of the store (a database away), the hub tries again this much later. */
+const FETCH_RETRY_MS = 1000;
+/** A stream cut off for overflow is destroyed if its client has not read to its end by then. */
+const OVERFLOW_GRACE_MS = 30_000;
+
+class Stream {
+  closed = false;
+  constructor(
+    readonly res: ServerResponse,
+    readonly sub: FeedSubscription,
+    /** Where it has read to, while catching up or pending; a live stream is at the hub's head. */
+    public position: FeedPosition,
+  ) {}
+}
+
+export class ChangeFeed {
+  /** Every event up to here has been handed to the live streams. */
+  private head: FeedPosition;
+  /** Live streams by subscription key. */
+  private readonly groups = new Map<string, Set<Stream>>();
+  /** Streams that read past the hub's head: they become live once the hub reaches them. */
+  private readonly pending = new Set<Stream>();
+  private readonly streams = new Set<Stream>();
+  /** Long polls waiting for news. */
+  private readonly waiters = new Set<() => void>();
+  private held = 0;
+  private fetching = false;
+  private fetchAgain = false;
+  private closed = false;
+  private readonly heartbeat: NodeJS.Timeout;
+
+  static async open(store: Store, schema: Schema, limits: FeedLimits, warn: (message: string) => void): Promise<ChangeFeed> {
+    const { head } = await store.feedState();
+    return new ChangeFeed(store, schema, limits, warn, head);
+  }
+
+  private constructor(
+    private readonly store: Store,
+    private readonly schema: Schema,
+    readonly limits: FeedLimits,
+    private readonly warn: (message: string) => void,
+    head: FeedPosition,
+  ) {
+    this.head = head;
+    store.onFeed(() => this.fetch());
+    this.heartbeat = setInterval(() => this.beat(), limits.heartbeatMs).unref();
+  }
+
+  /** The store's feed state: a resume point is checked against what it issued. */
+  state(): Promise<FeedState> {
+    return Promise.resolve(this.store.feedState());
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** Whether another stream or long poll may be held (--max-streams). */
+  get isFull(): boolean {
+    return this.held >= this.limits.maxStreams;
+  }
+
+  /**
+   * The next events for `sub` after `since` (null: from now), up to `limit`; with `waitMs`, waits
+   * that long for one when there is none (a long poll).
+   */
+  async read(sub: FeedSubscription, since: FeedPosition | null, limit: number, waitMs: number): Promise<FeedStep> {
+    let position = since ?? this.head;
+    const deadline = Date.now() + waitMs;
+    let holding = false;
+    try {
+      for (;;) {
+        const { read, state } = await this.readFrom(position, sub, limit);
+        const events = read.events.filter((event) => this.matches(sub, event));
+        const progressed = compareFeedPositions(read.through, position) > 0;
+        if (progressed) position = read.through;
+        if (events.length > 0 || this.closed || Date.now() >= deadline) return { events, next: position, oldest: state.oldest };
+        if (progressed) continue;
+        if (!holding) {
+          this.held++;
+          holding = true;
+        }
+        await this.news(deadline);
+      }
+    } finally {
+      if (holding) this.held--;
+    }
+  }
+
+  /** Serves an SSE stream on `res` (its head is sent) from `since` (null: from now). */
+  openStream(res: ServerResponse, sub: FeedSubscription, since: FeedPosition | null): void {
+    const stream = new Stream(res, sub, since ?? this.head);
+    this.streams.add(stream);
+    this.held++;
+    res.on("close", () => this.drop(stream));
+    res.write(": tabula change feed\n\n");
+    if (this.closed) return void res.end();
+    void this.catchUp(stream);
+  }
+
+  /** The change's JSON object for `sub`'s key kind. */
+  changeJson(event: FeedEvent, sub: FeedSubscription): string {
+    return changeJson(this.schema.entities.get(event.entity)!, event, sub.caller);
+  }
+
+  /** Ends every stream and answers every long poll (SIGTERM): readers resume elsewhere or later. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.heartbeat);
+    for (const stream of this.streams) stream.res.end();
+    for (const wake of this.waiters) wake();
+  }
+
+  private async readFrom(position: FeedPosition, sub: FeedSubscription, limit: number): Promise<{ read: FeedRead; state: FeedState }> {
+    const state = await this.store.feedState();
+    // Older than the window: the latest version of each record written since, then the window.
+    const read = compareFeedPositions(position, state.horizon) < 0 ? await this.store.readLatest(position, state.head, sub.entities, limit) : await this.store.readChanges(position, sub.entities, limit);
+    return { read, state };
+  }
+
+  private matches(sub: FeedSubscription, event: FeedEvent): boolean {
+    if (!sub.entities.has(event.entity)) return false;
+    const filter = sub.filters?.get(event.entity);
+    return filter === undefined || filter(event.row);
+  }
+
+  private frames(events: readonly FeedEvent[], sub: FeedSubscription): string {
+    let text = "";
+    for (const event of events) if (this.matches(sub, event)) text += sseFrame(event, this.changeJson(event, sub));
+    return text;
+  }
+
+  private async catchUp(stream: Stream): Promise<void> {
+    try {
+      while (!stream.closed) {
+        const { read } = await this.readFrom(stream.position, stream.sub, STEP_EVENTS);
+        if (stream.closed) return;
+        const text = this.frames(read.events, stream.sub);
+        if (text !== "") this.send(stream, text);
+        if (compareFeedPositions(read.through, stream.position) > 0) {
+          stream.position = read.through;
+          if (!stream.closed && stream.res.writableLength > this.limits.streamBufferBytes / 2) await drained(stream.res);
+          continue;
+        }
+        // Nothing more in the store: join the live streams where the hub is.
+        const ahead = compareFeedPositions(stream.position, this.head);
+        if (ahead === 0) return this.join(stream);
+        if (ahead > 0) return void this.pending.add(stream);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    } catch (error) {
+      // The store could not be read (a database away): the client resumes from its last id.
+      this.warn(`A change feed stream was ended: ${(error as Error).message}`);
+      stream.res.end();
+    }
+  }
+
+  private join(stream: Stream): void {
+    let group = this.groups.get(stream.sub.key);
+    if (!group) this.groups.set(stream.sub.key, (group = new Set()));
+    group.add(stream);
+  }
+
+  private drop(stream: Stream): void {
+    if (stream.closed) return;
+    stream.closed = true;
+    this.streams.delete(stream);
+    this.pending.delete(stream);
+    const group = this.groups.get(stream.sub.key);
+    group?.delete(stream);
+    if (group?.size === 0) this.groups.delete(stream.sub.key);
+    this.held--;
+  }
+
+  private send(stream: Stream, chunk: string | Buffer): void {
+    if (stream.closed) return;
+    stream.res.write(chunk);
+    if (stream.res.writableLength > this.limits.streamBufferBytes) this.overflow(stream);
+  }
+
+  /** Cuts off a stream that fell too far behind: it resumes from the last id it received. */
+  private overflow(stream: Stream): void {
+    const { res } = stream;
+    this.drop(stream);
+    const message = "This stream fell too far behind and was closed; reconnect with Last-Event-ID (or since) set to the last id you received.";
+    res.end(`event: overflow\ndata: ${JSON.stringify({ type: "overflow", message })}\n\n`);
+    setTimeout(() => res.destroy(), OVERFLOW_GRACE_MS).unref();
+  }
+
+  /** Reads what the store has after the hub's head and hands it to the live streams; one read at a time. */
+  private fetch(): void {
+    if (this.closed) return;
+    if (this.fetching) {
+      this.fetchAgain = true;
+      return;
+    }
+    this.fetching = true;
+    this.fetchAll().then(
+      () => {
+        this.fetching = false;
+        if (this.fetchAgain) this.fetch();
+      },
+      (error: Error) => {
+        this.fetching = false;
+        this.warn(`The change feed could not read the store (retrying in ${FETCH_RETRY_MS} ms): ${error.message}`);
+        setTimeout(() => this.fetch(), FETCH_RETRY_MS).unref();
+      },
+    );
+  }
+
+  private async fetchAll(): Promise<void> {
+    for (;;) {
+      this.fetchAgain = false;
+      const state = await this.store.feedState();
+      if (compareFeedPositions(this.head, state.horizon) < 0) {
+        // The window moved past what the hub handed out: every live stream resumes by itself.
+        for (const stream of [...this.pending, ...[...this.groups.values()].flatMap((group) => [...group])]) this.overflow(stream);
+        this.head = state.head;
+      }
+      const read = await this.store.readChanges(this.head, null, FETCH_EVENTS);
+      if (compareFeedPositions(read.through, this.head) <= 0) return;
+      this.dispatch(read.events, read.through);
+      if (read.events.length < FETCH_EVENTS && !this.fetchAgain) return;
+    }
+  }
+
+  private dispatch(events: readonly FeedEvent[], through: FeedPosition): void {
+    for (const group of this.groups.values()) {
+      const first = group.values().next().value as Stream | undefined;
+      if (!first) continue;
+      const text = this.frames(events, first.sub);
+      if (text === "") continue;
+      const chunk = Buffer.from(text);
+      for (const stream of group) this.send(stream, chunk);
+    }
+    for (const stream of this.pending) {
+      const text = this.frames(
+        events.filter((event) => isAfter(event.row, stream.position)),
+        stream.sub,
+      );
+      if (text !== "") this.send(stream, text);
+      if (stream.closed || compareFeedPositions(through, stream.position) < 0) continue;
+      this.pending.delete(stream);
+      this.join(stream);
+    }
+    this.head = through;
+    for (const wake of this.waiters) wake();
+  }
+
+  /** Resolves at the hub's next news, at the deadline, or when the feed closes. */
+  private news(deadline: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = (): void => {
+        clearTimeout(timer);
+        this.waiters.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, Math.max(0, deadline - Date.now()));
+      this.waiters.add(wake);
+    });
+  }
+
+  private beat(): void {
+    for (const stream of this.streams) if (!stream.closed) stream.res.write(": heartbeat\n\n");
+  }
+}
+
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
+}
