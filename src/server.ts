@@ -226,7 +226,8 @@ async function* followChanges(feed: ChangeFeed, schema: Schema, key: ApiKey, opt
   const names = options.entities ?? [...schema.entities.keys()];
   for (const name of names) if (!schema.entities.has(name)) throw new Error(`changes(): no entity is named ${name}; the schema declares ${[...schema.entities.keys()].join(", ")}.`);
   const sub = { caller: { keyId: key.id, kind: key.kind }, entities: new Set(names), filters: null, key: "" };
-  let position: FeedPosition | null = options.since === undefined ? null : parseEventId(options.since, "since", await feed.state());
+  const state = await feed.state();
+  let position: FeedPosition = options.since === undefined ? state.head : parseEventId(options.since, "since", state);
   for (;;) {
     const { events, next } = await feed.read(sub, position, 100, 30_000);
     if (events.length === 0 && feed.isClosed) return;

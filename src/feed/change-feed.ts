@@ -112,11 +112,11 @@ export class ChangeFeed {
   }
 
   /**
-   * The next events for `sub` after `since` (null: from now), up to `limit`; with `waitMs`, waits
-   * that long for one when there is none (a long poll).
+   * The next events for `sub` after `since`, up to `limit`; with `waitMs`, waits that long for one
+   * when there is none (a long poll).
    */
-  async read(sub: FeedSubscription, since: FeedPosition | null, limit: number, waitMs: number): Promise<FeedStep> {
-    let position = since ?? this.head;
+  async read(sub: FeedSubscription, since: FeedPosition, limit: number, waitMs: number): Promise<FeedStep> {
+    let position = since;
     const deadline = Date.now() + waitMs;
     let holding = false;
     try {
@@ -138,9 +138,9 @@ export class ChangeFeed {
     }
   }
 
-  /** Serves an SSE stream on `res` (its head is sent) from `since` (null: from now). */
-  openStream(res: ServerResponse, sub: FeedSubscription, since: FeedPosition | null): void {
-    const stream = new Stream(res, sub, since ?? this.head);
+  /** Serves an SSE stream on `res` (its head is sent) from after `since`. */
+  openStream(res: ServerResponse, sub: FeedSubscription, since: FeedPosition): void {
+    const stream = new Stream(res, sub, since);
     this.streams.add(stream);
     this.held++;
     res.on("close", () => this.drop(stream));

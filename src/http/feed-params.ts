@@ -23,7 +23,8 @@ const JSON_PARAMETERS = ["q", "since", "limit", "wait", "key"];
 
 export interface FeedRequest {
   readonly sub: FeedSubscription;
-  readonly since: FeedPosition | null;
+  /** Where to start: after the resume point given, else after the newest event (from now). */
+  readonly since: FeedPosition;
   readonly stream: boolean;
   readonly limit: number;
   readonly waitMs: number;
@@ -45,7 +46,7 @@ export function parseFeedRequest(schema: Schema, entity: EntityDef | null, calle
   const sub = subscriptionOf(entities, caller, query.get("q"));
   const lastEventId = stream ? header("last-event-id") : undefined;
   const sinceText = lastEventId ?? query.get("since");
-  const since = sinceText === null ? null : parseEventId(sinceText, lastEventId !== undefined ? "Last-Event-ID" : "since", state);
+  const since = sinceText === null ? state.head : parseEventId(sinceText, lastEventId !== undefined ? "Last-Event-ID" : "since", state);
   return { sub, since, stream, limit: limitOf(query.get("limit")), waitMs: waitOf(query.get("wait")) };
 }
 

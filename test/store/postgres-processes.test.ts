@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { BUILT_CLI, copyCli, killSpawned, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
 import { describeWithPostgres, dropPgSchema, freshPgSchema } from "../support/postgres.ts";
+import { SseClient } from "../support/sse.ts";
 
 const EXAMPLES = join(import.meta.dirname, "../../examples/entities");
 const ROUNDS = 12;
@@ -162,5 +163,37 @@ describeWithPostgres("two tabula processes on one PostgreSQL database", (url) =>
       }
       assert.deepEqual(walked, all.body.map((record: { id: string }) => record.id), sort);
     }
+  });
+
+  test("the change feed of each process carries the writes of both, in one order, each once; a stream resumes on the other process", async () => {
+    const since = (await call(a, "GET", "/api/entities/Note/changes")).body.next as string;
+    const onA = new SseClient(`${a.url}/api/entities/Note/changes`, { "X-Api-Key": secret, "Last-Event-ID": since });
+    const onB = new SseClient(`${b.url}/api/entities/Note/changes`, { "X-Api-Key": secret, "Last-Event-ID": since });
+    await Promise.all([onA.opened, onB.opened]);
+    // Both processes write at once, 16 writers each.
+    const written = (
+      await Promise.all(
+        Array.from({ length: 32 }, async (_, w) => {
+          const ids: string[] = [];
+          for (let i = 0; i < 4; i++) {
+            const created = await call(w % 2 ? a : b, "POST", "/api/entities/Note", { body: `n${w}-${i}` });
+            assert.equal(created.status, 201, created.text);
+            ids.push(created.body.id);
+          }
+          return ids;
+        }),
+      )
+    ).flat();
+    await Promise.all([onA.waitFor(written.length), onB.waitFor(written.length)]);
+    const idsOf = (client: SseClient) => client.events.map((event) => event.id);
+    assert.deepEqual(idsOf(onA), idsOf(onB), "both processes send the same events in the same order");
+    assert.equal(new Set(idsOf(onA)).size, written.length, "each once");
+    assert.deepEqual(onA.events.map((event) => event.json.id).sort(), [...written].sort());
+    // A stream cut on a resumes on b from its last id.
+    const lastOnA = onA.events[40]!.id!;
+    onA.close();
+    const resumed = await call(b, "GET", `/api/entities/Note/changes?since=${lastOnA}&limit=1000`);
+    assert.deepEqual(resumed.body.changes.map((change: { event_id: string }) => change.event_id), idsOf(onB).slice(41));
+    onB.close();
   });
 });
