@@ -9,10 +9,12 @@
 // AGG times aggregates and distinct one request at a time (the median and p90 of up to 100 each).
 //
 //   node bench/run.mjs [--records 100000] [--duration 5] [--connections 32] [--only W1,W3,AGG] [--keep] [--unique]
-//                      [--sustain S] [--node-flags "FLAGS for the tabula child"]
+//                      [--sustain S] [--subscribers 1000] [--node-flags "FLAGS for the tabula child"]
 //                      [--cpu-prof DIR]   (then: node bench/profile-summary.mjs DIR/*.cpuprofile)
 // --only takes workload names, AGG, and SUSTAINED (updates until a compaction, or for --sustain seconds).
+// W9: W4's creates at c=32 alone, then with --subscribers SSE streams of Task's changes (bench/feed-subscribers.mjs).
 
+import { spawn } from "node:child_process";
 import { copyFileSync, cpSync, mkdtempSync, readdirSync, rmSync, statfsSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path, { join } from "node:path";
@@ -160,6 +162,26 @@ async function main() {
       const single = await measure(requests, 1);
       rows.push(row("W4 create, durable", 1, single, `target ≥ 1,500 req/s; ${pct(single.rate / disk.rate)} of the disk's bare fdatasync rate`));
       rows.push(row("W4 create, durable", options.connections, await measure(requests), "target ≥ 7,000 req/s"));
+    }
+    if (only("W9")) {
+      // W4's creates at c=32 without subscribers, then with SUBSCRIBERS SSE streams of Task's changes
+      // held by a child process (bench/feed-subscribers.mjs), which also probes delivery latency.
+      const random = createRandom(9);
+      let created = 0;
+      const requests = () => buildRequest("POST", "/api/entities/Task", { headers: { "X-Api-Key": SECRET_KEY }, body: makeTask(2 * options.records + created++, random) });
+      const alone = await measure(requests);
+      const subscribers = await startSubscribers(server.port, options.subscribers);
+      subscribers.proc.stdin.write("start\n");
+      const cpuBefore = readCpuMs(subscribers.proc.pid);
+      const startedAt = performance.now();
+      const followed = await measure(requests);
+      const subscriberCpu = (readCpuMs(subscribers.proc.pid) - cpuBefore) / (performance.now() - startedAt);
+      const feed = await subscribers.stop();
+      rows.push(row("W9 create, durable, no subscribers", options.connections, alone));
+      rows.push(row(`W9 create, durable, ${fmt(options.subscribers)} SSE subscribers on Task`, options.connections, followed,
+        `${pct(followed.rate / alone.rate)} of the rate without (target ≥ 70%); ${fmt(feed.deliveries / feed.seconds)} deliveries/s (${(feed.bytes / feed.seconds / 1048576).toFixed(0)} MiB/s); ` +
+        `answer→arrival p50 ${feed.p50.toFixed(1)} ms, p99 ${feed.p99.toFixed(1)} ms, max ${feed.max.toFixed(0)} ms (target p99 ≤ 50 ms) over ${fmt(feed.probeArrivals)} of ${fmt(feed.expectedArrivals)} probe arrivals; ` +
+        `${feed.ended} streams cut off, ${feed.refused} refused; subscribers' CPU ${pct(subscriberCpu)}`));
     }
     const sustained = only("SUSTAINED") ? await sustainWrites(server, dataDir, pick) : [];
     const afterLoad = { rss: readRss(server.proc.pid), files: dataFiles(dataDir), records: await countRecords(server) };
@@ -352,6 +374,38 @@ function poolPicker(ids) {
   return () => ids[Math.floor(random() * ids.length)];
 }
 
+/** W9's subscriber process, once every stream is open; stop() answers what it measured. */
+function startSubscribers(port, count) {
+  const proc = spawn(process.execPath, [new URL("./feed-subscribers.mjs", import.meta.url).pathname, String(port), SECRET_KEY, String(count)], { stdio: ["pipe", "pipe", "inherit"] });
+  let output = "";
+  proc.stdout.setEncoding("utf8");
+  const lines = [];
+  let wake = null;
+  proc.stdout.on("data", (text) => {
+    output += text;
+    for (let end = output.indexOf("\n"); end >= 0; end = output.indexOf("\n")) {
+      lines.push(output.slice(0, end));
+      output = output.slice(end + 1);
+    }
+    wake?.();
+  });
+  const nextLine = () =>
+    new Promise((resolve, reject) => {
+      const check = () => (lines.length > 0 ? resolve(lines.shift()) : proc.exitCode !== null ? reject(new Error("the subscribers exited")) : (wake = check));
+      check();
+    });
+  return nextLine().then((ready) => {
+    if (!ready.startsWith("ready")) throw new Error(`the subscribers said ${ready}`);
+    return {
+      proc,
+      async stop() {
+        proc.stdin.write("stop\n");
+        return JSON.parse(await nextLine());
+      },
+    };
+  });
+}
+
 async function startTabula(dir, dataDir, nodeFlags = []) {
   return startChild("tabula", [...nodeFlags, join(dir, "tabula.mjs"), "--schema", join(dir, "schema.json"), "--data", dataDir, "--port", "0", "--secret-key", SECRET_KEY]);
 }
@@ -406,7 +460,7 @@ function printReport({ rows, latencies, notes, afterSeed, seededStart, settled, 
 }
 
 function parseOptions(argv) {
-  const parsed = { records: 100_000, duration: 5, warmup: 1, connections: 32, only: null, keep: false, cpuProf: null, sustain: 0, nodeFlags: [], w1Ids: POOL_SIZE, unique: false };
+  const parsed = { records: 100_000, duration: 5, warmup: 1, connections: 32, only: null, keep: false, cpuProf: null, sustain: 0, nodeFlags: [], w1Ids: POOL_SIZE, unique: false, subscribers: 1000 };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = () => {
@@ -418,6 +472,7 @@ function parseOptions(argv) {
     else if (flag === "--duration") parsed.duration = positive(flag, value());
     else if (flag === "--warmup") parsed.warmup = Number(value());
     else if (flag === "--connections") parsed.connections = positive(flag, value());
+    else if (flag === "--subscribers") parsed.subscribers = positive(flag, value());
     else if (flag === "--only") parsed.only = value().toUpperCase().split(",");
     else if (flag === "--keep") parsed.keep = true;
     else if (flag === "--unique") parsed.unique = true;
@@ -425,7 +480,7 @@ function parseOptions(argv) {
     else if (flag === "--sustain") parsed.sustain = positive(flag, value());
     else if (flag === "--node-flags") parsed.nodeFlags = value().split(/\s+/).filter(Boolean);
     else if (flag === "--cpu-prof") parsed.cpuProf = path.resolve(value());
-    else throw new Error(`unknown option ${flag}; options: --records N --duration S --warmup S --connections C --only W1,W2,AGG --keep --unique --cpu-prof DIR --sustain S --w1-ids N --node-flags "--max-old-space-size=256"`);
+    else throw new Error(`unknown option ${flag}; options: --records N --duration S --warmup S --connections C --only W1,W2,AGG --keep --unique --cpu-prof DIR --sustain S --w1-ids N --subscribers N --node-flags "--max-old-space-size=256"`);
   }
   return parsed;
 }
