@@ -3,7 +3,7 @@
 
 import { createServer, type ServerOptions, type TabulaServer } from "./server.ts";
 
-export type { LoadedData, ServerOptions, TabulaServer } from "./server.ts";
+export type { FeedChange, LoadedData, ServerOptions, TabulaServer } from "./server.ts";
 export type { ApiKey } from "./keys/api-keys.ts";
 
 export type StartOptions = Omit<ServerOptions, "memory" | "port"> & { readonly memory?: boolean; readonly port?: number };

@@ -148,7 +148,7 @@ describe("flags", { concurrency: CONCURRENT_TESTS }, () => {
     const { code, stdout } = await run(["--help"]);
     assert.equal(code, 0);
     assert.match(stdout, /Usage/);
-    for (const flag of ["--schema", "--store", "--data", "--memory", "--port", "--host", "--secret-key", "--publishable-key", "--seed", "--max-body", "--version"]) {
+    for (const flag of ["--schema", "--store", "--data", "--memory", "--port", "--host", "--secret-key", "--publishable-key", "--seed", "--max-body", "--changes-keep", "--max-streams", "--version"]) {
       assert.ok(stdout.includes(flag), `--help mentions ${flag}`);
     }
     assert.doesNotMatch(stdout, /listening on/);
@@ -170,6 +170,9 @@ describe("flags", { concurrency: CONCURRENT_TESTS }, () => {
     [["--memory=yes"], /--memory/],
     [["--rate-limit", "0"], /--rate-limit must be a whole number .* \(got "0"\)/],
     [["--rate-limit", "fast"], /--rate-limit.*fast/],
+    [["--changes-keep", "-1"], /--changes-keep must be a whole number of events, at least 0 \(got "-1"\)/],
+    [["--changes-keep", "lots"], /--changes-keep must be a whole number of events/],
+    [["--max-streams", "0"], /--max-streams must be a whole number of streams, at least 1 \(got "0"\)/],
     [["--trust-proxy=yes"], /--trust-proxy takes no value/],
   ];
   for (const [args, named] of badFlags) {

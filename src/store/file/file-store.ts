@@ -209,7 +209,7 @@ export class FileStore extends MemoryStore {
         this.window.rollBack(fromSeq);
       },
     );
-    // Everything loaded is durable: its events may be read.
+    // Everything loaded is durable, the snapshot's events too: they may be read.
     this.window.markDurable(nextSeq - 1);
     // A log left big by the last run is compacted now (or at the first quiet moment), not only
     // after the next write: a server that only reads would otherwise replay it at every start.
@@ -262,6 +262,9 @@ export class FileStore extends MemoryStore {
     }
     const puts = (entry.puts ?? []).map(({ e, row }) => ({ entity: e, row: loader.toRow(row) }));
     this.apply(entry.answer ? { puts, answer: entry.answer } : { puts }, entry.seq);
+    // Durable already: the window keeps its size while a long log is replayed.
+    this.window.markDurable(entry.seq);
+    this.window.trimNow();
   }
 
   /**

@@ -17,6 +17,7 @@ export class ChangeWindow {
   private lastDurable: FeedPosition = FEED_START;
   /** The newest event no longer kept (or FEED_START): every event after it is here. */
   private dropped: FeedPosition = FEED_START;
+  private trimScheduled = false;
 
   constructor(readonly keep: number) {}
 
@@ -52,8 +53,13 @@ export class ChangeWindow {
     this.dropped = horizon;
   }
 
-  /** The batches up to `seq` are durable: their events may be read, and the oldest may leave. */
+  /**
+   * The batches up to `seq` are durable: their events may be read, and the oldest may leave, in a
+   * later turn of the event loop: the listeners told of the commit read the new events first (the
+   * change feed's hub reads them in the promise jobs that follow), however many a batch wrote.
+   */
   markDurable(seq: number): void {
+    if (seq <= this.durableSeq) return;
     this.durableSeq = seq;
     for (let i = this.events.length - 1; i >= this.start; i--) {
       const row = this.events[i]!.row;
@@ -62,6 +68,17 @@ export class ChangeWindow {
         break;
       }
     }
+    if (!this.trimScheduled) {
+      this.trimScheduled = true;
+      setImmediate(() => {
+        this.trimScheduled = false;
+        this.trim();
+      });
+    }
+  }
+
+  /** Drops what is over `keep` now (loading: nobody reads yet). */
+  trimNow(): void {
     this.trim();
   }
 

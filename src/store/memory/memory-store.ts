@@ -211,9 +211,7 @@ export class MemoryStore implements Store {
       const { entity, row } = puts[index]!;
       row.seq = seq;
       row.index = index;
-      const type = changeTypeOf(this.tables.get(entity)?.rows.get(row.id), row);
-      this.applyRow(entity, row);
-      this.window.add({ entity, type, row });
+      this.window.add({ entity, type: changeTypeOf(this.applyRow(entity, row), row), row });
     }
     if (batch.answer) {
       this.answers.delete(batch.answer.scope);
@@ -222,11 +220,15 @@ export class MemoryStore implements Store {
     this.dropExpiredAnswers(Date.now());
   }
 
-  /** One row of a batch; alone, for rows loaded from a snapshot, which come without a batch. */
-  protected applyRow(entity: string, row: Row): void {
-    this.table(entity).apply(row);
+  /**
+   * One row of a batch; alone, for rows loaded from a snapshot, which come without a batch.
+   * Answers the version it replaced.
+   */
+  protected applyRow(entity: string, row: Row): Row | undefined {
+    const replaced = this.table(entity).apply(row);
     if (row.rev > this.rev) this.rev = row.rev;
     if (this.largestId === undefined || row.id > this.largestId) this.largestId = row.id;
+    return replaced;
   }
 
   /** Starts making the batch durable; null when there is nothing to wait for. */

@@ -86,8 +86,8 @@ export class Table {
     return index;
   }
 
-  /** Stores a new version of a row (or a new row) and brings every index up to date. */
-  apply(row: Row): void {
+  /** Stores a new version of a row (or a new row) and brings every index up to date; answers the version it replaced. */
+  apply(row: Row): Row | undefined {
     const old = this.rows.get(row.id);
     this.rows.set(row.id, row);
     if (this.written) this.keepWrittenOrder(row);
@@ -110,6 +110,7 @@ export class Table {
       if (owner !== undefined && owner !== row.id) this.uniqueClashes.push({ fields: index.fields, ids: [owner, row.id] });
       else index.owners.set(key, row.id);
     }
+    return old;
   }
 
   /** Takes a record out again: the undo of creating it when its log write failed (see unsynced-batches.ts). */
