@@ -1,7 +1,7 @@
 // The change feed across SIGKILL and restart (CONTRACT §8, issue 19): a stream cut by the kill
 // resumes from its last id on the restarted server and gets every acknowledged write it had not
 // seen, once; the kept window is the same after the restart, also once compaction has moved it
-// from the log into a snapshot.
+// from the log into a snapshot. SIGTERM ends open streams cleanly, and the process exits at once.
 
 import assert from "node:assert/strict";
 import { existsSync, readdirSync } from "node:fs";
@@ -121,4 +121,20 @@ test("the kept window is the same after a restart, once compaction has moved it 
   assert.equal(synced.length, 1200);
   assert.equal(synced.find((change) => change.id === first[0].id).data.step, 29);
   await kill(server);
+});
+
+test("SIGTERM ends every open stream cleanly (a stream's last chunk, not a reset) and the process exits 0", { skip: !existsSync(BUILT_CLI) && "npm run build first" }, async () => {
+  const server = await start(join(root, "sigterm"), 100);
+  const streams = [new SseClient(`${server.url}/api/entities/Task/changes`, { "X-Api-Key": SECRET_KEY }), new SseClient(`${server.url}/api/changes?since=0`, { "X-Api-Key": SECRET_KEY })];
+  await Promise.all(streams.map((stream) => stream.opened));
+  await call(server, "POST", "/api/entities/Task", { title: "before SIGTERM" });
+  await Promise.all(streams.map((stream) => stream.waitFor(1)));
+  server.child.kill("SIGTERM");
+  // Were the streams left open, the graceful close would cut them after 10 s: not a clean end.
+  assert.equal(await server.exited, 0);
+  for (const stream of streams) {
+    await stream.waitForEnd();
+    assert.equal(stream.endedCleanly, true, "the stream was cut, not ended");
+    assert.deepEqual(stream.events.map((event) => event.json.data.title), ["before SIGTERM"]);
+  }
 });

@@ -117,6 +117,26 @@ describe("reopening the file store", () => {
     await store.close();
   });
 
+  test("a write's event may be read only once the write is durable, and the feed is told then", async () => {
+    const store = await openStore(await freshDir());
+    const told: number[] = [];
+    store.onFeed(() => told.push(store.feedState().head.seq));
+    const { head } = store.feedState();
+    const row = makeRow(store, { title: "soon durable" });
+    const commit = store.commit({ puts: [{ entity: "Task", row }] });
+    assert.equal(store.get("Task", row.id), row, "applied to memory at once");
+    assert.deepEqual(store.readChanges(head, null, 10).events, [], "not readable before its fdatasync");
+    assert.deepEqual(store.feedState().head, head);
+    assert.deepEqual(told, []);
+    const { seq } = await commit;
+    assert.deepEqual(
+      store.readChanges(head, null, 10).events.map((event) => [event.type, event.row.id, event.row.seq]),
+      [["create", row.id, seq]],
+    );
+    assert.deepEqual(told, [seq]);
+    await store.close();
+  });
+
   test("a torn tail is cut off with a warning and later writes append after the cut", async () => {
     const dir = await freshDir();
     const store = await openStore(dir);

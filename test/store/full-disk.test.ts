@@ -90,6 +90,7 @@ describe("a full disk", () => {
     const store = await openStore(dir);
     const first = row(store, "a".repeat(24), { title: "first", status: "todo" });
     await store.commit({ puts: [{ entity: "Task", row: first }] });
+    const { head } = store.feedState();
     await fillDisk(mountPoint, filler, 4 * 1024);
     // Written together: an update of `first` with an answer, then a new record too big for the room.
     const updated = { ...row(store, first.id, { title: "changed", status: "done" }) };
@@ -108,9 +109,16 @@ describe("a full disk", () => {
     assert.deepEqual(store.list("Task", all).rows, [first]);
     const isDone = { type: "compare", field: "status", path: ["status"], kind: "string", isArray: false, op: "$eq", value: "done" } as const;
     assert.equal(store.count("Task", isDone, "exclude"), 0, "the value index no longer holds the refused version");
+    assert.deepEqual(store.readChanges(head, null, 10).events, [], "no event of a refused batch is ever readable");
+    assert.deepEqual(store.feedState().head, head);
 
     await rm(filler);
-    await store.commit({ puts: [{ entity: "Task", row: created }], answer: answer("key\n2") });
+    const { seq } = await store.commit({ puts: [{ entity: "Task", row: created }], answer: answer("key\n2") });
+    assert.deepEqual(
+      store.readChanges(head, null, 10).events.map((event) => [event.type, event.row.id, event.row.seq]),
+      [["create", created.id, seq]],
+      "the seqs of the refused batches are handed out again, to events that are read",
+    );
     await store.close();
     const reopened = await openStore(dir);
     assert.deepEqual(reopened.list("Task", all).rows.map((r) => [r.id, r.data.title]), [[first.id, "first"], [created.id, created.data.title]]);

@@ -20,6 +20,8 @@ export class SseClient {
   /** The body of a refusal (not a stream). */
   body = "";
   ended = false;
+  /** Whether the server ended the stream as it should (the chunked body's last chunk), not cut it. */
+  endedCleanly = false;
   private buffer = "";
   private response: IncomingMessage | null = null;
   private waiters: Array<() => void> = [];
@@ -35,7 +37,10 @@ export class SseClient {
         this.headers = res.headers;
         res.setEncoding("utf8");
         res.on("data", (chunk: string) => this.receive(chunk));
-        res.on("end", () => this.finish());
+        res.on("end", () => {
+          this.endedCleanly = res.complete;
+          this.finish();
+        });
         res.on("close", () => this.finish());
         resolve();
       });
