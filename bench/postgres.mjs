@@ -48,7 +48,7 @@ async function main() {
   let tabula = null;
   let direct = null;
   try {
-    tabula = await startChild("tabula", [new URL("../dist/tabula.mjs", import.meta.url).pathname, "--schema", join(dir, "schema.json"), "--store", url, "--pg-schema", schema, "--port", "0", "--secret-key", SECRET_KEY]);
+    tabula = await startChild("tabula", [new URL("../dist/tabula.mjs", import.meta.url).pathname, "--schema", join(dir, "schema.json"), "--store", url, "--pg-schema", schema, "--port", "0", "--secret-key", SECRET_KEY, "--log", "off"]);
     notes.push(`tabula started in ${fmt(tabula.startMs)} ms (tables and indexes created)`);
     direct = await startChild("direct", [new URL("./pg-direct-server.mjs", import.meta.url).pathname, url, schema]);
     const headers = { "X-Api-Key": SECRET_KEY };

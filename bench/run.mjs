@@ -9,9 +9,10 @@
 // AGG times aggregates and distinct one request at a time (the median and p90 of up to 100 each).
 //
 //   node bench/run.mjs [--records 100000] [--duration 5] [--connections 32] [--only W1,W3,AGG] [--keep] [--unique]
-//                      [--sustain S] [--subscribers 1000] [--node-flags "FLAGS for the tabula child"]
+//                      [--sustain S] [--subscribers 1000] [--log off|text|json] [--node-flags "FLAGS for the tabula child"]
 //                      [--cpu-prof DIR]   (then: node bench/profile-summary.mjs DIR/*.cpuprofile)
 // --only takes workload names, AGG, and SUSTAINED (updates until a compaction, or for --sustain seconds).
+// --log: tabula's request log (off by default here; its metrics are always counted).
 // W9: W4's creates at c=32 alone, then with --subscribers SSE streams of Task's changes (bench/feed-subscribers.mjs).
 
 import { spawn } from "node:child_process";
@@ -407,7 +408,7 @@ function startSubscribers(port, count) {
 }
 
 async function startTabula(dir, dataDir, nodeFlags = []) {
-  return startChild("tabula", [...nodeFlags, join(dir, "tabula.mjs"), "--schema", join(dir, "schema.json"), "--data", dataDir, "--port", "0", "--secret-key", SECRET_KEY]);
+  return startChild("tabula", [...nodeFlags, join(dir, "tabula.mjs"), "--schema", join(dir, "schema.json"), "--data", dataDir, "--port", "0", "--secret-key", SECRET_KEY, "--log", options.log]);
 }
 
 function row(workload, connections, load, note = "") {
@@ -460,7 +461,7 @@ function printReport({ rows, latencies, notes, afterSeed, seededStart, settled, 
 }
 
 function parseOptions(argv) {
-  const parsed = { records: 100_000, duration: 5, warmup: 1, connections: 32, only: null, keep: false, cpuProf: null, sustain: 0, nodeFlags: [], w1Ids: POOL_SIZE, unique: false, subscribers: 1000 };
+  const parsed = { records: 100_000, duration: 5, warmup: 1, connections: 32, only: null, keep: false, cpuProf: null, sustain: 0, nodeFlags: [], w1Ids: POOL_SIZE, unique: false, subscribers: 1000, log: "off" };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = () => {
@@ -473,6 +474,7 @@ function parseOptions(argv) {
     else if (flag === "--warmup") parsed.warmup = Number(value());
     else if (flag === "--connections") parsed.connections = positive(flag, value());
     else if (flag === "--subscribers") parsed.subscribers = positive(flag, value());
+    else if (flag === "--log") parsed.log = value();
     else if (flag === "--only") parsed.only = value().toUpperCase().split(",");
     else if (flag === "--keep") parsed.keep = true;
     else if (flag === "--unique") parsed.unique = true;
@@ -480,7 +482,7 @@ function parseOptions(argv) {
     else if (flag === "--sustain") parsed.sustain = positive(flag, value());
     else if (flag === "--node-flags") parsed.nodeFlags = value().split(/\s+/).filter(Boolean);
     else if (flag === "--cpu-prof") parsed.cpuProf = path.resolve(value());
-    else throw new Error(`unknown option ${flag}; options: --records N --duration S --warmup S --connections C --only W1,W2,AGG --keep --unique --cpu-prof DIR --sustain S --w1-ids N --subscribers N --node-flags "--max-old-space-size=256"`);
+    else throw new Error(`unknown option ${flag}; options: --records N --duration S --warmup S --connections C --only W1,W2,AGG --keep --unique --cpu-prof DIR --sustain S --w1-ids N --subscribers N --log text|json|off --node-flags "--max-old-space-size=256"`);
   }
   return parsed;
 }

@@ -4,10 +4,16 @@
 import { createServer, VERSION, type ServerOptions, type TabulaServer } from "./server.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
 import { parseStoreUrl } from "./store/open-store.ts";
+import { runCommand, type Command } from "./commands/command.ts";
+import { LOG_FORMATS, type LogFormat } from "./metrics/access-log.ts";
+
+/** tabula <command> ... (CONTRACT §11); without one, tabula serves. */
+const COMMANDS: readonly Command[] = [];
 
 const HELP = `tabula ${VERSION}: each entity of a JSON schema served as a REST collection of records.
 
-Usage: tabula [options]
+Usage: tabula [options]          serve
+       tabula <command> --help   export, import, backup, verify: see each one's --help
 
   --schema PATH            folder of <Entity>.json declarations, or one JSON file   [TABULA_SCHEMA, default ./entities]
   --store URL              the store: file:DIR (as --data DIR), memory: (as         [TABULA_STORE, DATABASE_URL]
@@ -33,6 +39,7 @@ Usage: tabula [options]
   --changes-keep N         change feed events kept across restarts; a client      [TABULA_CHANGES_KEEP, default 100000]
                            resuming from before them catches up by records
   --max-streams N          change feed streams and long polls held at once          [TABULA_MAX_STREAMS, default 1000]
+  --log FORMAT             one line per request on stdout: text, json or off        [TABULA_LOG, default text]
   --help, --version
 
 Without --store, --data or --memory the store comes from TABULA_STORE, else TABULA_DATA, else
@@ -45,7 +52,7 @@ const FATAL_GRACE_MS = 1000;
 
 class UsageError extends Error {}
 
-const VALUE_FLAGS = ["schema", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "cors", "app-id", "rate-limit", "changes-keep", "max-streams"] as const;
+const VALUE_FLAGS = ["schema", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "cors", "app-id", "rate-limit", "changes-keep", "max-streams", "log"] as const;
 type ValueFlag = (typeof VALUE_FLAGS)[number];
 
 interface Parsed {
@@ -95,6 +102,12 @@ function wholeNumberOf<K extends string>(option: K, text: string | undefined, so
   const value = /^\d+$/.test(text) ? Number(text) : NaN;
   if (!(value >= min) || !Number.isSafeInteger(value)) throw new UsageError(`${source} must be a whole number of ${unit}, at least ${min} (got "${text}").`);
   return { [option]: value } as Partial<Record<K, number>>;
+}
+
+function logFormatOf(text: string | undefined, source: string): LogFormat {
+  if (text === undefined || text === "") return "text";
+  if (!(LOG_FORMATS as readonly string[]).includes(text)) throw new UsageError(`${source} must be one of ${LOG_FORMATS.join(", ")} (got "${text}").`);
+  return text as LogFormat;
 }
 
 function parseSize(text: string): number {
@@ -151,6 +164,7 @@ function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv): ServerOptions & { re
     ...rateLimitOf(values["rate-limit"] ?? env.TABULA_RATE_LIMIT, values["rate-limit"] !== undefined ? "--rate-limit" : "TABULA_RATE_LIMIT"),
     trustProxy: parsed["trust-proxy"] || env.TABULA_TRUST_PROXY === "1",
     ...wholeNumberOf("changesKeep", values["changes-keep"] ?? env.TABULA_CHANGES_KEEP, values["changes-keep"] !== undefined ? "--changes-keep" : "TABULA_CHANGES_KEEP", 0, "events"),
+    log: logFormatOf(values.log ?? env.TABULA_LOG, values.log !== undefined ? "--log" : "TABULA_LOG"),
     ...wholeNumberOf("maxStreams", values["max-streams"] ?? env.TABULA_MAX_STREAMS, values["max-streams"] !== undefined ? "--max-streams" : "TABULA_MAX_STREAMS", 1, "streams"),
   };
 }
@@ -186,6 +200,8 @@ function printBanner(server: TabulaServer, options: ServerOptions): void {
 }
 
 async function main(): Promise<void> {
+  const command = COMMANDS.find((candidate) => candidate.name === process.argv[2]);
+  if (command) return runCommand(command, process.argv.slice(3));
   let options: ReturnType<typeof toOptions>;
   try {
     const parsed = parseArgs(process.argv.slice(2));

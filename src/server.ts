@@ -4,7 +4,7 @@
 
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { ApiError, databaseUnreachable, expectationFailed, insufficientStorage, internalError, methodNotAllowed, notFound, storeUnavailable, uniqueViolation, writeContended } from "./errors.ts";
+import { ApiError, forbidden, databaseUnreachable, expectationFailed, insufficientStorage, internalError, methodNotAllowed, notFound, storeUnavailable, uniqueViolation, writeContended } from "./errors.ts";
 import { answerClientError, answerConnect } from "./http/client-error.ts";
 import { IdempotencyGuard, idempotentRequest, type IdempotentRequest } from "./http/idempotency.ts";
 import { buildOpenApi, describeEntity } from "./http/openapi.ts";
@@ -25,11 +25,15 @@ import { isPlatformField } from "./schema/fields.ts";
 import type { ValueIndexedFields } from "./store/memory/memory-store.ts";
 import { openStore, parseStoreUrl, type LoadedData, type StoreLocation } from "./store/open-store.ts";
 import { ConflictError, isOutOfSpace, StoreUnreachableError, UniqueViolation } from "./store/store.ts";
-import { then } from "./maybe.ts";
+import { then, type Maybe } from "./maybe.ts";
 import { ChangeFeed, DEFAULT_FEED_LIMITS } from "./feed/change-feed.ts";
 import { DEFAULT_CHANGES_KEEP } from "./store/memory/memory-store.ts";
 import type { FeedPosition } from "./store/store.ts";
 import { parseEventId } from "./feed/events.ts";
+import { AccessLog, LOG_FORMATS, type LogFormat } from "./metrics/access-log.ts";
+import { EXPOSITION_CONTENT_TYPE } from "./metrics/exposition.ts";
+import { RequestMetrics } from "./metrics/request-metrics.ts";
+import { renderMetrics } from "./metrics/server-metrics.ts";
 
 export const VERSION = "0.1.0";
 
@@ -74,6 +78,8 @@ export interface ServerOptions {
   readonly streamBufferBytes?: number;
   /** How often a change feed stream gets a comment to keep proxies from closing it. Default 15 s. */
   readonly heartbeatMs?: number;
+  /** One line per request on stdout (--log; CONTRACT §11): "text", "json" or "off" (the default here; the CLI's is text). */
+  readonly log?: LogFormat;
   /** The app id served at /api/apps/<appId>/entities (CONTRACT §7); any id when not given. */
   readonly appId?: string;
   /** Warnings (a torn log tail cut off, fields no longer declared). Default: stderr. */
@@ -150,7 +156,14 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     const mounts = [nativeMount, sdkMount(options.appId ?? null)];
     const limiter = options.rateLimit === undefined ? null : new RateLimiter(checkRateLimit(options.rateLimit));
     const feed = await ChangeFeed.open(store, schema, feedLimits, warn);
-    const app = new App(records, feed, keys, mounts, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, cors, options.onFatal, limiter, options.trustProxy ?? false);
+    const accessLog = logOf(options.log);
+    const requests = new RequestMetrics();
+    const storeKind = storeLocationOf(options).kind;
+    const metrics = () =>
+      then(store.metrics(), (storeMetrics) =>
+        renderMetrics({ version: VERSION, storeKind, requests, entities: [...schema.entities.keys()], store: storeMetrics, feed: feed.load, droppedLogLines: accessLog?.dropped ?? null }),
+      );
+    const app = new App(records, feed, keys, mounts, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, cors, options.onFatal, limiter, options.trustProxy ?? false, { requests, log: accessLog, metrics });
     // The Host check is App's, so that its refusal is JSON like every other.
     const http = createHttpServer({ requireHostHeader: false }, (req, res) => void app.handle(req, res));
     http.on("clientError", answerClientError);
@@ -182,6 +195,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
       async close() {
         feed.close();
         await stopListening(http);
+        await accessLog?.close();
         await store.close();
       },
     };
@@ -213,6 +227,12 @@ function storeLocationOf(options: ServerOptions): StoreLocation {
     throw new Error(`The store is given twice: as store, and as ${options.memory ? "memory" : "data"}. Give one (memory is the store memory:, data the store file:<data>).`);
   }
   return parseStoreUrl(options.store, "The store option");
+}
+
+function logOf(format: LogFormat | undefined): AccessLog | null {
+  if (format === undefined || format === "off") return null;
+  if (!LOG_FORMATS.includes(format)) throw new Error(`The request log (--log) must be one of ${LOG_FORMATS.join(", ")} (got ${JSON.stringify(format)}).`);
+  return new AccessLog(format);
 }
 
 /** A whole number option, at least `min`. */
@@ -271,6 +291,25 @@ function stopListening(http: ReturnType<typeof createHttpServer>): Promise<void>
 
 const READ_METHODS = new Set(["GET", "HEAD"]);
 
+/** The route template of a request no route served, in metrics and logs. */
+const NO_ROUTE = "(none)";
+/** nginx's status for a request whose client closed the connection before the answer. */
+const CLIENT_CLOSED = 499;
+
+/** What App learns of a request on its way (its route, its key), for the metrics and the log. */
+interface RequestNote {
+  readonly started: number;
+  route: string;
+  keyId: string | null;
+}
+
+/** Where requests are counted and logged, and GET /metrics's text. */
+interface Observability {
+  readonly requests: RequestMetrics;
+  readonly log: AccessLog | null;
+  readonly metrics: () => Maybe<string>;
+}
+
 /**
  * The change feed's routes also take the key as ?key=: a browser's EventSource cannot send
  * headers (README). Nowhere else, so that keys stay out of the URLs of ordinary requests.
@@ -326,6 +365,7 @@ class App {
     private readonly onFatal: ((error: Error) => void) | undefined,
     private readonly limiter: RateLimiter | null,
     private readonly trustProxy: boolean,
+    private readonly observability: Observability,
   ) {
     this.router = buildRouter(mounts);
     this.idempotency = new IdempotencyGuard(records);
@@ -341,31 +381,46 @@ class App {
 
   /** Reads are answered in the same tick when nothing waits for the disk: no promise, no hop. */
   handle(req: IncomingMessage, res: ServerResponse): void {
+    const note: RequestNote = { started: performance.now(), route: NO_ROUTE, keyId: null };
     let reply: Reply | Promise<Reply>;
     try {
-      reply = this.answer(req);
+      reply = this.answer(req, note);
     } catch (error) {
       reply = this.replyToError(error);
     }
     if (reply instanceof Promise) {
       reply.then(
-        (answered) => this.send(req, res, answered),
-        (error: unknown) => this.send(req, res, this.replyToError(error)),
+        (answered) => this.send(req, res, answered, note),
+        (error: unknown) => this.send(req, res, this.replyToError(error), note),
       );
     } else {
-      this.send(req, res, reply);
+      this.send(req, res, reply, note);
     }
   }
 
-  private send(req: IncomingMessage, res: ServerResponse, reply: Reply): void {
-    if (res.headersSent || res.destroyed) return;
+  private send(req: IncomingMessage, res: ServerResponse, reply: Reply, note: RequestNote): void {
+    if (res.headersSent) return;
+    if (res.destroyed) return this.observe(req, note, CLIENT_CLOSED);
     if (this.cors) addCorsHeaders(this.cors, req, res);
     // Only a refusal can come before the body has been read to its end.
     if (reply.status >= 400) sendReplyLingering(req, res, reply);
     else sendReply(res, reply);
+    this.observe(req, note, reply.status);
   }
 
-  private answer(req: IncomingMessage): Reply | Promise<Reply> {
+  /** Counts the request by route and status, and logs it (--log). */
+  private observe(req: IncomingMessage, note: RequestNote, status: number): void {
+    const ms = performance.now() - note.started;
+    const method = req.method ?? "GET";
+    this.observability.requests.observe(method, note.route, status, ms / 1000);
+    if (this.observability.log) {
+      const url = req.url ?? "/";
+      const queryAt = url.indexOf("?");
+      this.observability.log.request({ method, path: queryAt === -1 ? url : url.slice(0, queryAt), route: note.route, status, ms, keyId: note.keyId });
+    }
+  }
+
+  private answer(req: IncomingMessage, note: RequestNote): Reply | Promise<Reply> {
     const rawUrl = req.url ?? "/";
     const queryAt = rawUrl.indexOf("?");
     const path = queryAt === -1 ? rawUrl : rawUrl.slice(0, queryAt);
@@ -378,21 +433,39 @@ class App {
     // A preflight carries no key: it asks whether the request that follows (with one) may be sent.
     if (this.cors && isPreflight(req)) return preflightReply(req);
     if (path === "/health") {
+      note.route = path;
       if (!READ_METHODS.has(method)) throw methodNotAllowed(method, ["GET", "HEAD"]);
       return jsonReply(200, `{"status":"ok"}`);
     }
+    if (path === "/metrics") {
+      note.route = path;
+      return this.metrics(req, method, note);
+    }
     if (!path.startsWith("/api/")) throw notFound(path);
     const caller = this.keys.authenticate(presentedApiKey(req) ?? feedKeyOf(path, query));
+    note.keyId = caller.keyId;
     if (this.limiter && caller.kind === "publishable") {
       const wait = this.limiter.take(clientAddress(req, this.trustProxy));
       if (wait > 0) throw rateLimited(this.limiter.perSecond, wait);
     }
     const match = this.router.match(method, path);
     if (!match) throw notFound(path);
+    note.route = match.route;
     if ("allowed" in match) throw methodNotAllowed(method, match.allowed);
     if (READ_METHODS.has(method)) return this.read(match.handler, new Context(req, path, query, this.records, this.feed, caller, match.params, undefined, this.documents));
     const contextOf = (body: unknown) => new Context(req, path, query, this.records, this.feed, caller, match.params, body, this.documents);
     return this.write(req, caller, match.handler, contextOf);
+  }
+
+  /** GET /metrics: Prometheus text, for a secret key only (it shows every entity's counts). */
+  private metrics(req: IncomingMessage, method: string, note: RequestNote): Reply | Promise<Reply> {
+    if (!READ_METHODS.has(method)) throw methodNotAllowed(method, ["GET", "HEAD"]);
+    const caller = this.keys.authenticate(presentedApiKey(req));
+    note.keyId = caller.keyId;
+    if (caller.kind !== "secret") throw forbidden("GET /metrics needs a secret key; a publishable key may not read the server's metrics.");
+    const text = this.observability.metrics();
+    const reply = (body: string): Reply => ({ status: 200, headers: { "Content-Type": EXPOSITION_CONTENT_TYPE }, body });
+    return text instanceof Promise ? text.then(reply) : reply(text);
   }
 
   /** A read waits only when an earlier write is not yet durable, so it never shows such a write. */

@@ -106,6 +106,11 @@ export class ChangeFeed {
     return this.closed;
   }
 
+  /** SSE streams open and long polls waiting (GET /metrics). */
+  get load(): { readonly streams: number; readonly longPolls: number } {
+    return { streams: this.streams.size, longPolls: this.held - this.streams.size };
+  }
+
   /** Whether another stream or long poll may be held (--max-streams). */
   get isFull(): boolean {
     return this.held >= this.limits.maxStreams;

@@ -159,6 +159,15 @@ function servicePaths(): Json {
     "/health": { get: { ...health.get, security: [] } },
     "/api/entities": get("listEntities", "List the entities and their declarations", "Every entity, with its declared fields.", { type: "array", items: ref("EntityDeclaration") }),
     "/api/openapi.json": get("getOpenApi", "This OpenAPI document", "The OpenAPI 3.1 document of this server and schema.", { type: "object" }),
+    "/metrics": {
+      get: {
+        operationId: "getMetrics",
+        tags: [SERVICE_TAG],
+        summary: "Prometheus metrics (secret key)",
+        description: "Requests by route template and status, latency histograms, records per entity, the file store's log, snapshot, fsync latency and compactions, open change feed streams. A publishable key gets 403.",
+        responses: { 200: { description: "The Prometheus text exposition format, version 0.0.4.", content: { "text/plain": { schema: { type: "string" } } } }, ...errors(401, 403) },
+      },
+    },
   };
 }
 

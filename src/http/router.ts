@@ -5,13 +5,15 @@
 export type Params = Record<string, string>;
 
 interface Route<H> {
+  /** The route's template, "/api/entities/:entity/:id" (metrics and logs name routes by it). */
+  readonly pattern: string;
   readonly segments: readonly string[];
   /** Per segment, its parameter's name (":id" gives "id"), or null for a literal segment. */
   readonly paramNames: ReadonlyArray<string | null>;
   readonly handlers: Map<string, H>;
 }
 
-export type Match<H> = { handler: H; params: Params } | { allowed: string[] } | null;
+export type Match<H> = { handler: H; params: Params; route: string } | { allowed: string[]; route: string } | null;
 
 export class Router<H> {
   /** Routes by their number of segments, so that a path is only tried against routes of its length. */
@@ -24,7 +26,7 @@ export class Router<H> {
     let route = routes.find((r) => r.segments.join("/") === segments.join("/"));
     if (!route) {
       const paramNames = segments.map((segment) => (segment.startsWith(":") ? segment.slice(1) : null));
-      route = { segments, paramNames, handlers: new Map() };
+      route = { pattern: `/${segments.join("/")}`, segments, paramNames, handlers: new Map() };
       routes.push(route);
       // More literal segments first: the first route that matches is the most specific.
       routes.sort((a, b) => literalScore(b) - literalScore(a));
@@ -43,10 +45,10 @@ export class Router<H> {
       const params = matchSegments(route, parts);
       if (!params) continue;
       const handler = route.handlers.get(method) ?? (method === "HEAD" ? route.handlers.get("GET") : undefined);
-      if (handler) return { handler, params };
+      if (handler) return { handler, params, route: route.pattern };
       const allowed = [...route.handlers.keys()];
       if (allowed.includes("GET")) allowed.push("HEAD");
-      return { allowed };
+      return { allowed, route: route.pattern };
     }
     return null;
   }

@@ -7,6 +7,7 @@
 // matches, a new idempotency key); the store checks that and applies the batch atomically, or
 // refuses it with a ConflictError, so several processes can share one store.
 
+import type { Histogram } from "../metrics/histogram.ts";
 import type { Maybe } from "../maybe.ts";
 import type { FilterNode, SortPosition, SortSpec } from "../query/filter-tree.ts";
 
@@ -226,9 +227,27 @@ export interface Store {
 
   findAnswer(scope: string, now: number): Maybe<IdempotentAnswer | undefined>;
 
+  /** What GET /metrics reports of the store (CONTRACT §11): records per entity, and its files'. */
+  metrics(): Maybe<StoreMetrics>;
+
   /** Empties every entity and forgets every stored answer. */
   reset(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Store.metrics(). */
+export interface StoreMetrics {
+  /** Entities holding rows (others hold none). */
+  readonly records: ReadonlyArray<{ readonly entity: string; readonly live: number; readonly deleted: number }>;
+  /** The file store's: its log and snapshot, durable writes and compactions. */
+  readonly files?: {
+    readonly logBytes: number;
+    readonly snapshotBytes: number;
+    /** Each durable log write (write + fdatasync), in seconds. */
+    readonly fsyncSeconds: Histogram;
+    readonly compactions: number;
+    readonly failedCompactions: number;
+  };
 }
 
 /** Why a batch was refused: what it expected no longer holds. */

@@ -59,10 +59,14 @@ export function startSpawnedServer(cli: string, args: readonly string[], startTi
       child.kill("SIGKILL");
       reject(new Error(`tabula did not listen within ${startTimeoutMs} ms:\n${output}`));
     }, startTimeoutMs);
+    let isListening = false;
     const onData = (text: string) => {
       output += text;
+      // Once listening, the output is only kept: a request log grows it by a line per request.
+      if (isListening) return;
       const match = /listening on (http:\/\/\S+)/.exec(output);
       if (match) {
+        isListening = true;
         clearTimeout(timer);
         resolve({ url: match[1]!.replace(/\/$/, ""), child, exited, output: () => output });
       }

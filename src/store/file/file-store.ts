@@ -9,7 +9,7 @@ import { performance } from "node:perf_hooks";
 import { acquireLock, type DirectoryLock } from "./lock.ts";
 import { MemoryStore, type ValueIndexedFields } from "../memory/memory-store.ts";
 import { isTemporarySnapshot, parseSnapshotName, readSnapshot, snapshotName, writeSnapshot, type SnapshotState } from "./snapshot.ts";
-import { compareFeedPositions, isOutOfSpace, type Commit, type ChangeType, type FeedEvent, type FeedPosition, type Row, type UniqueFields, type WriteBatch } from "../store.ts";
+import { compareFeedPositions, isOutOfSpace, type Commit, type ChangeType, type FeedEvent, type FeedPosition, type Row, type StoreMetrics, type UniqueFields, type WriteBatch } from "../store.ts";
 import { UnsyncedBatches } from "./unsynced-batches.ts";
 import { WriteAheadLog, parseSegmentName, readSegment, segmentName, syncDirectory, type LogEntry, type RowImage, type Segment } from "./wal.ts";
 
@@ -64,6 +64,9 @@ export class FileStore extends MemoryStore {
   private snapshotSeq = FIRST_SEQ;
   private snapshotBytes = 0;
   private compaction: Promise<void> | null = null;
+  /** Compactions done and failed since start-up (GET /metrics). */
+  private compactions = 0;
+  private failedCompactions = 0;
   /** After a failed background compaction, wait until the log reaches this size to try again. */
   private compactionRetryBytes = 0;
   /** After a compaction failed for lack of space: when to try it again, whatever the log's size. */
@@ -153,6 +156,11 @@ export class FileStore extends MemoryStore {
     return { records, deletedRecords, logBytes: this.wal.logBytes, snapshotBytes: this.snapshotBytes, fsyncs: this.wal.syncCount };
   }
 
+  override metrics(): StoreMetrics {
+    const { compactions, failedCompactions } = this;
+    return { ...super.metrics(), files: { logBytes: this.wal.logBytes, snapshotBytes: this.snapshotBytes, fsyncSeconds: this.wal.syncSeconds, compactions, failedCompactions } };
+  }
+
   /**
    * Snapshots the current state while writes go on into a new segment, then deletes the segments
    * and snapshots it covers. Runs one at a time; a call during a run shares it.
@@ -161,10 +169,12 @@ export class FileStore extends MemoryStore {
     this.compaction ??= this.runCompaction().then(
       () => {
         this.compaction = null;
+        this.compactions++;
         this.stopSpaceRetry();
       },
       (error: Error) => {
         this.compaction = null;
+        this.failedCompactions++;
         if (isOutOfSpace(error)) this.retryWhenSpaceMayBeBack();
         else this.stopSpaceRetry();
         throw error;

@@ -6,7 +6,9 @@ import { isAscii } from "node:buffer";
 import { constants, ftruncateSync, writeSync } from "node:fs";
 import { open, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
+import { performance } from "node:perf_hooks";
 import { crc32 } from "node:zlib";
+import { FSYNC_BUCKETS, Histogram } from "../../metrics/histogram.ts";
 import { isOutOfSpace, StorageFullError, type IdempotentAnswer, type Row } from "../store.ts";
 
 /**
@@ -368,6 +370,8 @@ interface Rotation {
  */
 export class WriteAheadLog {
   private syncs = 0;
+  /** How long each durable write took (write + fdatasync), for GET /metrics. */
+  readonly syncSeconds = new Histogram(FSYNC_BUCKETS);
   private queue: string[] = [];
   private queued: Deferred | null = null;
   private inFlight: Deferred | null = null;
@@ -532,7 +536,9 @@ export class WriteAheadLog {
       await this.handle.truncate(size);
       this.allocated = size;
     }
+    const started = performance.now();
     await writeFully(this.handle, buffer, at); // durable on return: the segment is O_DSYNC
+    this.syncSeconds.observe((performance.now() - started) / 1000);
     this.syncs++;
     this.segments.at(-1)!.bytes += buffer.length;
     this.writtenSeq += lines.length;
@@ -552,7 +558,9 @@ export class WriteAheadLog {
       ftruncateSync(this.handle.fd, size);
       this.allocated = size;
     }
+    const started = performance.now();
     for (let offset = 0; offset < buffer.length; ) offset += writeSync(this.handle.fd, buffer, offset, buffer.length - offset, at + offset);
+    this.syncSeconds.observe((performance.now() - started) / 1000);
     this.syncs++;
     this.segments.at(-1)!.bytes += buffer.length;
     this.writtenSeq++;

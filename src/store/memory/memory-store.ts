@@ -4,7 +4,7 @@
 import type { FilterNode, SortPosition, SortSpec } from "../../query/filter-tree.ts";
 import { limitRegexScan } from "./time-limit.ts";
 import { planCount, planEach, planList } from "./plan.ts";
-import { changeTypeOf, compareFeedPositions, ConflictError, positionOf, uniqueClashInBatch, uniqueKeyOf, UniqueViolation, type Commit, type DeletedFilter, type FeedEvent, type FeedPosition, type FeedRead, type FeedState, type IdempotentAnswer, type ListQuery, type ListResult, type Row, type Store, type UniqueFields, type WriteBatch } from "../store.ts";
+import { changeTypeOf, compareFeedPositions, ConflictError, positionOf, uniqueClashInBatch, uniqueKeyOf, UniqueViolation, type Commit, type DeletedFilter, type FeedEvent, type FeedPosition, type FeedRead, type FeedState, type IdempotentAnswer, type ListQuery, type ListResult, type Row, type Store, type StoreMetrics, type UniqueFields, type WriteBatch } from "../store.ts";
 import { ChangeWindow } from "./change-window.ts";
 import { Table, type UniqueClash } from "./table.ts";
 
@@ -127,6 +127,11 @@ export class MemoryStore implements Store {
 
   whenDurable(): Promise<void> | null {
     return null;
+  }
+
+  metrics(): StoreMetrics {
+    const records = [...this.tables].map(([entity, table]) => ({ entity, live: table.liveCount, deleted: table.rows.size - table.liveCount }));
+    return { records };
   }
 
   findAnswer(scope: string, now: number): IdempotentAnswer | undefined {
