@@ -400,7 +400,10 @@ class App {
 
   private send(req: IncomingMessage, res: ServerResponse, reply: Reply, note: RequestNote): void {
     if (res.headersSent) return;
-    if (res.destroyed) return this.observe(req, note, CLIENT_CLOSED);
+    if (res.destroyed) {
+      reply.cancel?.();
+      return this.observe(req, note, CLIENT_CLOSED);
+    }
     if (this.cors) addCorsHeaders(this.cors, req, res);
     // Only a refusal can come before the body has been read to its end.
     if (reply.status >= 400) sendReplyLingering(req, res, reply);
@@ -475,7 +478,13 @@ class App {
       const pending = this.records.whenDurable();
       if (!pending) return reply;
       // A write refused for lack of space was taken back out of memory: answer again from what is stored.
-      return pending.then(() => reply, (error: Error) => (isOutOfSpace(error) ? this.read(handler, ctx) : this.fail(error)));
+      return pending.then(
+        () => reply,
+        (error: Error) => {
+          reply.cancel?.();
+          return isOutOfSpace(error) ? this.read(handler, ctx) : this.fail(error);
+        },
+      );
     });
   }
 

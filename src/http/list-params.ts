@@ -10,6 +10,7 @@ import { parseFilterText, type FieldAccess } from "../query/filter.ts";
 import type { FilterNode } from "../query/filter-tree.ts";
 import { allowsCursor, DEFAULT_SORT, formatSort, parseSort } from "../query/sort.ts";
 import type { Caller } from "../records/caller.ts";
+import { EXPORT_FORMATS, isExportFormat, type ExportFormat } from "../records/export-format.ts";
 import { DEFAULT_DISTINCT_LIMIT, isDistinctValue, MAX_DISTINCT_LIMIT, resolveDistinctField, type DistinctAnswer, type DistinctRequest } from "../records/distinct.ts";
 import type { ListAnswer, ListRequest } from "../records/records.ts";
 import type { EntityDef } from "../schema/fields.ts";
@@ -21,6 +22,7 @@ export const MAX_LIMIT_SECRET = 5000;
 export const MAX_LIMIT_PUBLISHABLE = 500;
 
 const COUNT_PARAMETERS = ["q", "search"];
+const EXPORT_PARAMETERS = ["format", "q", "search"];
 const DISTINCT_PARAMETERS = ["q", "limit", "cursor"];
 
 /** How a URL prefix spells a list request (CONTRACT §4 natively, §7 on the SDK's prefix). */
@@ -98,6 +100,19 @@ export function parseListParams(entity: EntityDef, query: URLSearchParams, calle
 export function parseCountParams(entity: EntityDef, query: URLSearchParams, caller: Caller): FilterNode | null {
   checkParameterNames(query, COUNT_PARAMETERS);
   return combine(parseFilterText(entity, query.get("q"), accessOf(caller)), searchNode(entity, query.get("search")));
+}
+
+export interface ExportRequest {
+  readonly format: ExportFormat;
+  readonly filter: FilterNode | null;
+}
+
+/** An export's format (ndjson when not given) and its filter: `q` and `search`, as a count's. */
+export function parseExportParams(entity: EntityDef, query: URLSearchParams, caller: Caller): ExportRequest {
+  checkParameterNames(query, EXPORT_PARAMETERS);
+  const format = query.get("format") ?? "ndjson";
+  if (!isExportFormat(format)) throw invalidParameter("format", `Parameter format must be one of ${EXPORT_FORMATS.join(", ")} (got "${format}").`);
+  return { format, filter: combine(parseFilterText(entity, query.get("q"), accessOf(caller)), searchNode(entity, query.get("search"))) };
 }
 
 /** Where the next page starts (its query string and cursor), or null when this page is the last. */

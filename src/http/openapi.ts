@@ -218,7 +218,28 @@ const OPERATION_DOCS: Record<OperationName, (entity: EntityDef, mount: Mount) =>
   delete: (entity, mount) => deleteOperation(entity, mount.name === "sdk"),
   restore: (entity) => restoreOperation(entity),
   changes: (entity) => changesOperation(entity),
+  export: (entity) => exportOperation(entity),
 };
+
+function exportOperation(entity: EntityDef): Json {
+  const query = (name: string, description: string, schema: Json) => ({ name, in: "query", required: false, description, schema });
+  const text = { schema: { type: "string" } };
+  return operation({
+    verb: "export", entity, summary: `Export ${entity.name} records`,
+    description:
+      "Every live record matching `q` and `search`, as they stood when the request came, oldest id first, streamed in pages while writes go on. " +
+      "NDJSON: one record per line. JSON: one array. CSV (RFC 4180): a header of id, the declared fields, the timestamps (and created_by_id for a secret key); arrays and objects as JSON text.",
+    parameters: [
+      query("format", "ndjson (the default), json or csv.", { type: "string", enum: ["ndjson", "json", "csv"], default: "ndjson" }),
+      filterParameter(entity, false),
+      query("search", "Case-insensitive substring looked for in every declared string field; combined with `q` by AND.", { type: "string" }),
+    ],
+    responses: {
+      200: { description: "The records, streamed.", content: { "application/x-ndjson": text, "application/json": { schema: { type: "array", items: ref(entity.name) } }, "text/csv": text } },
+      ...errors(400, 401, 403, 404),
+    },
+  });
+}
 
 const FEED_DESCRIPTION =
   "The change feed (CONTRACT §8): one event per record written (`create`, `update`, `delete`, `restore`), in commit order, each sent once its write is durable; its id is `<seq>.<index>`. " +

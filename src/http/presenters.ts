@@ -49,7 +49,7 @@ export const nativePresenter: Presenter = {
   updatedMany: ({ ids }) => jsonReply(200, JSON.stringify({ count: ids.length, ids })),
   deletedMany: ({ ids }) => jsonReply(200, JSON.stringify({ count: ids.length, ids })),
   aggregated: ({ rows, truncated }) => jsonReply(200, JSON.stringify({ rows, truncated })),
-  feed: ({ reply }) => reply,
+  reply: ({ reply }) => reply,
 };
 
 /** @base44/sdk 0.8.x: DeleteResult, DeleteManyResult, UpdateManyResult and EntityUpsertResult. */

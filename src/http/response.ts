@@ -12,6 +12,8 @@ export interface Reply {
   readonly body: string | null;
   /** A stream (the change feed's SSE): called with the response once its head is written. */
   readonly stream?: (res: ServerResponse) => void;
+  /** Lets go of what a stream holds when it will never run (a HEAD request, a client gone). */
+  readonly cancel?: () => void;
 }
 
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -33,6 +35,7 @@ export function sendReply(res: ServerResponse, reply: Reply): void {
     reply.stream(res);
     return;
   }
+  reply.cancel?.();
   res.end(reply.body ?? undefined);
 }
 

@@ -40,8 +40,8 @@ export type Result =
   | { readonly type: "updatedMany"; readonly ids: readonly string[] }
   | { readonly type: "deletedMany"; readonly ids: readonly string[] }
   | { readonly type: "aggregated"; readonly rows: readonly Record<string, unknown>[]; readonly truncated: boolean }
-  /** The change feed: a stream, or a JSON page of changes; the same on every prefix. */
-  | { readonly type: "feed"; readonly reply: Reply };
+  /** An answer the operation built whole, the same on every prefix: the change feed's, an export's stream. */
+  | { readonly type: "reply"; readonly reply: Reply };
 
 export type PageItems =
   | { readonly entity: EntityDef; readonly rows: readonly Row[]; readonly fields: readonly string[] | null }

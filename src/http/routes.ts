@@ -24,6 +24,7 @@ import type { ChangeFeed } from "../feed/change-feed.ts";
 import { eventIdOf } from "../feed/events.ts";
 import type { EntityDef } from "../schema/fields.ts";
 import { parseFeedRequest } from "./feed-params.ts";
+import { readExport } from "./export-stream.ts";
 
 export interface RequestContext extends PresentContext {
   readonly records: Records;
@@ -86,6 +87,7 @@ export const ENTITY_ROUTES: readonly EntityRoute[] = [
   { method: "DELETE", path: "/:id", operation: "delete", access: ["delete"] },
   { method: "PUT", path: "/:id/restore", operation: "restore", access: ["update"] },
   { method: "GET", path: "/changes", operation: "changes", access: ["read"] },
+  { method: "GET", path: "/export", operation: "export", access: ["read"] },
 ];
 
 const PAGE_ROUTE: EntityRoute = { method: "GET", path: "/v2/list", operation: "listPage", access: ["read"] };
@@ -199,7 +201,10 @@ const OPERATIONS = {
     return { result: { type: "updatedMany", ids: change.result.ids }, change };
   },
   changes(ctx) {
-    return then(readChanges(ctx, ctx.records.entity(ctx.params.entity!)), (reply): Done => ({ result: { type: "feed", reply } }));
+    return then(readChanges(ctx, ctx.records.entity(ctx.params.entity!)), (reply): Done => ({ result: { type: "reply", reply } }));
+  },
+  export(ctx) {
+    return then(readExport(ctx, ctx.records.entity(ctx.params.entity!)), (reply): Done => ({ result: { type: "reply", reply } }));
   },
   async deleteMany(ctx, mount) {
     requireSecret(ctx, "use delete-many");

@@ -227,11 +227,28 @@ export interface Store {
 
   findAnswer(scope: string, now: number): Maybe<IdempotentAnswer | undefined>;
 
+  /**
+   * The live records of `entity` matching `filter`, as they stand now, read page by page however
+   * long the reader takes, while writes go on (an export, CONTRACT §11). Oldest id first.
+   */
+  openExport(entity: string, filter: FilterNode | null): Maybe<RowPages>;
+
   /** What GET /metrics reports of the store (CONTRACT §11): records per entity, and its files'. */
   metrics(): Maybe<StoreMetrics>;
 
   /** Empties every entity and forgets every stored answer. */
   reset(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Rows an export reads at a time: about 300 KB of JSON, one write to the socket. */
+export const EXPORT_PAGE_ROWS = 1000;
+
+/** Store.openExport(): a consistent read of many rows, taken a page at a time. */
+export interface RowPages {
+  /** The next EXPORT_PAGE_ROWS rows, or fewer at the end; none when every row has been read. */
+  next(): Maybe<Row[]>;
+  /** Lets go of what the read holds (a database transaction); safe to call more than once. */
   close(): Promise<void>;
 }
 

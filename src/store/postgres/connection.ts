@@ -11,6 +11,8 @@ export interface TransactionSql {
 /** What the store uses of the driver's connection pool. */
 export interface Sql extends TransactionSql {
   begin<T>(work: (tx: TransactionSql) => Promise<T>): Promise<T>;
+  /** `options` follow BEGIN: "isolation level repeatable read read only". */
+  begin<T>(options: string, work: (tx: TransactionSql) => Promise<T>): Promise<T>;
   end(options?: { timeout?: number }): Promise<void>;
 }
 

@@ -31,6 +31,7 @@ import {
   type MatchCheck,
   type Put,
   type Row,
+  type RowPages,
   type Store,
   type StoreMetrics,
   type WriteBatch,
@@ -39,6 +40,7 @@ import { checkStoredKeys, type KeyVault } from "../../keys/api-keys.ts";
 import { connectionProblem, loadDriver, type Sql, type TransactionSql } from "./connection.ts";
 import { createTables, isUniqueIndexName, LEGACY_HORIZON_INDEX, type Names } from "./tables.ts";
 import { whereOf } from "./sql-filter.ts";
+import { openSnapshotPages } from "./snapshot-pages.ts";
 import { afterOf, orderByOf } from "./sql-sort.ts";
 import { arrayLiteral, SqlParams } from "./sql-values.ts";
 
@@ -231,6 +233,11 @@ export class PostgresStore implements Store {
 
   forEachLive(entity: string, filter: FilterNode | null, visit: (row: Row) => void): Promise<void> {
     return this.guard(() => this.walk(entity, filter, "exclude", visit));
+  }
+
+  openExport(entity: string, filter: FilterNode | null): Promise<RowPages> {
+    // Each page asks for one row fewer than it wants: select answers up to limit + 1.
+    return this.guard(() => openSnapshotPages(this.sql, (tx, after, max) => this.guard(() => this.select(entity, filter, "exclude", ID_ORDER, after, 0, max - 1, { spentMs: 0 }, tx))));
   }
 
   positionOf(_entity: string, row: Row, sort: SortSpec): SortPosition {
@@ -475,6 +482,8 @@ export class PostgresStore implements Store {
     limit: number,
     /** The time a $regex has taken over the rows, shared by the selects of one walk. */
     regex = { spentMs: 0 },
+    /** Where to run the statements: the pool, or a transaction (an export's). */
+    db: TransactionSql = this.sql,
   ): Promise<Row[]> {
     const params = new SqlParams();
     const where = whereOf(filter, params);
@@ -488,7 +497,7 @@ export class PostgresStore implements Store {
       // the table's indexes costs more than running it. A filter names fields by parameter, which
       // only a plan made for its values matches to an index (sql-sort.ts, indexesOf).
       const text = `SELECT id, rev, deleted, data FROM ${table}${whereClause(conditions)} ORDER BY ${orderByOf(sort)}${paging}`;
-      const rows = await this.sql.unsafe<DbRow[]>(text, params.values, { prepare: filter === null });
+      const rows = await db.unsafe<DbRow[]>(text, params.values, { prepare: filter === null });
       return rows.map(toRow);
     }
     const accept = compileFilter(filter!);
@@ -499,7 +508,7 @@ export class PostgresStore implements Store {
       const chunkParams = new SqlParams(params.values);
       const conditions = [...base, position ? afterOf(sort, position, chunkParams) : null].filter(isCondition);
       const text = `SELECT id, rev, deleted, data FROM ${table}${whereClause(conditions)} ORDER BY ${orderByOf(sort)} LIMIT ${chunkParams.add(RESIDUAL_CHUNK)}`;
-      const rows = (await this.sql.unsafe<DbRow[]>(text, chunkParams.values)).map(toRow);
+      const rows = (await db.unsafe<DbRow[]>(text, chunkParams.values)).map(toRow);
       // The rows are tested here, under the memory store's time limit for a $regex, spread over the chunks.
       const startedAt = performance.now();
       const isFull = limitRegexScan(

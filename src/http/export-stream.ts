@@ -1,0 +1,57 @@
+// GET /api/entities/<E>/export (CONTRACT §11): the records as they stood when the request came,
+// streamed a page at a time as fast as the client reads (memory stays flat: one page in hand),
+// while writes go on. The store holds the snapshot (Store.openExport); here it becomes a body.
+
+import type { ServerResponse } from "node:http";
+import type { EntityDef } from "../schema/fields.ts";
+import { exportEncoder, type ExportEncoder } from "../records/export-format.ts";
+import type { RowPages } from "../store/store.ts";
+import { then, type Maybe } from "../maybe.ts";
+import { parseExportParams } from "./list-params.ts";
+import type { Reply } from "./response.ts";
+import type { RequestContext } from "./routes.ts";
+
+export function readExport(ctx: RequestContext, entity: EntityDef): Maybe<Reply> {
+  const { format, filter } = parseExportParams(entity, ctx.query, ctx.caller);
+  const encoder = exportEncoder(format, entity, ctx.caller);
+  return then(ctx.records.store.openExport(entity.name, filter), (pages): Reply => ({
+    status: 200,
+    headers: {
+      "Content-Type": encoder.contentType,
+      "Content-Disposition": `attachment; filename="${entity.name}.${format}"`,
+      "Cache-Control": "no-store",
+    },
+    body: null,
+    stream: (res) => void pump(res, pages, encoder),
+    cancel: () => void pages.close(),
+  }));
+}
+
+async function pump(res: ServerResponse, pages: RowPages, encoder: ExportEncoder): Promise<void> {
+  try {
+    if (encoder.head !== "") res.write(encoder.head);
+    for (let rows = await pages.next(); rows.length > 0; rows = await pages.next()) {
+      if (res.destroyed) return;
+      if (!res.write(encoder.page(rows))) await drainedOrClosed(res);
+    }
+    res.end(encoder.tail);
+  } catch (error) {
+    // The head is gone: cutting the body short (no last chunk) is how HTTP says it is incomplete.
+    process.stderr.write(`warning: an export of ${res.req.url} stopped: ${(error as Error).message}\n`);
+    res.destroy();
+  } finally {
+    await pages.close();
+  }
+}
+
+function drainedOrClosed(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
+}
