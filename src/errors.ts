@@ -134,6 +134,15 @@ export const uniqueViolation = (entity: string, fields: readonly string[], value
     { entity, fields: [...fields], values: [...values], id },
   );
 
+/** An import's id that a stored record (live or deleted) or an earlier record of its batch holds. */
+export const idTaken = (entity: string, id: string, inBatch: boolean) =>
+  new ApiError(
+    409,
+    "unique_violation",
+    `${inBatch ? `An earlier record of this batch has the id "${id}"` : `A ${entity} record with the id "${id}" is already stored (live or deleted)`}; nothing was stored. Give this record another id, or leave "id" out to get a new one.`,
+    { entity, fields: ["id"], values: [id], id },
+  );
+
 export const databaseUnreachable = () =>
   new ApiError(
     503,

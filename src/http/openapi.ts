@@ -219,7 +219,25 @@ const OPERATION_DOCS: Record<OperationName, (entity: EntityDef, mount: Mount) =>
   restore: (entity) => restoreOperation(entity),
   changes: (entity) => changesOperation(entity),
   export: (entity) => exportOperation(entity),
+  importRecords: (entity) => importOperation(entity),
 };
+
+function importOperation(entity: EntityDef): Json {
+  const kept = {
+    id: { type: "string", pattern: "^[A-Za-z0-9_.~-]{1,128}$" },
+    created_date: { type: "string", format: "date-time" },
+    updated_date: { type: "string", format: "date-time" },
+    created_by_id: { type: "string", maxLength: 256 },
+  };
+  return operation({
+    verb: "import", entity, summary: `Import ${entity.name} records with their ids and timestamps`, isSecretOnly: true, parameters: [IDEMPOTENCY_KEY],
+    description:
+      "Bulk create that keeps the `id`, `created_date`, `updated_date` and `created_by_id` a record carries (those it lacks are made as for a create): what `tabula import --keep-ids` sends. " +
+      `All or nothing, at most ${MAX_BATCH_RECORDS} records; an id already stored (live or deleted) or given twice is 409 \`unique_violation\` naming the record's \`details.index\`.`,
+    body: { type: "array", items: { allOf: [ref(`${entity.name}Input`), { type: "object", properties: kept }] }, maxItems: MAX_BATCH_RECORDS },
+    responses: { 201: response("The created records, in request order.", { type: "array", items: ref(entity.name) }, [REPLAYED]), ...errors(...BODY_ERRORS, 403) },
+  });
+}
 
 function exportOperation(entity: EntityDef): Json {
   const query = (name: string, description: string, schema: Json) => ({ name, in: "query", required: false, description, schema });

@@ -25,6 +25,7 @@ import { eventIdOf } from "../feed/events.ts";
 import type { EntityDef } from "../schema/fields.ts";
 import { parseFeedRequest } from "./feed-params.ts";
 import { readExport } from "./export-stream.ts";
+import { importRecords } from "../records/import.ts";
 
 export interface RequestContext extends PresentContext {
   readonly records: Records;
@@ -78,6 +79,7 @@ export const ENTITY_ROUTES: readonly EntityRoute[] = [
   { method: "POST", path: "/aggregate", operation: "aggregate", access: ["read"] },
   { method: "GET", path: "/distinct/:field", operation: "distinct", access: ["read"] },
   { method: "POST", path: "/bulk", operation: "bulkCreate", access: ["create"] },
+  { method: "POST", path: "/import", operation: "importRecords", access: ["create"] },
   { method: "PUT", path: "/bulk", operation: "bulkUpdate", access: ["update"] },
   { method: "POST", path: "/upsert", operation: "upsert", access: ["create", "update"] },
   { method: "PATCH", path: "/update-many", operation: "updateMany", access: ["update"] },
@@ -180,6 +182,12 @@ const OPERATIONS = {
   bulkCreate(ctx) {
     const entity = ctx.records.entity(ctx.params.entity!);
     const change = bulkCreate(ctx.records, entity, requireBody(ctx.body, "[{...}, {...}]"), ctx.caller);
+    return { result: { type: "records", entity, rows: change.result, fields: null, created: true, next: null, total: null }, change };
+  },
+  async importRecords(ctx) {
+    requireSecret(ctx, "import records with their ids and timestamps");
+    const entity = ctx.records.entity(ctx.params.entity!);
+    const change = await importRecords(ctx.records, entity, requireBody(ctx.body, `[{"id": "...", "created_date": "...", ...}]`), ctx.caller);
     return { result: { type: "records", entity, rows: change.result, fields: null, created: true, next: null, total: null }, change };
   },
   async bulkUpdate(ctx) {

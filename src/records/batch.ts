@@ -213,13 +213,13 @@ async function matchingRows(records: Records, entity: EntityDef, filter: FilterN
   return [...(await records.list(entity, query)).rows];
 }
 
-function batchItems(body: unknown, expected: string): unknown[] {
+export function batchItems(body: unknown, expected: string): unknown[] {
   if (!Array.isArray(body)) throw invalidJson(`The body must be ${expected}.`);
   if (body.length > MAX_BATCH_RECORDS) throw batchTooLarge(body.length, MAX_BATCH_RECORDS);
   return body;
 }
 
-function atIndex<T>(index: number, work: () => T): T {
+export function atIndex<T>(index: number, work: () => T): T {
   try {
     return work();
   } catch (error) {

@@ -20,6 +20,15 @@ import { distinctValues, type DistinctAnswer, type DistinctRequest } from "./dis
 
 const NO_CHANGES: ReadonlyMap<string, unknown> = new Map();
 
+/** What an imported record carries of its platform fields (import.ts); each undefined when it has none. */
+export interface KeptFields {
+  readonly id?: string;
+  /** Timestamps in the stored form (toISOString). */
+  readonly created?: string;
+  readonly updated?: string;
+  readonly createdBy?: string;
+}
+
 /** Rows a write will store (each with the revision it replaces), what it expects, and what it answers. */
 export interface Change<T> {
   readonly entity: EntityDef;
@@ -146,6 +155,15 @@ export class Records {
     const created = this.isoTime(this.ids.lastTime);
     const data = { id, ...values, created_date: created, updated_date: created, created_by_id: caller.keyId };
     return rowInRecordOrder(id, this.store.nextRev(), false, data);
+  }
+
+  /** A new record's row, with the id, timestamps and creator it was imported with where it has them. */
+  importedRow(values: Record<string, unknown>, kept: KeptFields, caller: Caller, now: number): Row {
+    const fresh = kept.id === undefined ? this.newRow(values, caller, now) : undefined;
+    const id = kept.id ?? fresh!.id;
+    const created = kept.created ?? (fresh?.data.created_date as string | undefined) ?? this.isoTime(now);
+    const data = { id, ...values, created_date: created, updated_date: kept.updated ?? created, created_by_id: kept.createdBy ?? caller.keyId };
+    return rowInRecordOrder(id, fresh?.rev ?? this.store.nextRev(), false, data);
   }
 
   /** Merges validated changes (undefined clears a field) into a new version of `row`. */

@@ -1,0 +1,59 @@
+// POST /api/entities/<E>/import (issue 21, tabula import --keep-ids): a bulk create that keeps the
+// id, timestamps and creator a record carries, so that importing what an export wrote gives the
+// same records. Secret keys only: it writes what no other request may (CONTRACT §5 read_only_field).
+// All or nothing, like bulk create: the first bad record refuses the batch, named by its index.
+
+import { idTaken, invalidField, invalidJson } from "../errors.ts";
+import { parseDateValue, type EntityDef } from "../schema/fields.ts";
+import { isPlainObject } from "../schema/load.ts";
+import { validateCreate } from "../schema/validate.ts";
+import type { Row } from "../store/store.ts";
+import { atIndex, batchItems } from "./batch.ts";
+import type { Caller } from "./caller.ts";
+import type { Change, KeptFields, Records } from "./records.ts";
+
+/** Ids an import may give: URL-safe (they go in paths), at most 128 characters. */
+const ID_RE = /^[A-Za-z0-9_.~-]{1,128}$/;
+const MAX_CREATED_BY_LENGTH = 256;
+
+export async function importRecords(records: Records, entity: EntityDef, body: unknown, caller: Caller): Promise<Change<Row[]>> {
+  const items = batchItems(body, `an array of ${entity.name} records, each with its "id", "created_date", "updated_date" and "created_by_id" when it has them`);
+  const now = Date.now();
+  const rows = items.map((item, index) =>
+    atIndex(index, () => {
+      if (!isPlainObject(item)) throw invalidJson(`Each item must be a ${entity.name} record (a JSON object).`);
+      const { id, created_date, updated_date, created_by_id, ...fields } = item;
+      return records.importedRow(validateCreate(entity, fields), keptFields(id, created_date, updated_date, created_by_id), caller, now);
+    }),
+  );
+  // An id is taken once: by no other record of the batch, and by no stored record, live or deleted.
+  const firstIndex = new Map<string, number>();
+  for (const [index, row] of rows.entries()) {
+    const other = firstIndex.get(row.id);
+    if (other !== undefined) throw idTaken(entity.name, row.id, true).atIndex(index);
+    firstIndex.set(row.id, index);
+  }
+  for (const [index, item] of items.entries()) {
+    if (!isPlainObject(item) || item.id === undefined) continue;
+    if (await records.store.get(entity.name, rows[index]!.id)) throw idTaken(entity.name, rows[index]!.id, false).atIndex(index);
+  }
+  return { entity, puts: rows.map((row) => ({ entity: entity.name, row, replaces: 0 })), result: rows };
+}
+
+function keptFields(id: unknown, created: unknown, updated: unknown, createdBy: unknown): KeptFields {
+  if (id !== undefined && (typeof id !== "string" || !ID_RE.test(id))) {
+    throw invalidField("id", `must be 1 to 128 letters, digits, "_", "-", "." or "~" (got ${JSON.stringify(id)}).`);
+  }
+  if (createdBy !== undefined && (typeof createdBy !== "string" || createdBy.length > MAX_CREATED_BY_LENGTH)) {
+    throw invalidField("created_by_id", `must be a string of at most ${MAX_CREATED_BY_LENGTH} characters.`);
+  }
+  return { id, created: timestampOf("created_date", created), updated: timestampOf("updated_date", updated), createdBy };
+}
+
+/** A timestamp in the one stored form (toISOString), or undefined when not given. */
+function timestampOf(name: string, value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  const ms = typeof value === "string" && value.length > 10 ? parseDateValue(value) : NaN;
+  if (Number.isNaN(ms)) throw invalidField(name, `must be a date-time such as "2026-01-02T03:04:05.000Z" (got ${JSON.stringify(value)}).`);
+  return new Date(ms).toISOString();
+}
