@@ -5,10 +5,12 @@ import { createServer, VERSION, type ServerOptions, type TabulaServer } from "./
 import { DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
 import { parseStoreUrl } from "./store/open-store.ts";
 import { runCommand, type Command } from "./commands/command.ts";
+import { exportCommand } from "./commands/export.ts";
+import { importCommand } from "./commands/import.ts";
 import { LOG_FORMATS, type LogFormat } from "./metrics/access-log.ts";
 
 /** tabula <command> ... (CONTRACT §11); without one, tabula serves. */
-const COMMANDS: readonly Command[] = [];
+const COMMANDS: readonly Command[] = [exportCommand, importCommand];
 
 const HELP = `tabula ${VERSION}: each entity of a JSON schema served as a REST collection of records.
 
@@ -40,6 +42,7 @@ Usage: tabula [options]          serve
                            resuming from before them catches up by records
   --max-streams N          change feed streams and long polls held at once          [TABULA_MAX_STREAMS, default 1000]
   --log FORMAT             one line per request on stdout: text, json or off        [TABULA_LOG, default text]
+  --no-ui                  serve no data browser at GET / (then a 404, as any unknown path)
   --help, --version
 
 Without --store, --data or --memory the store comes from TABULA_STORE, else TABULA_DATA, else
@@ -59,17 +62,18 @@ interface Parsed {
   values: Partial<Record<ValueFlag, string>>;
   memory: boolean;
   "trust-proxy": boolean;
+  "no-ui": boolean;
   help: boolean;
   version: boolean;
 }
 
 function parseArgs(argv: string[]): Parsed {
-  const parsed: Parsed = { values: {}, memory: false, "trust-proxy": false, help: false, version: false };
+  const parsed: Parsed = { values: {}, memory: false, "trust-proxy": false, "no-ui": false, help: false, version: false };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (!arg.startsWith("--")) throw new UsageError(`Unexpected argument "${arg}"; options start with --.`);
     const [name, inline] = arg.slice(2).split(/=(.*)/s, 2) as [string, string | undefined];
-    if (name === "memory" || name === "trust-proxy" || name === "help" || name === "version") {
+    if (name === "memory" || name === "trust-proxy" || name === "no-ui" || name === "help" || name === "version") {
       if (inline !== undefined) throw new UsageError(`--${name} takes no value.`);
       parsed[name] = true;
     } else if ((VALUE_FLAGS as readonly string[]).includes(name)) {
@@ -163,6 +167,7 @@ function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv): ServerOptions & { re
     appId: values["app-id"] ?? env.TABULA_APP_ID,
     ...rateLimitOf(values["rate-limit"] ?? env.TABULA_RATE_LIMIT, values["rate-limit"] !== undefined ? "--rate-limit" : "TABULA_RATE_LIMIT"),
     trustProxy: parsed["trust-proxy"] || env.TABULA_TRUST_PROXY === "1",
+    ui: !parsed["no-ui"],
     ...wholeNumberOf("changesKeep", values["changes-keep"] ?? env.TABULA_CHANGES_KEEP, values["changes-keep"] !== undefined ? "--changes-keep" : "TABULA_CHANGES_KEEP", 0, "events"),
     log: logFormatOf(values.log ?? env.TABULA_LOG, values.log !== undefined ? "--log" : "TABULA_LOG"),
     ...wholeNumberOf("maxStreams", values["max-streams"] ?? env.TABULA_MAX_STREAMS, values["max-streams"] !== undefined ? "--max-streams" : "TABULA_MAX_STREAMS", 1, "streams"),

@@ -33,7 +33,9 @@ export type ErrorCode =
   | "internal"
   | "store_unavailable"
   | "too_many_streams"
-  | "insufficient_storage";
+  | "insufficient_storage"
+  | "backup_target_exists"
+  | "backup_unsupported";
 
 export type ErrorDetails = Record<string, unknown>;
 
@@ -139,7 +141,7 @@ export const idTaken = (entity: string, id: string, inBatch: boolean) =>
   new ApiError(
     409,
     "unique_violation",
-    `${inBatch ? `An earlier record of this batch has the id "${id}"` : `A ${entity} record with the id "${id}" is already stored (live or deleted)`}; nothing was stored. Give this record another id, or leave "id" out to get a new one.`,
+    `${inBatch ? `An earlier record of this batch has the id "${id}"` : `A ${entity} record with the id "${id}" is already stored (live or deleted)`}. Give this record another id, or leave "id" out to get a new one; nothing was stored.`,
     { entity, fields: ["id"], values: [id], id },
   );
 
@@ -205,3 +207,9 @@ export const tooManyStreams = (max: number) =>
     { maxStreams: max },
     { "Retry-After": "5" },
   );
+
+/** POST /api/admin/backup into a folder that holds files (CONTRACT §11): a backup never mixes with other files. */
+export const backupTargetExists = (message: string, to: string) => new ApiError(409, "backup_target_exists", message, { to });
+
+/** POST /api/admin/backup on a store whose data is not a folder of this server's (memory, PostgreSQL). */
+export const backupUnsupported = (message: string) => new ApiError(501, "backup_unsupported", message);

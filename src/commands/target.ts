@@ -1,0 +1,86 @@
+// Where tabula export and import find the records: a running server (--url and --key), or a store
+// opened by the command itself (--data DIR, --store URL, with --schema), served on a loopback
+// port for as long as the command runs, so that both paths go through the same HTTP API and
+// validate, shape and store records in exactly one way.
+
+import { createServer, type TabulaServer } from "../server.ts";
+import { UsageError, type CommandArgs } from "./command.ts";
+
+/** The options every command that reads or writes records takes. */
+export const TARGET_VALUES = ["url", "key", "data", "store", "schema"] as const;
+
+export const TARGET_HELP = `  --url URL        a running tabula, such as http://127.0.0.1:8080
+  --key K          its secret key (or a publishable one, where that may do this)   [TABULA_SECRET_KEY]
+  --data DIR       instead of --url: a data folder no server is using               [default ./data]
+  --store URL      instead of --data: file:DIR or postgres://... (which several processes may share)
+  --schema PATH    with --data or --store: the schema it was written with          [TABULA_SCHEMA, default ./entities]`;
+
+export interface Target {
+  readonly url: string;
+  readonly key: string;
+  /** Stops the server the command started, if it started one. */
+  close(): Promise<void>;
+}
+
+export async function openTarget(args: CommandArgs, env: NodeJS.ProcessEnv = process.env): Promise<Target> {
+  const url = args.values.get("url");
+  const local = ["data", "store", "schema"].filter((name) => args.values.has(name));
+  if (url !== undefined) {
+    if (local.length > 0) throw new UsageError(`--url reaches a running server: leave out --${local[0]}, which is for a store the command opens itself.`);
+    const key = args.values.get("key") ?? env.TABULA_SECRET_KEY;
+    if (key === undefined || key === "") throw new UsageError("--url needs --key K (or TABULA_SECRET_KEY): the server's secret key.");
+    return { url: checkUrl(url), key, close: async () => {} };
+  }
+  if (args.values.has("key")) throw new UsageError("--key goes with --url; a data folder the command opens needs none.");
+  if (args.values.has("data") && args.values.has("store")) throw new UsageError("Give --data DIR or --store URL, not both.");
+  let server: TabulaServer;
+  try {
+    server = await createServer({
+      schema: args.values.get("schema") ?? env.TABULA_SCHEMA ?? "./entities",
+      ...(args.values.has("store") ? { store: args.values.get("store")! } : { data: args.values.get("data") ?? "./data" }),
+      host: "127.0.0.1",
+      port: 0,
+      log: "off",
+      warn: () => {},
+    });
+  } catch (error) {
+    const message = (error as Error).message;
+    // The folder's lock names the process that holds it: that server can answer instead.
+    if (/lock|in use/i.test(message)) throw new Error(`${message} Ask the running server instead: --url http://HOST:PORT --key K.`);
+    throw error;
+  }
+  return { url: server.url, key: server.secretKey, close: () => server.close() };
+}
+
+function checkUrl(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new UsageError(`--url must be a URL such as http://127.0.0.1:8080 (got "${text}").`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new UsageError(`--url must be http:// or https:// (got "${text}").`);
+  return url.origin + url.pathname.replace(/\/+$/, "");
+}
+
+/** A failed answer of the API as one sentence: its error message, or what came instead. */
+export async function apiFailure(response: Response, what: string): Promise<Error> {
+  const text = await response.text().catch(() => "");
+  try {
+    const message = (JSON.parse(text) as { error?: { message?: string } }).error?.message;
+    if (message) return new Error(`${what}: ${response.status} ${message}`);
+  } catch {
+    // Not the API's JSON: say what came.
+  }
+  return new Error(`${what}: the server answered ${response.status}${text ? ` ${text.slice(0, 200)}` : ""}. Is --url a tabula server?`);
+}
+
+/** fetch, with a connection failure said in one line naming the URL. */
+export async function request(url: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(url, init);
+  } catch (error) {
+    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+    throw new Error(`Cannot reach ${new URL(url).origin} (${cause?.code ?? cause?.message ?? (error as Error).message}). Is the server running, and --url right?`);
+  }
+}
