@@ -29,10 +29,13 @@ export function buildRequest(method, path, { host = "127.0.0.1", headers = {}, b
  * sockets for warmupMs + durationMs, recording only answers completed after the warm-up.
  * Returns { count, seconds, rate, p50, p99, statuses, bytes } with latencies in milliseconds.
  *
+ * `onAnswer(sentAt, answeredAt, status)`, when given, hears of every answer, the warm-up's too
+ * (bench/backup-pause.mjs sorts them by what they overlapped).
+ *
  * With `limit`, sends exactly that many requests instead, `requests` may be a function of the
  * request's number (built when it is sent), and `seconds` is the time spent in requests only.
  */
-export async function runLoad({ port, host = "127.0.0.1", requests, connections, durationMs = Infinity, warmupMs = 1000, limit }) {
+export async function runLoad({ port, host = "127.0.0.1", requests, connections, durationMs = Infinity, warmupMs = 1000, limit, onAnswer }) {
   if (typeof requests !== "function" && requests.length === 0) throw new Error("runLoad: no requests");
   const requestAt = typeof requests === "function" ? requests : (i) => requests[i % requests.length];
   const latencies = [];
@@ -77,6 +80,7 @@ export async function runLoad({ port, host = "127.0.0.1", requests, connections,
         if (pending.length > total) return reject(new Error("more bytes than one answer: pipelining is not expected"));
         pending = null;
         const now = performance.now();
+        onAnswer?.(sentAt, now, status);
         if (now >= measureFrom && now < stopAt) {
           latencies.push(now - sentAt);
           statuses.set(status, (statuses.get(status) ?? 0) + 1);

@@ -7,10 +7,12 @@ import { parseStoreUrl } from "./store/open-store.ts";
 import { runCommand, type Command } from "./commands/command.ts";
 import { exportCommand } from "./commands/export.ts";
 import { importCommand } from "./commands/import.ts";
+import { backupCommand } from "./commands/backup.ts";
+import { verifyCommand } from "./commands/verify.ts";
 import { LOG_FORMATS, type LogFormat } from "./metrics/access-log.ts";
 
 /** tabula <command> ... (CONTRACT §11); without one, tabula serves. */
-const COMMANDS: readonly Command[] = [exportCommand, importCommand];
+const COMMANDS: readonly Command[] = [exportCommand, importCommand, backupCommand, verifyCommand];
 
 const HELP = `tabula ${VERSION}: each entity of a JSON schema served as a REST collection of records.
 

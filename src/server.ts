@@ -4,7 +4,8 @@
 
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { ApiError, forbidden, databaseUnreachable, expectationFailed, insufficientStorage, internalError, methodNotAllowed, notFound, storeUnavailable, uniqueViolation, writeContended } from "./errors.ts";
+import { isAbsolute } from "node:path";
+import { ApiError, backupTargetExists, backupUnsupported, invalidJson, invalidRequest, forbidden, databaseUnreachable, expectationFailed, insufficientStorage, internalError, methodNotAllowed, notFound, storeUnavailable, uniqueViolation, writeContended } from "./errors.ts";
 import { answerClientError, answerConnect } from "./http/client-error.ts";
 import { IdempotencyGuard, idempotentRequest, type IdempotentRequest } from "./http/idempotency.ts";
 import { buildOpenApi, describeEntity } from "./http/openapi.ts";
@@ -23,7 +24,8 @@ import { loadSeed, type SeedSource } from "./records/seed.ts";
 import { loadSchemaObject, loadSchemaPath, type Declarations, type Schema } from "./schema/load.ts";
 import { isPlatformField } from "./schema/fields.ts";
 import type { ValueIndexedFields } from "./store/memory/memory-store.ts";
-import { openStore, parseStoreUrl, type LoadedData, type StoreLocation } from "./store/open-store.ts";
+import { backupOf, openStore, parseStoreUrl, type LoadedData, type StoreLocation } from "./store/open-store.ts";
+import { BackupTargetError, type BackupSummary } from "./store/file/backup.ts";
 import { ConflictError, isOutOfSpace, StoreUnreachableError, UniqueViolation } from "./store/store.ts";
 import { then, type Maybe } from "./maybe.ts";
 import { ChangeFeed, DEFAULT_FEED_LIMITS } from "./feed/change-feed.ts";
@@ -82,6 +84,8 @@ export interface ServerOptions {
   readonly log?: LogFormat;
   /** The app id served at /api/apps/<appId>/entities (CONTRACT §7); any id when not given. */
   readonly appId?: string;
+  /** The data browser at GET / (CONTRACT §12; --no-ui turns it off). Default true. */
+  readonly ui?: boolean;
   /** Warnings (a torn log tail cut off, fields no longer declared). Default: stderr. */
   readonly warn?: (message: string) => void;
   /**
@@ -163,7 +167,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
       then(store.metrics(), (storeMetrics) =>
         renderMetrics({ version: VERSION, storeKind, requests, entities: [...schema.entities.keys()], store: storeMetrics, feed: feed.load, droppedLogLines: accessLog?.dropped ?? null }),
       );
-    const app = new App(records, feed, keys, mounts, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, cors, options.onFatal, limiter, options.trustProxy ?? false, { requests, log: accessLog, metrics });
+    const app = new App(records, feed, keys, mounts, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, cors, options.onFatal, limiter, options.trustProxy ?? false, { requests, log: accessLog, metrics }, backupOf(store));
     // The Host check is App's, so that its refusal is JSON like every other.
     const http = createHttpServer({ requireHostHeader: false }, (req, res) => void app.handle(req, res));
     http.on("clientError", answerClientError);
@@ -366,6 +370,8 @@ class App {
     private readonly limiter: RateLimiter | null,
     private readonly trustProxy: boolean,
     private readonly observability: Observability,
+    /** POST /api/admin/backup: the store's backup, or the words saying what backs the store up instead. */
+    private readonly backupStore: ((to: string) => Promise<BackupSummary>) | string,
   ) {
     this.router = buildRouter(mounts);
     this.idempotency = new IdempotencyGuard(records);
@@ -444,6 +450,10 @@ class App {
       note.route = path;
       return this.metrics(req, method, note);
     }
+    if (path === "/api/admin/backup") {
+      note.route = path;
+      return this.backup(req, method, note);
+    }
     if (!path.startsWith("/api/")) throw notFound(path);
     const caller = this.keys.authenticate(presentedApiKey(req) ?? feedKeyOf(path, query));
     note.keyId = caller.keyId;
@@ -469,6 +479,26 @@ class App {
     const text = this.observability.metrics();
     const reply = (body: string): Reply => ({ status: 200, headers: { "Content-Type": EXPOSITION_CONTENT_TYPE }, body });
     return text instanceof Promise ? text.then(reply) : reply(text);
+  }
+
+  /** POST /api/admin/backup {"to"}: a copy of the data folder on this server's machine, for a secret key only (CONTRACT §11). */
+  private async backup(req: IncomingMessage, method: string, note: RequestNote): Promise<Reply> {
+    if (method !== "POST") throw methodNotAllowed(method, ["POST"]);
+    const caller = this.keys.authenticate(presentedApiKey(req));
+    note.keyId = caller.keyId;
+    if (caller.kind !== "secret") throw forbidden("POST /api/admin/backup needs a secret key; a publishable key may not copy the server's data.");
+    const body = parseJsonBody(req, await readBody(req, this.maxBodyBytes)) as Record<string, unknown> | undefined;
+    const mend = 'Send {"to": "/absolute/path"}: a new (or empty) folder on the server\'s machine.';
+    if (typeof body !== "object" || body === null || Array.isArray(body) || Object.keys(body).some((name) => name !== "to")) throw invalidJson(`The body must be an object with "to" alone. ${mend}`, { field: "to" });
+    const to = body.to;
+    if (typeof to !== "string" || !isAbsolute(to)) throw invalidJson(`"to" must be an absolute path (got ${JSON.stringify(to) ?? "none"}). ${mend}`, { field: "to" });
+    if (typeof this.backupStore === "string") throw backupUnsupported(this.backupStore);
+    try {
+      return jsonReply(200, JSON.stringify(await this.backupStore(to)));
+    } catch (error) {
+      if (error instanceof BackupTargetError) throw error.isNotEmpty ? backupTargetExists(error.message, to) : invalidRequest(error.message, { to });
+      throw error;
+    }
   }
 
   /** A read waits only when an earlier write is not yet durable, so it never shows such a write. */

@@ -25,7 +25,7 @@ const ERROR_CODES = [
   "forbidden", "entity_not_found", "record_not_found", "not_found", "app_not_found", "method_not_allowed",
   "ambiguous_match", "idempotency_key_in_use", "precondition_failed", "payload_too_large",
   "unsupported_media_type", "idempotency_key_reused", "internal", "store_unavailable", "insufficient_storage",
-  "rate_limited", "unique_violation", "too_many_streams",
+  "rate_limited", "unique_violation", "too_many_streams", "backup_target_exists", "backup_unsupported",
 ] as const satisfies readonly ErrorCode[];
 // Fails to compile when errors.ts gains a code that this document does not list.
 const HAS_EVERY_ERROR_CODE: [Exclude<ErrorCode, (typeof ERROR_CODES)[number]>] extends [never] ? true : never = true;
@@ -37,7 +37,7 @@ const ERROR_RESPONSES: Record<number, [name: string, description: string]> = {
   401: ["Unauthorized", "`unauthorized`: the `X-Api-Key` header is missing or matches no key."],
   403: ["Forbidden", "`forbidden`: a publishable key may not do this (CONTRACT §3); use a secret key."],
   404: ["NotFound", "`entity_not_found` (no such entity; names are case-sensitive), `record_not_found` (no such live record) or `not_found` (no such path)."],
-  409: ["Conflict", "`ambiguous_match` (an upsert match fits several records), `idempotency_key_in_use` (the same Idempotency-Key is still being processed; retry later) or `unique_violation` (the write would give two live records the same values in fields the entity declares `unique`; `details` names the entity, fields, values and the `id` of the record holding them)."],
+  409: ["Conflict", "`ambiguous_match` (an upsert match fits several records), `idempotency_key_in_use` (the same Idempotency-Key is still being processed; retry later), `unique_violation` (the write would give two live records the same values in fields the entity declares `unique`; `details` names the entity, fields, values and the `id` of the record holding them) or `backup_target_exists` (`POST /api/admin/backup` into a folder that exists and holds files)."],
   412: ["PreconditionFailed", "`precondition_failed`: `If-Match` differs from the record's current ETag; read it again and retry."],
   413: ["PayloadTooLarge", "`payload_too_large`: the body is over the server's limit (10 MiB by default). It is answered while the body is still arriving; the server reads and drops the rest (up to 64 MiB or 10 s) before it closes the connection."],
   415: ["UnsupportedMediaType", "`unsupported_media_type`: send the body as `Content-Type: application/json`."],
@@ -48,6 +48,7 @@ const ERROR_RESPONSES: Record<number, [name: string, description: string]> = {
     "StoreUnavailable",
     "`too_many_streams` (a change feed stream or long poll over `--max-streams`; retry after `Retry-After`) or `store_unavailable`: the store cannot serve the request now. On PostgreSQL, the database cannot be reached (nothing of the request was stored; retry after `Retry-After`), or other writes to the same records kept coming first. On the file store, writing to the data folder's disk failed (not for lack of space), so the server stops; whether a write answered so was stored is unknown. Read it back once the server is up again, or retry with the same `Idempotency-Key`.",
   ],
+  501: ["NotImplemented", "`backup_unsupported`: `POST /api/admin/backup` on a store whose data is not a folder of this server's: back up the memory store with `tabula export`, PostgreSQL with `pg_dump`."],
   507: ["InsufficientStorage", "`insufficient_storage`: the data folder's disk is full, so the write was not stored (none of it). Reads go on; retry once space has been freed."],
 };
 
@@ -166,6 +167,33 @@ function servicePaths(): Json {
         summary: "Prometheus metrics (secret key)",
         description: "Requests by route template and status, latency histograms, records per entity, the file store's log, snapshot, fsync latency and compactions, open change feed streams. A publishable key gets 403.",
         responses: { 200: { description: "The Prometheus text exposition format, version 0.0.4.", content: { "text/plain": { schema: { type: "string" } } } }, ...errors(401, 403) },
+      },
+    },
+    "/api/admin/backup": {
+      post: {
+        operationId: "backup",
+        tags: [SERVICE_TAG],
+        summary: "Back up the data folder (secret key)",
+        description: "Copies the file store's data folder (the snapshot, the log up to its last whole entry, keys.json; fsynced) into `to`, a new or empty folder on the server's machine, while writes go on: every write answered before the request is in the copy. `tabula --data <to>` starts from it. A publishable key gets 403; the memory and PostgreSQL stores 501.",
+        requestBody: { required: true, content: jsonContent({ type: "object", properties: { to: { type: "string", description: "An absolute path on the server's machine." } }, required: ["to"] }) },
+        responses: {
+          200: {
+            description: "The copy is whole and synced.",
+            content: jsonContent({
+              type: "object",
+              properties: {
+                to: { type: "string" },
+                seq: { type: "integer", description: "The last log entry in the copy." },
+                bytes: { type: "integer" },
+                files: { type: "array", items: { type: "string" } },
+                records: { type: "object", additionalProperties: { type: "integer" }, description: "Live records per entity in the copy." },
+                ms: { type: "integer" },
+              },
+              required: ["to", "seq", "bytes", "files", "records", "ms"],
+            }),
+          },
+          ...errors(400, 401, 403, 409, 501),
+        },
       },
     },
   };

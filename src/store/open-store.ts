@@ -11,6 +11,7 @@ import { DEFAULT_PG_SCHEMA } from "./postgres/tables.ts";
 import { duplicatesMessage, type Store, type UniqueFields } from "./store.ts";
 import type { Schema } from "../schema/load.ts";
 import { keysFileVault, type KeyVault } from "../keys/api-keys.ts";
+import type { BackupSummary } from "./file/backup.ts";
 
 export type StoreLocation =
   | { readonly kind: "memory" }
@@ -57,6 +58,16 @@ function fileDirOf(rest: string, source: string): string {
   } catch (error) {
     throw new Error(`${source} is not a usable file URL (${(error as Error).message}); write file:<dir>, such as file:./data or file:///srv/tabula.`);
   }
+}
+
+/**
+ * How a store is backed up by POST /api/admin/backup (CONTRACT §11): the file store copies its
+ * folder; for the others, the words saying what backs them up instead.
+ */
+export function backupOf(store: Store): ((to: string) => Promise<BackupSummary>) | string {
+  if (store instanceof FileStore) return (to) => store.backup(to);
+  if (store instanceof PostgresStore) return "The PostgreSQL store's records are in the database, not in a folder of this server's: back them up with pg_dump (e.g. pg_dump --schema=tabula \"$DATABASE_URL\" > tabula.sql), which is consistent while writes go on.";
+  return "The memory store keeps nothing on disk, so there is no folder to copy: save its records with tabula export (or GET /api/entities/<Entity>/export), and load them back with tabula import.";
 }
 
 /** Each entity's "unique" declarations, for the stores that enforce them. */

@@ -37,6 +37,16 @@ export async function acquireLock(dir: string): Promise<DirectoryLock> {
   throw new Error(`Could not take the lock ${path}: it keeps reappearing. Is another server starting on the same folder?`);
 }
 
+/**
+ * The pid of the live process holding `dir`'s lock (this one included), or undefined when it is
+ * free or stale; it takes nothing (tabula verify and backup read beside a running server).
+ */
+export async function findLockHolder(dir: string): Promise<number | undefined> {
+  const path = join(resolve(dir), LOCK_FILE);
+  const holder = await readHolder(path);
+  return holder !== undefined && isHeld(path, holder) ? holder : undefined;
+}
+
 async function tryCreate(path: string): Promise<boolean> {
   let handle;
   try {

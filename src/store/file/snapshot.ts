@@ -212,8 +212,19 @@ export async function readSnapshot(path: string, reader: SnapshotReader): Promis
   return header?.format === SNAPSHOT_FORMAT || header?.format === SNAPSHOT_FORMAT_3 ? readLineSnapshot(path, header, reader) : readFramedSnapshot(path, reader);
 }
 
-function damagedError(path: string, where: string, why: string): Error {
-  return new Error(`Cannot open the data folder: the snapshot ${path} is damaged at ${where} (${why}). Restore the folder from a backup.`);
+/** A snapshot that is not whole; where it can, it says the line (formats 3, 4) or byte (1, 2) at fault, for tabula verify. */
+export class SnapshotDamageError extends Error {
+  constructor(
+    message: string,
+    readonly why: string,
+    readonly at: { readonly line?: number; readonly byte?: number },
+  ) {
+    super(message);
+  }
+}
+
+function damagedError(path: string, where: string, why: string, at: { line?: number; byte?: number } = {}): Error {
+  return new SnapshotDamageError(`Cannot open the data folder: the snapshot ${path} is damaged at ${where} (${why}). Restore the folder from a backup.`, why, at);
 }
 
 /** The first line's object, or undefined when it is incomplete or fails its checksum. */
@@ -231,7 +242,7 @@ async function readHeader(path: string): Promise<Record<string, unknown> | undef
 
 /** Reads formats 3 and 4. */
 async function readLineSnapshot(path: string, header: Record<string, unknown>, reader: SnapshotReader): Promise<SnapshotHeader> {
-  const damaged = (line: number, why: string): Error => damagedError(path, `line ${line}`, why);
+  const damaged = (line: number, why: string): Error => damagedError(path, `line ${line}`, why, { line });
   let entity: string | undefined;
   let rows = 0;
   let answers = 0;
@@ -303,7 +314,7 @@ async function readFramedSnapshot(path: string, reader: SnapshotReader): Promise
   let footer: { rows: number; answers: number } | undefined;
   let rows = 0;
   let answers = 0;
-  const damaged = (offset: number, why: string): Error => damagedError(path, `byte ${offset}`, why);
+  const damaged = (offset: number, why: string): Error => damagedError(path, `byte ${offset}`, why, { byte: offset });
   const { size, tailOffset } = await scanLines(path, (line, offset, text) => {
     const value = parseFramedLine(line, text);
     if (!value) throw damaged(offset, "a line is incomplete or fails its checksum");

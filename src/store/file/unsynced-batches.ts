@@ -48,6 +48,34 @@ export class UnsyncedBatches {
     this.entries.splice(0, written < 0 ? this.entries.length : written);
   }
 
+  /**
+   * Live and deleted records per entity as of the entries before `seq`: memory's counts with the
+   * entries from `seq` on taken out on paper, newest first (memory is left as it is). What a backup
+   * cut at `seq` holds (see FileStore.backup).
+   */
+  recordCountsBefore(seq: number): Map<string, { live: number; deleted: number }> {
+    const pending = this.entries.filter((entry) => entry.seq >= seq);
+    const resetAt = pending.findIndex((entry) => "tables" in entry.undo);
+    // Before a pending reset, the tables are the ones it cleared away; only earlier entries matter then.
+    const tables = resetAt < 0 ? this.tables : (pending[resetAt]!.undo as { tables: ReadonlyMap<string, Table> }).tables;
+    const counts = new Map([...tables].map(([entity, table]) => [entity, { live: table.liveCount, deleted: table.rows.size - table.liveCount }]));
+    const versions = new Map<string, Row | undefined>();
+    for (const { undo } of pending.slice(0, resetAt < 0 ? pending.length : resetAt).reverse()) {
+      if ("tables" in undo) continue;
+      for (let i = undo.puts.length - 1; i >= 0; i--) {
+        const { entity, id, previous } = undo.puts[i]!;
+        const key = `${entity}\n${id}`;
+        const current = versions.has(key) ? versions.get(key) : tables.get(entity)?.rows.get(id);
+        versions.set(key, previous);
+        let count = counts.get(entity);
+        if (!count) counts.set(entity, (count = { live: 0, deleted: 0 }));
+        if (current) count[current.deleted ? "deleted" : "live"]--;
+        if (previous) count[previous.deleted ? "deleted" : "live"]++;
+      }
+    }
+    return counts;
+  }
+
   /** Takes the entries from `seq` on back out of memory, newest first. */
   rollBack(seq: number): void {
     for (let entry = this.entries.at(-1); entry && entry.seq >= seq; entry = this.entries.at(-1)) {

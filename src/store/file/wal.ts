@@ -159,6 +159,21 @@ export function parseFramedLine(line: Buffer, text?: string): Record<string, unk
   return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
 }
 
+/**
+ * Why parseFramedLine refuses `line` (without its newline), in words; undefined when it does not.
+ * For reports (tabula verify): never on the start-up path, which only needs whether.
+ */
+export function describeFrameDamage(line: Buffer): string | undefined {
+  const headEnd = line.length - CRC_SUFFIX_BYTES;
+  if (headEnd < 2 || !hasCrcSuffix(line, headEnd) || line[line.length - 2] !== 0x22 || line[line.length - 1] !== 0x7d) return "torn entry: the line does not end with its checksum";
+  const stated = parseHexCrc(line, line.length - 10);
+  if (stated === undefined) return "torn entry: the checksum is not 8 hex digits";
+  const actual = crc32(line.subarray(0, headEnd));
+  if (actual !== stated) return `bad checksum: the line says ${crcHex(stated)}, its text's CRC-32 is ${crcHex(actual)}`;
+  if (parseFramedLine(line) === undefined) return "bad JSON: the checksum matches but the text is not a JSON object";
+  return undefined;
+}
+
 // Byte by byte rather than through a decoded slice and a regex: this runs once per row at start-up.
 function hasCrcSuffix(line: Buffer, at: number): boolean {
   for (let i = 0; i < CRC_SUFFIX.length; i++) if (line[at + i] !== CRC_SUFFIX_CODES[i]) return false;
@@ -427,6 +442,14 @@ export class WriteAheadLog {
   /** Every entry before this seq is on disk; the others may yet be dropped (see dropUnwritten). */
   get nextWrittenSeq(): number {
     return this.writtenSeq;
+  }
+
+  /**
+   * The segments with the bytes of whole entries on disk in each (every entry before
+   * nextWrittenSeq, none after): copies, taken in one tick, for a backup (see FileStore.backup).
+   */
+  get writtenSegments(): Segment[] {
+    return this.segments.map((segment) => ({ ...segment }));
   }
 
   /** Bytes in the segments not yet covered by a snapshot. */
