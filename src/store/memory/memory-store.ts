@@ -4,6 +4,7 @@
 import type { FilterNode, SortPosition, SortSpec } from "../../query/filter-tree.ts";
 import { limitRegexScan } from "./time-limit.ts";
 import { planCount, planEach, planList } from "./plan.ts";
+import { compileFilter } from "./predicate.ts";
 import { changeTypeOf, compareFeedPositions, ConflictError, positionOf, uniqueClashInBatch, uniqueKeyOf, UniqueViolation, type Commit, type DeletedFilter, type FeedEvent, type FeedPosition, type FeedRead, type FeedState, type IdempotentAnswer, type ListQuery, type ListResult, type Row, type RowPages, type Store, EXPORT_PAGE_ROWS, type StoreMetrics, type UniqueFields, type WriteBatch } from "../store.ts";
 import { ChangeWindow } from "./change-window.ts";
 import { Table, type UniqueClash } from "./table.ts";
@@ -59,14 +60,30 @@ export class MemoryStore implements Store {
   }
 
   openExport(entity: string, filter: FilterNode | null): RowPages {
-    // Rows are immutable: an array of the ones live now is the export's snapshot, 8 bytes a
-    // record, whatever is written while it is read.
-    const { rows } = this.list(entity, { filter, sort: ID_ORDER, after: null, skip: 0, limit: Infinity, deleted: "exclude" });
+    // Rows are immutable: the versions in the id index now are the export's snapshot, whatever is
+    // written while it is read. Only the references are copied here (8 bytes a record, a few ms
+    // for a million); reading a row costs a cache miss, so which ones are live and match is asked
+    // a page at a time, of these same versions.
+    const chunks = this.table(entity).sortIndex(ID_ORDER).chunkRows();
+    let versions: Row[] = [];
+    // concat copies natively; in groups, as a call takes only so many arguments.
+    for (let i = 0; i < chunks.length; i += 8192) versions = versions.concat(...chunks.slice(i, i + 8192));
+    const count = versions.length;
+    const accept = filter ? compileFilter(filter) : null;
     let at = 0;
     return {
-      next: () => rows.slice(at, (at += EXPORT_PAGE_ROWS)),
+      next: () => {
+        const page: Row[] = [];
+        limitRegexScan(filter, () => {
+          while (at < count && page.length < EXPORT_PAGE_ROWS) {
+            const row = versions[at++]!;
+            if (!row.deleted && (accept === null || accept(row))) page.push(row);
+          }
+        });
+        return page;
+      },
       close: async () => {
-        at = rows.length;
+        at = count;
       },
     };
   }

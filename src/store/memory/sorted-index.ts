@@ -98,6 +98,15 @@ export class SortedIndex {
   }
 
   /** Rows in ascending (or descending) order, starting strictly after `after` when given. */
+  /**
+   * Every row in order, as the index's own arrays, one per chunk: a walk of the whole index at a
+   * fraction of walk()'s cost per row (an export takes 1,000,000 rows at once). Read them before
+   * anything else runs: the next write changes them.
+   */
+  chunkRows(): ReadonlyArray<readonly Row[]> {
+    return this.chunks.map((chunk) => chunk.rows);
+  }
+
   *walk(descending: boolean, after: SortPosition | null): Generator<Row> {
     if (this.chunks.length === 0) return;
     if (!descending) {
