@@ -202,6 +202,7 @@ function printBanner(server: TabulaServer, options: ServerOptions): void {
     const where = isNew && server.keys.where ? ` (generated, saved in ${server.keys.where})` : isNew ? " (generated)" : server.keys.where ? ` (full key in ${server.keys.where})` : "";
     lines.push(`${apiKey.kind === "secret" ? "secret key " : "public key "} ${shown}  id ${apiKey.id}${where}`);
   }
+  if (options.ui !== false) lines.push(`browser    ${server.url}/ (the data browser: paste a key)`);
   lines.push(`listening on ${server.url}`);
   process.stdout.write(lines.join("\n") + "\n");
 }

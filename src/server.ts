@@ -36,6 +36,7 @@ import { AccessLog, LOG_FORMATS, type LogFormat } from "./metrics/access-log.ts"
 import { EXPOSITION_CONTENT_TYPE } from "./metrics/exposition.ts";
 import { RequestMetrics } from "./metrics/request-metrics.ts";
 import { renderMetrics } from "./metrics/server-metrics.ts";
+import { uiPageReply } from "./ui/page.ts";
 
 export const VERSION = "0.1.0";
 
@@ -167,7 +168,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
       then(store.metrics(), (storeMetrics) =>
         renderMetrics({ version: VERSION, storeKind, requests, entities: [...schema.entities.keys()], store: storeMetrics, feed: feed.load, droppedLogLines: accessLog?.dropped ?? null }),
       );
-    const app = new App(records, feed, keys, mounts, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, cors, options.onFatal, limiter, options.trustProxy ?? false, { requests, log: accessLog, metrics }, backupOf(store));
+    const app = new App(records, feed, keys, mounts, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, cors, options.onFatal, limiter, options.trustProxy ?? false, { requests, log: accessLog, metrics }, options.ui ?? true, backupOf(store));
     // The Host check is App's, so that its refusal is JSON like every other.
     const http = createHttpServer({ requireHostHeader: false }, (req, res) => void app.handle(req, res));
     http.on("clientError", answerClientError);
@@ -370,6 +371,7 @@ class App {
     private readonly limiter: RateLimiter | null,
     private readonly trustProxy: boolean,
     private readonly observability: Observability,
+    private readonly hasUi: boolean,
     /** POST /api/admin/backup: the store's backup, or the words saying what backs the store up instead. */
     private readonly backupStore: ((to: string) => Promise<BackupSummary>) | string,
   ) {
@@ -453,6 +455,11 @@ class App {
     if (path === "/api/admin/backup") {
       note.route = path;
       return this.backup(req, method, note);
+    }
+    // The data browser: one comparison on the way to /api/, and the page needs no key (ui/page.ts).
+    if (path === "/" && this.hasUi) {
+      note.route = path;
+      return uiPageReply(method);
     }
     if (!path.startsWith("/api/")) throw notFound(path);
     const caller = this.keys.authenticate(presentedApiKey(req) ?? feedKeyOf(path, query));
