@@ -53,6 +53,8 @@ const RESIDUAL_CHUNK = 1000;
 const ID_ORDER: SortSpec = { field: "id", kind: "string", descending: false };
 /** How often the change feed's kept events are cut back to --changes-keep (any process may). */
 const FEED_TRIM_MS = 10_000;
+/** After a trim at a commit, another this much later (see commit). */
+const FEED_TRIM_AGAIN_MS = 250;
 /** Readers are told to look for events this often even without a notification (one lost with a connection). */
 const FEED_POLL_MS = 1000;
 /** While a notified commit is not yet readable (an older transaction still runs), look again after this long, doubling. */
@@ -104,6 +106,7 @@ export class PostgresStore implements Store {
   private unlisten: (() => Promise<void>) | null = null;
   /** Events this process wrote since it last cut the kept events back. */
   private eventsSinceTrim = 0;
+  private trimAgain: NodeJS.Timeout | null = null;
   /** The seq of this process's newest commit: reads of the feed wait until it is readable. */
   private lastCommittedSeq = 0;
   /** The revisions this process may hand out: [next, end), then the spare block. */
@@ -290,6 +293,12 @@ export class PostgresStore implements Store {
           if (this.eventsSinceTrim >= Math.max(1, this.options.changesKeep / 10)) {
             this.eventsSinceTrim = 0;
             this.trimChanges().catch(() => {});
+            // A transaction of another process still running keeps its successors' events from
+            // being cut (XMIN): try once more when it has likely ended, not only on the next timer.
+            this.trimAgain ??= setTimeout(() => {
+              this.trimAgain = null;
+              this.trimChanges().catch(() => {});
+            }, FEED_TRIM_AGAIN_MS).unref();
           }
           return seq;
         })
@@ -467,6 +476,7 @@ export class PostgresStore implements Store {
   async close(): Promise<void> {
     clearInterval(this.answerSweep);
     for (const timer of this.feedTimers) clearInterval(timer);
+    if (this.trimAgain) clearTimeout(this.trimAgain);
     await this.unlisten?.().catch(() => {});
     await this.sql.end({ timeout: 5 });
   }
