@@ -197,6 +197,10 @@ export class ChangeFeed {
         if (compareFeedPositions(read.through, stream.position) > 0) {
           stream.position = read.through;
           if (!stream.closed && stream.res.writableLength > this.limits.streamBufferBytes / 2) await drained(stream.res);
+          // The memory and file stores answer at once and a fast reader drains at once: without a
+          // turn of the event loop, a long catch-up would hold every other request back (as an
+          // export's did: export-stream.ts).
+          await new Promise((resolve) => setImmediate(resolve));
           continue;
         }
         // Nothing more in the store: join the live streams where the hub is.
