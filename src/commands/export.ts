@@ -35,7 +35,7 @@ export const exportCommand: Command = {
     if (!isExportFormat(format)) throw new UsageError(`--format must be one of ${EXPORT_FORMATS.join(", ")} (got "${format}").`);
     const entity = args.values.get("entity");
     if (entity === undefined && format === "csv") throw new UsageError("A CSV file holds one entity: add --entity E.");
-    const target = await openTarget(args);
+    const target = await openTarget(args, true);
     try {
       if (entity !== undefined) await copyOut(entity, await exportStream(target, entity, format));
       else if (format !== "csv") await exportAll(target, format);

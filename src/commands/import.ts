@@ -49,7 +49,7 @@ export const importCommand: Command = {
     if (entity === undefined) throw new UsageError("--entity E names the entity the records belong to.");
     const isStdin = file === "-";
     if (!isStdin) checkReadable(file);
-    const target = await openTarget(args);
+    const target = await openTarget(args, false);
     try {
       await checkEntity(target, entity);
       const progress = process.stderr.isTTY ? new Progress(isStdin ? null : await countRecords(file)) : null;

@@ -3,6 +3,7 @@
 // port for as long as the command runs, so that both paths go through the same HTTP API and
 // validate, shape and store records in exactly one way.
 
+import { existsSync } from "node:fs";
 import { createServer, type TabulaServer } from "../server.ts";
 import { UsageError, type CommandArgs } from "./command.ts";
 
@@ -22,7 +23,11 @@ export interface Target {
   close(): Promise<void>;
 }
 
-export async function openTarget(args: CommandArgs, env: NodeJS.ProcessEnv = process.env): Promise<Target> {
+/**
+ * The records' place, as --url or a store the command opens. `mustExist`: a data folder that is
+ * not there is refused (an export of it would make an empty one and print nothing).
+ */
+export async function openTarget(args: CommandArgs, mustExist: boolean, env: NodeJS.ProcessEnv = process.env): Promise<Target> {
   const url = args.values.get("url");
   const local = ["data", "store", "schema"].filter((name) => args.values.has(name));
   if (url !== undefined) {
@@ -33,6 +38,10 @@ export async function openTarget(args: CommandArgs, env: NodeJS.ProcessEnv = pro
   }
   if (args.values.has("key")) throw new UsageError("--key goes with --url; a data folder the command opens needs none.");
   if (args.values.has("data") && args.values.has("store")) throw new UsageError("Give --data DIR or --store URL, not both.");
+  const dataDir = args.values.get("data") ?? (args.values.has("store") ? null : "./data");
+  if (mustExist && dataDir !== null && !existsSync(dataDir)) {
+    throw new UsageError(`There is no data folder ${dataDir}. Give --data DIR (a folder a server wrote), or --url URL --key K for a running server.`);
+  }
   let server: TabulaServer;
   try {
     server = await createServer({

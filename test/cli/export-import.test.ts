@@ -151,6 +151,7 @@ describe("tabula export and import", () => {
   test("bad input: one line, exit 1", async () => {
     const cases: Array<[string[], RegExp]> = [
       [["export", "--data", "source", "--schema", "entities", "--entity", "Task"], /^tabula export: The data folder source is in use by another process .* Ask the running server instead: --url http:\/\/HOST:PORT --key K\.\n$/],
+      [["export", "--data", "nowhere", "--schema", "entities"], /^tabula export: There is no data folder nowhere\. Give --data DIR/],
       [["export", "--url", source.url, "--entity", "Task"], /^tabula export: --url needs --key K \(or TABULA_SECRET_KEY\)/],
       [["export", "--url", source.url, "--key", KEY, "--format", "csv"], /^tabula export: A CSV file holds one entity: add --entity E\./],
       [["export", "--url", source.url, "--key", KEY, "--format", "xml"], /^tabula export: --format must be one of ndjson, json, csv/],
