@@ -33,6 +33,7 @@ export type ErrorCode =
   | "internal"
   | "store_unavailable"
   | "too_many_streams"
+  | "too_many_exports"
   | "insufficient_storage"
   | "backup_target_exists"
   | "backup_unsupported";
@@ -205,6 +206,16 @@ export const tooManyStreams = (max: number) =>
     "too_many_streams",
     `This server already holds ${max} change feed streams and long polls (--max-streams). Retry in a few seconds, close streams you no longer read, or start the server with a higher --max-streams.`,
     { maxStreams: max },
+    { "Retry-After": "5" },
+  );
+
+/** An export over the store's limit (PostgreSQL: each holds one of the pool's connections). */
+export const tooManyExports = (max: number) =>
+  new ApiError(
+    503,
+    "too_many_exports",
+    `${max} exports are being read from this server already, each holding one of its database connections (which writes need too). Retry in a few seconds.`,
+    { maxExports: max },
     { "Retry-After": "5" },
   );
 

@@ -5,16 +5,46 @@
 import type { ServerResponse } from "node:http";
 import type { EntityDef } from "../schema/fields.ts";
 import { exportEncoder, type ExportEncoder } from "../records/export-format.ts";
-import type { RowPages } from "../store/store.ts";
+import { tooManyExports } from "../errors.ts";
+import type { RowPages, Store } from "../store/store.ts";
 import { then, type Maybe } from "../maybe.ts";
 import { parseExportParams } from "./list-params.ts";
 import type { Reply } from "./response.ts";
 import type { RequestContext } from "./routes.ts";
 
+/** Exports open per store, held against Store.maxOpenExports. */
+const openExports = new WeakMap<Store, number>();
+
 export function readExport(ctx: RequestContext, entity: EntityDef): Maybe<Reply> {
   const { format, filter } = parseExportParams(entity, ctx.query, ctx.caller);
   const encoder = exportEncoder(format, entity, ctx.caller);
-  return then(ctx.records.store.openExport(entity.name, filter), (pages): Reply => ({
+  const { store } = ctx.records;
+  const release = takeExportSlot(store);
+  let opened: Maybe<RowPages>;
+  try {
+    opened = store.openExport(entity.name, filter);
+  } catch (error) {
+    release();
+    throw error;
+  }
+  if (opened instanceof Promise) opened.catch(release);
+  return then(opened, (rows) => replyOf(entity, format, encoder, { next: () => rows.next(), close: () => (release(), rows.close()) }));
+}
+
+/** Holds one of the store's export slots (503 when none is free); answers how to give it back, once. */
+function takeExportSlot(store: Store): () => void {
+  const open = openExports.get(store) ?? 0;
+  if (store.maxOpenExports !== null && open >= store.maxOpenExports) throw tooManyExports(store.maxOpenExports);
+  openExports.set(store, open + 1);
+  let isHeld = true;
+  return () => {
+    if (isHeld) openExports.set(store, openExports.get(store)! - 1);
+    isHeld = false;
+  };
+}
+
+function replyOf(entity: EntityDef, format: string, encoder: ExportEncoder, pages: RowPages): Reply {
+  return {
     status: 200,
     headers: {
       "Content-Type": encoder.contentType,
@@ -24,7 +54,7 @@ export function readExport(ctx: RequestContext, entity: EntityDef): Maybe<Reply>
     body: null,
     stream: (res) => void pump(res, pages, encoder),
     cancel: () => void pages.close(),
-  }));
+  };
 }
 
 async function pump(res: ServerResponse, pages: RowPages, encoder: ExportEncoder): Promise<void> {

@@ -25,7 +25,7 @@ const ERROR_CODES = [
   "forbidden", "entity_not_found", "record_not_found", "not_found", "app_not_found", "method_not_allowed",
   "ambiguous_match", "idempotency_key_in_use", "precondition_failed", "payload_too_large",
   "unsupported_media_type", "idempotency_key_reused", "internal", "store_unavailable", "insufficient_storage",
-  "rate_limited", "unique_violation", "too_many_streams", "backup_target_exists", "backup_unsupported",
+  "rate_limited", "unique_violation", "too_many_streams", "too_many_exports", "backup_target_exists", "backup_unsupported",
 ] as const satisfies readonly ErrorCode[];
 // Fails to compile when errors.ts gains a code that this document does not list.
 const HAS_EVERY_ERROR_CODE: [Exclude<ErrorCode, (typeof ERROR_CODES)[number]>] extends [never] ? true : never = true;
@@ -46,7 +46,7 @@ const ERROR_RESPONSES: Record<number, [name: string, description: string]> = {
   500: ["Internal", "`internal`: the server failed; it has been logged. Never caused by what the client sent."],
   503: [
     "StoreUnavailable",
-    "`too_many_streams` (a change feed stream or long poll over `--max-streams`; retry after `Retry-After`) or `store_unavailable`: the store cannot serve the request now. On PostgreSQL, the database cannot be reached (nothing of the request was stored; retry after `Retry-After`), or other writes to the same records kept coming first. On the file store, writing to the data folder's disk failed (not for lack of space), so the server stops; whether a write answered so was stored is unknown. Read it back once the server is up again, or retry with the same `Idempotency-Key`.",
+    "`too_many_streams` (a change feed stream or long poll over `--max-streams`; retry after `Retry-After`), `too_many_exports` (on PostgreSQL, more exports at once than half the connection pool; retry after `Retry-After`) or `store_unavailable`: the store cannot serve the request now. On PostgreSQL, the database cannot be reached (nothing of the request was stored; retry after `Retry-After`), or other writes to the same records kept coming first. On the file store, writing to the data folder's disk failed (not for lack of space), so the server stops; whether a write answered so was stored is unknown. Read it back once the server is up again, or retry with the same `Idempotency-Key`.",
   ],
   501: ["NotImplemented", "`backup_unsupported`: `POST /api/admin/backup` on a store whose data is not a folder of this server's: back up the memory store with `tabula export`, PostgreSQL with `pg_dump`."],
   507: ["InsufficientStorage", "`insufficient_storage`: the data folder's disk is full, so the write was not stored (none of it). Reads go on; retry once space has been freed."],

@@ -232,6 +232,8 @@ export interface Store {
    * long the reader takes, while writes go on (an export, CONTRACT §11). Oldest id first.
    */
   openExport(entity: string, filter: FilterNode | null): Maybe<RowPages>;
+  /** Exports that may be open at once (PostgreSQL: each holds a connection of the pool); null: any number. */
+  readonly maxOpenExports: number | null;
 
   /** What GET /metrics reports of the store (CONTRACT §11): records per entity, and its files'. */
   metrics(): Maybe<StoreMetrics>;

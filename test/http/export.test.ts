@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { request, type IncomingMessage } from "node:http";
 import { after, before, describe, test } from "node:test";
-import { PUBLISHABLE, q, SECRET, startTestServer, type TestServer } from "../support/server.ts";
+import { PUBLISHABLE, q, SECRET, startTestServer, TEST_STORE, type TestServer } from "../support/server.ts";
 
 /** RFC 4180 read back: rows of fields, quotes undone. */
 function parseCsv(text: string): string[][] {
@@ -178,5 +178,39 @@ describe("an export is consistent as of its start while writes go on", () => {
     assert.equal(byId.get(last).title, `t4999 ${pad}`);
     assert.ok(byId.has(ids.at(-2)), "a record deleted after the export began is in it");
     assert.ok(!exported.some((record) => record.priority === -1), "a record created after it began is not");
+  });
+
+  test("on PostgreSQL at most 5 exports are read at once (each holds a connection of 10); elsewhere any number", async () => {
+    // Readers that never read: each export stays open, 10 MB behind its socket's buffers.
+    const open = (): Promise<IncomingMessage> =>
+      new Promise((resolve, reject) => request(`${server.url}/api/entities/Task/export`, { headers: { "X-Api-Key": SECRET } }, resolve).on("error", () => {}).on("error", reject).end());
+    const held = await Promise.all(Array.from({ length: 5 }, open));
+    for (const response of held) response.pause();
+    assert.deepEqual(held.map((response) => response.statusCode), [200, 200, 200, 200, 200]);
+    const sixth = await server.call("GET", "/api/entities/Task/export?format=csv");
+    if (TEST_STORE === "postgres") {
+      assert.equal(sixth.status, 503, sixth.text.slice(0, 200));
+      assert.equal(sixth.body.error.code, "too_many_exports");
+      assert.equal(sixth.headers.get("retry-after"), "5");
+      // A reader that goes away gives its slot back.
+      held.pop()!.destroy();
+      let again = await server.call("GET", `/api/entities/Task/export?q=${q({ priority: 1 })}`);
+      for (let tries = 0; again.status === 503 && tries < 50; tries++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        again = await server.call("GET", `/api/entities/Task/export?q=${q({ priority: 1 })}`);
+      }
+      assert.equal(again.status, 200, again.text.slice(0, 200));
+      assert.equal(ndjson(again.text).length, 1);
+    } else {
+      assert.equal(sixth.status, 200);
+    }
+    for (const response of held) response.destroy();
+    // Every slot comes back: another round of exports is served.
+    let after = await server.call("GET", `/api/entities/Task/export?q=${q({ priority: 2 })}`);
+    for (let tries = 0; after.status === 503 && tries < 50; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      after = await server.call("GET", `/api/entities/Task/export?q=${q({ priority: 2 })}`);
+    }
+    assert.equal(after.status, 200);
   });
 });

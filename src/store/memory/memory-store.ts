@@ -30,6 +30,7 @@ export class MemoryStore implements Store {
   /** The change feed's recent events; the file store keeps them across restarts. */
   protected readonly window: ChangeWindow;
   readonly idNode = null;
+  readonly maxOpenExports = null;
 
   constructor(
     private readonly valueIndexed: ValueIndexedFields,

@@ -50,6 +50,8 @@ const REV_BLOCK = 1 << 20;
 const ANSWER_SWEEP_MS = 10 * 60 * 1000;
 /** Rows read per query when a filter is finished in JavaScript (see whereOf's `exact`). */
 const RESIDUAL_CHUNK = 1000;
+/** Connections in the pool; exports may hold half of them, so that writes always find one. */
+const POOL_SIZE = 10;
 const ID_ORDER: SortSpec = { field: "id", kind: "string", descending: false };
 /** How often the change feed's kept events are cut back to --changes-keep (any process may). */
 const FEED_TRIM_MS = 10_000;
@@ -146,7 +148,7 @@ export class PostgresStore implements Store {
   static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
     const postgres = await loadDriver();
     const sql = postgres(options.url, {
-      max: 10,
+      max: POOL_SIZE,
       onnotice: () => {},
       connect_timeout: 10,
       // Revisions and seqs are bigint, read as numbers: they stay far below 2^53.
@@ -237,6 +239,8 @@ export class PostgresStore implements Store {
   forEachLive(entity: string, filter: FilterNode | null, visit: (row: Row) => void): Promise<void> {
     return this.guard(() => this.walk(entity, filter, "exclude", visit));
   }
+
+  readonly maxOpenExports = POOL_SIZE / 2;
 
   openExport(entity: string, filter: FilterNode | null): Promise<RowPages> {
     // Each page asks for one row fewer than it wants: select answers up to limit + 1.
