@@ -31,7 +31,10 @@ interface Version {
 /** Every version a client saw answered, per record id, in the order answered, with when. */
 class Answered {
   readonly versions = new Map<string, Array<Version & { at: number }>>();
+  /** Answers recorded so far. */
+  count = 0;
   record(body: Record<string, unknown>, etag: string): void {
+    this.count++;
     const id = body.id as string;
     let list = this.versions.get(id);
     if (!list) this.versions.set(id, (list = []));
@@ -112,7 +115,11 @@ async function backUpWhileWriting(backup: () => Promise<void>): Promise<{ answer
   let isStopping = false;
   const round = ++rounds;
   const writers = Array.from({ length: WRITERS }, (_, writer) => write(server.url, `r${round}w${writer}`, () => isStopping));
+  // Writes answered before the backup are what it must hold: wait for some from every writer (a
+  // loaded host may take longer than WRITE_AROUND_MS to answer the first, a bulk with its fsync).
+  const answeredBefore = answered.count;
   await new Promise((resolve) => setTimeout(resolve, WRITE_AROUND_MS));
+  for (let waited = 0; answered.count < answeredBefore + 2 * WRITERS && waited < 30_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
   const began = performance.now();
   try {
     await backup();
