@@ -262,13 +262,22 @@ describe("the change feed's kept window", () => {
     // A client that never leaves, from the start.
     const always = follow(server, "/api/changes?since=0");
     await always.opened;
-    const [a, b, c] = [await create(server, { title: "a" }), await create(server, { title: "b" }), await create(server, { title: "c" })];
+    // Each write waits until that client has its event: with a window of 5 events, a hub that fell
+    // further behind (PostgreSQL's reads after each commit's notification, on a loaded host) would
+    // find the window moved past it and cut every live stream off (event: overflow), rightly.
+    const seen = async <T>(write: () => Promise<T>): Promise<T> => {
+      const before = always.events.length;
+      const result = await write();
+      await always.waitFor(before + 1);
+      return result;
+    };
+    const [a, b, c] = [await seen(() => create(server, { title: "a" })), await seen(() => create(server, { title: "b" })), await seen(() => create(server, { title: "c" }))];
     const away = (await server.call("GET", "/api/changes")).body.next as string;
-    await server.call("PATCH", `/api/entities/Task/${a}`, { body: { title: "a2" } });
-    await server.call("DELETE", `/api/entities/Task/${b}`);
-    const d = await create(server, { title: "d" });
-    for (let i = 0; i < 6; i++) await server.call("PATCH", `/api/entities/Task/${d}`, { body: { priority: i } });
-    await server.call("DELETE", `/api/entities/Task/${d}`);
+    await seen(() => server.call("PATCH", `/api/entities/Task/${a}`, { body: { title: "a2" } }));
+    await seen(() => server.call("DELETE", `/api/entities/Task/${b}`));
+    const d = await seen(() => create(server, { title: "d" }));
+    for (let i = 0; i < 6; i++) await seen(() => server.call("PATCH", `/api/entities/Task/${d}`, { body: { priority: i } }));
+    await seen(() => server.call("DELETE", `/api/entities/Task/${d}`));
     // PostgreSQL cuts the window back after the commit that outgrew it, not within it, and only up
     // to the oldest transaction running in the cluster (another test file's): at worst at its 10 s timer.
     let page = await server.call("GET", `/api/changes?since=${away}&limit=1000`);
@@ -288,7 +297,7 @@ describe("the change feed's kept window", () => {
     const late = follow(server, "/api/changes", { "Last-Event-ID": away });
     await late.waitFor(3);
     assert.deepEqual(late.events.map((e) => e.event), ["sync", "sync", "sync"]);
-    const e = await create(server, { title: "e" });
+    const e = await seen(() => create(server, { title: "e" }));
     await late.waitFor(4);
     assert.deepEqual([late.events[3]!.event, late.events[3]!.json.id], ["create", e]);
     // Its state is the state of the client that never left (for what was written since `away`).
