@@ -7,6 +7,7 @@
 import { createReadStream, statSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { MAX_BATCH_RECORDS } from "../records/batch.ts";
+import { isPlatformField } from "../schema/fields.ts";
 import { isPlainObject } from "../schema/load.ts";
 import { UsageError, type Command, type CommandArgs } from "./command.ts";
 import { readRecords, RecordSplitter, type SourceRecord } from "./record-reader.ts";
@@ -14,7 +15,6 @@ import { apiFailure, openTarget, request, TARGET_HELP, TARGET_VALUES, type Targe
 
 /** Under the server's default --max-body (10 MiB), with room for the brackets and commas. */
 const MAX_BATCH_BYTES = 8 * 1024 * 1024;
-const PLATFORM_FIELDS = ["id", "created_date", "updated_date", "created_by_id"];
 /** Attempts of one batch when the server is away, busy (503) or limiting (429). */
 const MAX_ATTEMPTS = 5;
 
@@ -139,10 +139,10 @@ class Importer {
     if (!isPlainObject(record.value)) throw new Error(`Line ${record.line}: a record must be a JSON object (got ${record.text.slice(0, 40)}).`);
     if (this.keepIds) return record.text;
     const value = record.value;
-    if (!PLATFORM_FIELDS.some((name) => name in value)) return record.text;
+    if (!Object.keys(value).some(isPlatformField)) return record.text;
     this.platformFieldsLeftOut++;
     const kept: Record<string, unknown> = {};
-    for (const [name, field] of Object.entries(value)) if (!PLATFORM_FIELDS.includes(name)) kept[name] = field;
+    for (const [name, field] of Object.entries(value)) if (!isPlatformField(name)) kept[name] = field;
     return JSON.stringify(kept);
   }
 

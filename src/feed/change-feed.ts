@@ -16,6 +16,7 @@ import type { Schema } from "../schema/load.ts";
 import type { Predicate } from "../store/memory/predicate.ts";
 import { compareFeedPositions, isAfter, type FeedEvent, type FeedPosition, type FeedRead, type FeedState, type Store } from "../store/store.ts";
 import { changeJson, sseFrame } from "./events.ts";
+import { drainedOrClosed } from "../http/response.ts";
 
 export interface FeedLimits {
   /** SSE streams and waiting long polls held at once (--max-streams). */
@@ -196,7 +197,7 @@ export class ChangeFeed {
         if (text !== "") this.send(stream, text);
         if (compareFeedPositions(read.through, stream.position) > 0) {
           stream.position = read.through;
-          if (!stream.closed && stream.res.writableLength > this.limits.streamBufferBytes / 2) await drained(stream.res);
+          if (!stream.closed && stream.res.writableLength > this.limits.streamBufferBytes / 2) await drainedOrClosed(stream.res);
           // The memory and file stores answer at once and a fast reader drains at once: without a
           // turn of the event loop, a long catch-up would hold every other request back (as an
           // export's did: export-stream.ts).
@@ -324,16 +325,4 @@ export class ChangeFeed {
   private beat(): void {
     for (const stream of this.streams) if (!stream.closed) stream.res.write(": heartbeat\n\n");
   }
-}
-
-function drained(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      res.off("drain", done);
-      res.off("close", done);
-      resolve();
-    };
-    res.on("drain", done);
-    res.on("close", done);
-  });
 }

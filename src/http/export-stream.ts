@@ -9,7 +9,7 @@ import { tooManyExports } from "../errors.ts";
 import type { RowPages, Store } from "../store/store.ts";
 import { then, type Maybe } from "../maybe.ts";
 import { parseExportParams } from "./list-params.ts";
-import type { Reply } from "./response.ts";
+import { drainedOrClosed, type Reply } from "./response.ts";
 import type { RequestContext } from "./routes.ts";
 
 /** Exports open per store, held against Store.maxOpenExports. */
@@ -75,16 +75,4 @@ async function pump(res: ServerResponse, pages: RowPages, encoder: ExportEncoder
   } finally {
     await pages.close();
   }
-}
-
-function drainedOrClosed(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off("drain", done);
-      res.off("close", done);
-      resolve();
-    };
-    res.on("drain", done);
-    res.on("close", done);
-  });
 }

@@ -39,6 +39,19 @@ export function sendReply(res: ServerResponse, reply: Reply): void {
   res.end(reply.body ?? undefined);
 }
 
+/** Resolves once a stream's response can take more (drain), or is gone (close). */
+export function drainedOrClosed(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
+}
+
 /** Sends all of a reply but leaves the response open, for linger.ts to end. */
 export function writeReply(res: ServerResponse, reply: Reply): void {
   res.writeHead(reply.status, headersOf(reply));
