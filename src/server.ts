@@ -24,7 +24,7 @@ import { loadSeed, type SeedSource } from "./records/seed.ts";
 import { loadSchemaObject, loadSchemaPath, type Declarations, type Schema } from "./schema/load.ts";
 import { isPlatformField } from "./schema/fields.ts";
 import type { ValueIndexedFields } from "./store/memory/memory-store.ts";
-import { backupOf, openStore, parseStoreUrl, type LoadedData, type StoreLocation } from "./store/open-store.ts";
+import { openStore, parseStoreUrl, type LoadedData, type StoreLocation } from "./store/open-store.ts";
 import { BackupTargetError, type BackupSummary } from "./store/file/backup.ts";
 import { ConflictError, isOutOfSpace, StoreUnreachableError, UniqueViolation } from "./store/store.ts";
 import { then, type Maybe } from "./maybe.ts";
@@ -150,7 +150,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     streamBufferBytes: options.streamBufferBytes ?? DEFAULT_FEED_LIMITS.streamBufferBytes,
     heartbeatMs: options.heartbeatMs ?? DEFAULT_FEED_LIMITS.heartbeatMs,
   };
-  const { store, description: storeDescription, keyVault, dataDir, loaded } = await openStore(storeLocationOf(options), { schema, valueIndexed: valueIndexedFields(schema), pgSchema: options.pgSchema, changesKeep, warn });
+  const { store, description: storeDescription, keyVault, dataDir, loaded, backup } = await openStore(storeLocationOf(options), { schema, valueIndexed: valueIndexedFields(schema), pgSchema: options.pgSchema, changesKeep, warn });
   try {
     const keys = await loadKeys({ vault: keyVault, secretKey: options.secretKey, publishableKey: options.publishableKey, keys: options.keys });
     const records = new Records(schema, store);
@@ -168,7 +168,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
       then(store.metrics(), (storeMetrics) =>
         renderMetrics({ version: VERSION, storeKind, requests, entities: [...schema.entities.keys()], store: storeMetrics, feed: feed.load, droppedLogLines: accessLog?.dropped ?? null }),
       );
-    const app = new App(records, feed, keys, mounts, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, cors, options.onFatal, limiter, options.trustProxy ?? false, { requests, log: accessLog, metrics }, options.ui ?? true, backupOf(store));
+    const app = new App(records, feed, keys, mounts, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, cors, options.onFatal, limiter, options.trustProxy ?? false, { requests, log: accessLog, metrics }, options.ui ?? true, backup);
     // The Host check is App's, so that its refusal is JSON like every other.
     const http = createHttpServer({ requireHostHeader: false }, (req, res) => void app.handle(req, res));
     http.on("clientError", answerClientError);

@@ -60,16 +60,6 @@ function fileDirOf(rest: string, source: string): string {
   }
 }
 
-/**
- * How a store is backed up by POST /api/admin/backup (CONTRACT §11): the file store copies its
- * folder; for the others, the words saying what backs them up instead.
- */
-export function backupOf(store: Store): ((to: string) => Promise<BackupSummary>) | string {
-  if (store instanceof FileStore) return (to) => store.backup(to);
-  if (store instanceof PostgresStore) return "The PostgreSQL store's records are in the database, not in a folder of this server's: back them up with pg_dump (e.g. pg_dump --schema=tabula \"$DATABASE_URL\" > tabula.sql), which is consistent while writes go on.";
-  return "The memory store keeps nothing on disk, so there is no folder to copy: save its records with tabula export (or GET /api/entities/<Entity>/export), and load them back with tabula import.";
-}
-
 /** Each entity's "unique" declarations, for the stores that enforce them. */
 function uniqueFieldsOf(schema: Schema): UniqueFields {
   return new Map([...schema.entities.values()].filter((entity) => entity.unique.length > 0).map((entity) => [entity.name, entity.unique]));
@@ -93,7 +83,17 @@ export interface OpenedStore {
   readonly dataDir: string | null;
   /** What the store held at start-up and how long reading it took; null when it read nothing. */
   readonly loaded: LoadedData | null;
+  /**
+   * POST /api/admin/backup (CONTRACT §11): the file store copies its folder; for the others, the
+   * words saying what backs them up instead.
+   */
+  readonly backup: ((to: string) => Promise<BackupSummary>) | string;
 }
+
+const MEMORY_BACKUP =
+  "The memory store keeps nothing on disk, so there is no folder to copy: save its records with tabula export (or GET /api/entities/<Entity>/export), and load them back with tabula import.";
+const POSTGRES_BACKUP =
+  "The PostgreSQL store's records are in the database, not in a folder of this server's: back them up with pg_dump (e.g. pg_dump --schema=tabula \"$DATABASE_URL\" > tabula.sql), which is consistent while writes go on.";
 
 export interface OpenStoreOptions {
   /** The entities a store serves (a database store creates their tables). */
@@ -110,7 +110,7 @@ export interface OpenStoreOptions {
 export async function openStore(location: StoreLocation, options: OpenStoreOptions): Promise<OpenedStore> {
   switch (location.kind) {
     case "memory":
-      return { store: new MemoryStore(options.valueIndexed, uniqueFieldsOf(options.schema), options.changesKeep), description: "in memory only: nothing is kept on disk", keyVault: null, dataDir: null, loaded: null };
+      return { store: new MemoryStore(options.valueIndexed, uniqueFieldsOf(options.schema), options.changesKeep), description: "in memory only: nothing is kept on disk", keyVault: null, dataDir: null, loaded: null, backup: MEMORY_BACKUP };
     case "file": {
       const openedAt = performance.now();
       const store = await FileStore.open({ dir: location.dir, ...options, unique: uniqueFieldsOf(options.schema) });
@@ -121,13 +121,13 @@ export async function openStore(location: StoreLocation, options: OpenStoreOptio
       }
       const { records, deletedRecords, snapshotBytes, logBytes } = store.describe();
       const loaded = { records, deletedRecords, bytes: snapshotBytes + logBytes, ms: performance.now() - openedAt };
-      return { store, description: `${location.dir} (write-ahead log, fsync before every answer)`, keyVault: keysFileVault(location.dir), dataDir: location.dir, loaded };
+      return { store, description: `${location.dir} (write-ahead log, fsync before every answer)`, keyVault: keysFileVault(location.dir), dataDir: location.dir, loaded, backup: (to) => store.backup(to) };
     }
     case "postgres": {
       const { schema, valueIndexed, changesKeep } = options;
       const pgSchema = options.pgSchema ?? DEFAULT_PG_SCHEMA;
       const store = await PostgresStore.open({ url: location.url, schema, valueIndexed, pgSchema, changesKeep });
-      return { store, description: `PostgreSQL ${store.describe()}, schema ${pgSchema} (a write is answered once committed)`, keyVault: store.keyVault(), dataDir: null, loaded: null };
+      return { store, description: `PostgreSQL ${store.describe()}, schema ${pgSchema} (a write is answered once committed)`, keyVault: store.keyVault(), dataDir: null, loaded: null, backup: POSTGRES_BACKUP };
     }
   }
 }
