@@ -23,7 +23,7 @@ export async function importRecords(records: Records, entity: EntityDef, body: u
     atIndex(index, () => {
       if (!isPlainObject(item)) throw invalidJson(`Each item must be a ${entity.name} record (a JSON object).`);
       const { id, created_date, updated_date, created_by_id, ...fields } = item;
-      return records.importedRow(validateCreate(entity, fields), keptFields(id, created_date, updated_date, created_by_id), caller, now);
+      return records.newRow(validateCreate(entity, fields), caller, now, keptFields(id, created_date, updated_date, created_by_id));
     }),
   );
   // An id is taken once: by no other record of the batch, and by no stored record, live or deleted.

@@ -29,6 +29,8 @@ export interface KeptFields {
   readonly createdBy?: string;
 }
 
+const NOTHING_KEPT: KeptFields = Object.freeze({});
+
 /** Rows a write will store (each with the revision it replaces), what it expects, and what it answers. */
 export interface Change<T> {
   readonly entity: EntityDef;
@@ -147,23 +149,16 @@ export class Records {
   }
 
   /**
-   * A new record's row: its id carries its creation time (CONTRACT §4). `values` are declared
-   * fields in declaration order (validateCreate), so the data is in record order (see rowInRecordOrder).
+   * A new record's row: its id carries its creation time (CONTRACT §4), unless an import `kept` the
+   * id, timestamps and creator the record had (import.ts). `values` are declared fields in
+   * declaration order (validateCreate), so the data is in record order (see rowInRecordOrder).
    */
-  newRow(values: Record<string, unknown>, caller: Caller, now: number): Row {
-    const id = this.ids.next(now);
-    const created = this.isoTime(this.ids.lastTime);
-    const data = { id, ...values, created_date: created, updated_date: created, created_by_id: caller.keyId };
-    return rowInRecordOrder(id, this.store.nextRev(), false, data);
-  }
-
-  /** A new record's row, with the id, timestamps and creator it was imported with where it has them. */
-  importedRow(values: Record<string, unknown>, kept: KeptFields, caller: Caller, now: number): Row {
-    const fresh = kept.id === undefined ? this.newRow(values, caller, now) : undefined;
-    const id = kept.id ?? fresh!.id;
-    const created = kept.created ?? (fresh?.data.created_date as string | undefined) ?? this.isoTime(now);
+  newRow(values: Record<string, unknown>, caller: Caller, now: number, kept: KeptFields = NOTHING_KEPT): Row {
+    const id = kept.id ?? this.ids.next(now);
+    // A made id holds the record's time; a kept one says nothing of it.
+    const created = kept.created ?? this.isoTime(kept.id === undefined ? this.ids.lastTime : now);
     const data = { id, ...values, created_date: created, updated_date: kept.updated ?? created, created_by_id: kept.createdBy ?? caller.keyId };
-    return rowInRecordOrder(id, fresh?.rev ?? this.store.nextRev(), false, data);
+    return rowInRecordOrder(id, this.store.nextRev(), false, data);
   }
 
   /** Merges validated changes (undefined clears a field) into a new version of `row`. */
