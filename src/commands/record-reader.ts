@@ -28,10 +28,6 @@ export class RecordSplitter {
   private isEscaped = false;
   private isArrayClosed = false;
 
-  get detected(): ImportFormat | null {
-    return this.format;
-  }
-
   push(chunk: string): SourceRecord[] {
     let from = 0;
     if (this.format === null) {
