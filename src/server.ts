@@ -12,6 +12,7 @@ import { buildOpenApi, describeEntity } from "./http/openapi.ts";
 import { addCorsHeaders, isPreflight, parseCorsPolicy, preflightReply, type CorsPolicy } from "./http/cors.ts";
 import { headerOf, parseJsonBody, presentedApiKey, readBody, DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
 import { sendReplyLingering } from "./http/linger.ts";
+import { keepTickShape } from "./http/tick-shape.ts";
 import { clientAddress, rateLimited, RateLimiter } from "./http/rate-limit.ts";
 import { errorReply, jsonReply, sendReply, type Reply } from "./http/response.ts";
 import { buildRouter, type Handler, type RequestContext } from "./http/routes.ts";
@@ -140,6 +141,9 @@ export interface TabulaServer {
 }
 
 export async function createServer(options: ServerOptions): Promise<TabulaServer> {
+  // Before the store loads its data, whose collections could otherwise cost every later
+  // process.nextTick its fast path (http/tick-shape.ts).
+  keepTickShape();
   const schema = resolveSchema(options.schema);
   const cors = parseCorsPolicy(options.cors ?? "*");
   const warn = options.warn ?? ((message: string) => process.stderr.write(`warning: ${message}\n`));
