@@ -5,6 +5,7 @@
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { isAbsolute } from "node:path";
+import { performance } from "node:perf_hooks";
 import { ApiError, backupTargetExists, backupUnsupported, invalidJson, invalidRequest, forbidden, databaseUnreachable, expectationFailed, insufficientStorage, internalError, methodNotAllowed, notFound, storeUnavailable, uniqueViolation, writeContended } from "./errors.ts";
 import { answerClientError, answerConnect } from "./http/client-error.ts";
 import { IdempotencyGuard, idempotentRequest, type IdempotentRequest } from "./http/idempotency.ts";

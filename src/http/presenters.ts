@@ -2,7 +2,7 @@
 // follows CONTRACT §4 (bare arrays, paging in headers, { count, ids }); the SDK one differs only
 // where @base44/sdk's types expect another shape (CONTRACT §7), and borrows the rest.
 
-import { recordJson, recordJsonWith, recordsJson } from "../records/serialize.ts";
+import { cachedJsonBytes, recordJson, recordJsonWith, recordsJson } from "../records/serialize.ts";
 import type { Caller } from "../records/caller.ts";
 import type { Row } from "../store/store.ts";
 import { etagOf } from "./conditional.ts";
@@ -29,7 +29,7 @@ export function present(presenter: Presenter, result: Result, ctx: PresentContex
 export const nativePresenter: Presenter = {
   record: ({ entity, row, created }, ctx) => {
     const json = recordJson(entity, row, ctx.caller);
-    if (!created) return jsonReply(200, json, { ETag: etagOf(row) });
+    if (!created) return jsonReply(200, json, { ETag: etagOf(row) }, cachedJsonBytes(row, ctx.caller));
     return jsonReply(201, json, { ETag: etagOf(row), Location: `${ctx.path.replace(/\/$/, "")}/${row.id}` });
   },
   notModified: ({ row }) => ({ status: 304, headers: { ETag: etagOf(row) }, body: null }),

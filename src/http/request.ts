@@ -28,11 +28,24 @@ export function headerOf(req: IncomingMessage, name: string): string | undefined
   const raw = req.rawHeaders;
   let value: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {
-    const key = raw[i]!;
-    if (key.length !== name.length || key.toLowerCase() !== name) continue;
+    if (!isHeaderName(raw[i]!, name)) continue;
     value = value === undefined ? raw[i + 1]! : `${value}, ${raw[i + 1]!}`;
   }
   return value;
+}
+
+/**
+ * Whether a received header name is `lowerName` in any case, without building a lower-cased copy
+ * (a read asks for five headers, each compared with every header sent). Setting bit 0x20 lowers an
+ * ASCII letter; for the other characters of a lower-case name (digits, "-") it could only confuse
+ * control characters, which node's parser never lets into a header name.
+ */
+function isHeaderName(received: string, lowerName: string): boolean {
+  if (received.length !== lowerName.length) return false;
+  for (let i = 0; i < received.length; i++) {
+    if ((received.charCodeAt(i) | 0x20) !== lowerName.charCodeAt(i)) return false;
+  }
+  return true;
 }
 
 export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {

@@ -10,6 +10,8 @@ export interface Reply {
   readonly headers: Record<string, string>;
   /** JSON text; null for 304 and for a stream. */
   readonly body: string | null;
+  /** The body's length in UTF-8 bytes, when known (a record's cached JSON); else counted when sent. */
+  readonly bodyBytes?: number | undefined;
   /** A stream (the change feed's SSE): called with the response once its head is written. */
   readonly stream?: (res: ServerResponse) => void;
   /** Lets go of what a stream holds when it will never run (a HEAD request, a client gone). */
@@ -20,8 +22,8 @@ const JSON_TYPE = "application/json; charset=utf-8";
 
 const NO_HEADERS: Record<string, string> = Object.freeze({});
 
-export function jsonReply(status: number, body: string, headers: Record<string, string> = NO_HEADERS): Reply {
-  return { status, headers, body };
+export function jsonReply(status: number, body: string, headers: Record<string, string> = NO_HEADERS, bodyBytes?: number): Reply {
+  return { status, headers, body, bodyBytes };
 }
 
 export function errorReply(error: ApiError): Reply {
@@ -64,7 +66,8 @@ function headersOf(reply: Reply): string[] {
   // Idempotent answers stored in a data folder by earlier builds carry their own Content-Type.
   if (reply.body !== null && reply.headers["Content-Type"] === undefined) headers.push("Content-Type", JSON_TYPE);
   for (const name in reply.headers) headers.push(name, reply.headers[name]!);
-  if (reply.body !== null) headers.push("Content-Length", Buffer.byteLength(reply.body));
+  // Counting a body's UTF-8 bytes reads all of it, cold in memory for a record read by id.
+  if (reply.body !== null) headers.push("Content-Length", reply.bodyBytes ?? Buffer.byteLength(reply.body));
   return headers as unknown as string[];
 }
 

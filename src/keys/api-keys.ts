@@ -41,7 +41,8 @@ export class KeyError extends Error {
 }
 
 export class KeyRing {
-  private readonly byValue = new Map<string, ApiKey>();
+  /** Each key's Caller, made once: a request only looks its key up. */
+  private readonly byValue = new Map<string, Caller>();
 
   constructor(
     readonly keys: readonly ApiKey[],
@@ -50,7 +51,7 @@ export class KeyRing {
     /** Where the keys are kept (KeyVault.where); null when nowhere. */
     readonly where: string | null,
   ) {
-    for (const apiKey of keys) this.byValue.set(apiKey.key, apiKey);
+    for (const apiKey of keys) this.byValue.set(apiKey.key, Object.freeze({ keyId: apiKey.id, kind: apiKey.kind }));
   }
 
   first(kind: KeyKind): ApiKey {
@@ -59,9 +60,9 @@ export class KeyRing {
 
   authenticate(header: string | string[] | undefined): Caller {
     const value = Array.isArray(header) ? header[0] : header;
-    const apiKey = value ? this.byValue.get(value.trim()) : undefined;
-    if (!apiKey) throw unauthorized(Boolean(value));
-    return { keyId: apiKey.id, kind: apiKey.kind };
+    const caller = value ? this.byValue.get(value.trim()) : undefined;
+    if (!caller) throw unauthorized(Boolean(value));
+    return caller;
   }
 }
 

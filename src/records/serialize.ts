@@ -10,11 +10,16 @@ import type { Caller } from "./caller.ts";
 export function recordJson(entity: EntityDef, row: Row, caller: Caller, cache = true): string {
   // A version this server has just built carries its data's JSON, which is the secret-key record
   // (records.ts). It is not cached: most written records are not read back soon, and a read caches.
-  const dataJson = row.memo?.dataJson;
-  if (dataJson !== undefined) return caller.kind === "secret" ? dataJson : withoutCreatedBy(dataJson, row.data.created_by_id);
-  const slot = caller.kind === "secret" ? "secretJson" : "publicJson";
-  const cached = row.memo?.[slot];
-  if (cached !== undefined) return cached;
+  const memo = row.memo;
+  const isSecret = caller.kind === "secret";
+  if (memo !== undefined) {
+    const dataJson = memo.dataJson;
+    if (dataJson !== undefined) return isSecret ? dataJson : withoutCreatedBy(dataJson, row.data.created_by_id);
+    // Named loads: a keyed load by a computed slot name goes megamorphic over memos' shapes.
+    const cached = isSecret ? memo.secretJson : memo.publicJson;
+    if (cached !== undefined) return cached;
+  }
+  const slot = isSecret ? "secretJson" : "publicJson";
   const json = JSON.stringify(recordObject(entity, row, caller, null));
   if (cache) cacheJson(row, slot, json);
   return json;
@@ -40,11 +45,27 @@ function cacheJson(row: Row, slot: "secretJson" | "publicJson", json: string): v
   const memo = (row.memo ??= {});
   if (memo.secretJson === undefined && memo.publicJson === undefined) {
     const evicted = cachedRows[nextSlot];
-    if (evicted?.memo) evicted.memo.secretJson = evicted.memo.publicJson = undefined;
+    if (evicted?.memo) evicted.memo.secretJson = evicted.memo.publicJson = evicted.memo.secretJsonBytes = evicted.memo.publicJsonBytes = undefined;
     cachedRows[nextSlot] = row;
     nextSlot = (nextSlot + 1) % MAX_CACHED_JSON_ROWS;
   }
-  memo[slot] = json;
+  if (slot === "secretJson") {
+    memo.secretJson = json;
+    memo.secretJsonBytes = Buffer.byteLength(json);
+  } else {
+    memo.publicJson = json;
+    memo.publicJsonBytes = Buffer.byteLength(json);
+  }
+}
+
+/**
+ * The UTF-8 length of the JSON recordJson answers for this row and caller, when that JSON is the
+ * cached one (a reply's Content-Length without reading the text again); else undefined.
+ */
+export function cachedJsonBytes(row: Row, caller: Caller): number | undefined {
+  const memo = row.memo;
+  if (memo === undefined || memo.dataJson !== undefined) return undefined;
+  return caller.kind === "secret" ? memo.secretJsonBytes : memo.publicJsonBytes;
 }
 
 /** Record JSON in record order ends with created_by_id; publishable callers never see it. */

@@ -20,10 +20,10 @@ export interface Row {
   /** Declared field values as stored, plus id, created_date, updated_date, created_by_id. */
   readonly data: Readonly<Record<string, unknown>>;
   /**
-   * Strings derived from this version (its JSON, its search text), computed by the layers above.
-   * A cache: an entry set back to undefined is simply computed again.
+   * What the layers above derive from this version (its JSON), kept with it. A cache: an entry set
+   * back to undefined is simply computed again.
    */
-  memo?: Record<string, string | undefined>;
+  memo?: RowMemo;
   /**
    * Where this version's write stands in the change feed (CONTRACT §8): its batch's seq and its
    * place in the batch, set by the store as it commits the row. Versions stored before the feed
@@ -31,6 +31,19 @@ export interface Row {
    */
   seq?: number;
   index?: number;
+}
+
+/** Row.memo. */
+export interface RowMemo {
+  /** A version this server built carries its data's JSON, which is the secret-key record. */
+  dataJson?: string | undefined;
+  /** The record's JSON as each kind of key sees it, and its length in UTF-8 bytes. */
+  secretJson?: string | undefined;
+  secretJsonBytes?: number | undefined;
+  publicJson?: string | undefined;
+  publicJsonBytes?: number | undefined;
+  /** Its string fields case-folded, for search (store/memory/predicate.ts). */
+  search?: string | undefined;
 }
 
 /** What a write did to a record, as the change feed names it. */

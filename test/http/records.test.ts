@@ -191,6 +191,31 @@ describe("read", () => {
     assertError(await server.call("GET", `/api/entities/Task/${id}`), 404, "record_not_found");
   });
 
+  test("Content-Length counts UTF-8 bytes on every read: first, cached, by either key, after an update", async () => {
+    const title = "héllo ✓ 😀 \u2028 ΟΔΟΣ";
+    const { id } = (await create({ title })).body;
+    const rawRead = (apiKey: string) =>
+      new Promise<{ length: string | undefined; body: Buffer }>((resolve, reject) => {
+        const url = new URL(`/api/entities/Task/${id}`, server.url);
+        request(url, { headers: { "X-Api-Key": apiKey } }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (chunk: Buffer) => chunks.push(chunk));
+          res.on("end", () => resolve({ length: res.headers["content-length"], body: Buffer.concat(chunks) }));
+        }).on("error", reject).end();
+      });
+    const check = async (apiKey: string, expectedTitle: string) => {
+      const { length, body } = await rawRead(apiKey);
+      assert.equal(Number(length), body.length, `Content-Length ${length} for a body of ${body.length} bytes`);
+      assert.equal(JSON.parse(body.toString("utf8")).title, expectedTitle);
+    };
+    for (let i = 0; i < 3; i++) await check(SECRET, title);
+    for (let i = 0; i < 3; i++) await check(PUBLISHABLE, title);
+    const changed = `${title} ß`;
+    assert.equal((await server.call("PATCH", `/api/entities/Task/${id}`, { body: { title: changed } })).status, 200);
+    for (let i = 0; i < 3; i++) await check(SECRET, changed);
+    for (let i = 0; i < 3; i++) await check(PUBLISHABLE, changed);
+  });
+
   const unknownEntities: Array<[string, string, string]> = [
     ["an undeclared entity", "GET", "/api/entities/Project"],
     ["a lower-case spelling (names are case-sensitive)", "GET", "/api/entities/task"],
