@@ -112,6 +112,7 @@ async function main() {
         w1Slices.push(await measure(w1Requests, options.connections, slice));
         if (round % 2 === 1) bareSlices.push(await measureBare(slice));
       }
+      const sideBySide = await measureSideBySide(server, bare, w1Requests, bareRequests, slice.durationMs);
       await stopChild(bare.proc);
       bare = null;
       const ratios = w1Slices.map((w1, i) => w1.rate / bareSlices[i].rate).sort((a, b) => a - b);
@@ -120,6 +121,9 @@ async function main() {
       rows.push(row(`bare node:http, same ${bytes}-byte body (${W1_ROUNDS} slices taking turns with W1)`, options.connections, baseline, `slices: ${bareSlices.map((load) => fmt(load.rate)).join(", ")} req/s`));
       rows.push(row(`W1 read one by id (${fmt(options.w1Ids)} random ids)`, options.connections, w1,
         `${pct(ratios[Math.floor(W1_ROUNDS / 2)])} of bare req/s, the median of ${W1_ROUNDS} slice pairs (${pct(ratios[0])}–${pct(ratios.at(-1))}; target ≥ 80%); p50 ${ratio(w1.p50 / baseline.p50)}, p99 ${ratio(w1.p99 / baseline.p99)} of bare`));
+      const cpuRatios = sideBySide.map((round) => round.bareUs / round.w1Us).sort((a, b) => a - b);
+      const middle = sideBySide.map((round) => round.bareUs / round.w1Us).indexOf(cpuRatios[Math.floor(W1_ROUNDS / 2)]);
+      notes.push(`W1 and bare side by side (both loaded at once, ${options.connections} connections each, ${W1_ROUNDS} rounds): bare's CPU per request is ${pct(cpuRatios[Math.floor(W1_ROUNDS / 2)])} of W1's, the median round (${pct(cpuRatios[0])}–${pct(cpuRatios.at(-1))}; bare ${sideBySide[middle].bareUs.toFixed(1)} µs, W1 ${sideBySide[middle].w1Us.toFixed(1)} µs). A host's speed drifts by tens of percent within seconds; measured at once, both servers see the same host, so this ratio is the steadier figure.`);
     }
     if (only("W2")) {
       const q = encodeURIComponent(JSON.stringify({ status: "todo" }));
@@ -359,6 +363,24 @@ async function measureWithCpu(child, load) {
   // Where the measured part lies in the child's --cpu-prof profile (which starts about when it was spawned).
   const window = [Math.round(startedAt - child.spawnedAt + timed.warmupMs), Math.round(startedAt - child.spawnedAt + wallMs)];
   return { ...result, serverCpu: (readCpuMs(child.proc.pid) - cpuBefore) / wallMs, generatorCpu: (own.user + own.system) / 1000 / wallMs, window };
+}
+
+/**
+ * W1 and the bare server loaded at the same time, `rounds` times: the server CPU each spent per
+ * answer (µs). Both run on one host at one moment, so its drift does not tell them apart.
+ */
+async function measureSideBySide(server, bare, w1Requests, bareRequests, durationMs) {
+  const rounds = [];
+  for (let round = 0; round < W1_ROUNDS; round++) {
+    const before = [readCpuMs(server.proc.pid), readCpuMs(bare.proc.pid)];
+    const [w1, baseline] = await Promise.all([
+      runLoad({ port: server.port, requests: w1Requests, connections: options.connections, durationMs, warmupMs: 0 }),
+      runLoad({ port: bare.port, requests: bareRequests, connections: options.connections, durationMs, warmupMs: 0 }),
+    ]);
+    const after = [readCpuMs(server.proc.pid), readCpuMs(bare.proc.pid)];
+    rounds.push({ w1Us: ((after[0] - before[0]) * 1000) / w1.count, bareUs: ((after[1] - before[1]) * 1000) / baseline.count });
+  }
+  return rounds;
 }
 
 /** Several measurements as one: rates, latencies and CPU shares averaged, counts summed. */
