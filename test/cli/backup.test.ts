@@ -3,16 +3,13 @@
 // and ETag), and no batch in part; a server starts from each. Then the refusals.
 
 import assert from "node:assert/strict";
-import { execFile, execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { fileURLToPath } from "node:url";
-import { BUILT_CLI, copyCli, killSpawned, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
+import { cliInTempFolder, killSpawned, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const SECRET_KEY = "sk_backup_test";
 const PUBLISHABLE_KEY = "pk_backup_test";
 const START_TIMEOUT_MS = 30_000;
@@ -47,9 +44,7 @@ let cli: string;
 let server: SpawnedServer;
 let dataDir: string;
 before(async () => {
-  if (!existsSync(BUILT_CLI)) execFileSync(process.execPath, ["build.mjs"], { cwd: ROOT, stdio: "inherit" });
-  root = await mkdtemp(join(tmpdir(), "tabula-backup-"));
-  cli = copyCli(root);
+  ({ root, cli } = await cliInTempFolder("tabula-backup-"));
   await writeFile(join(root, "Task.json"), JSON.stringify(TASK));
   dataDir = join(root, "data");
   server = await startServer(dataDir);

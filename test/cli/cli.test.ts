@@ -3,16 +3,14 @@
 // and choosing the store (CONTRACT §10).
 
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, rm, writeFile } from "node:fs/promises";
 import { createServer as createNetServer } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { TASK } from "../support/server.ts";
-import { BUILT_CLI, copyCli, killSpawned, spawnCli, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
+import { cliInTempFolder, killSpawned, spawnCli, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const START_TIMEOUT_MS = 10_000;
@@ -28,9 +26,7 @@ let root: string;
 let schemaDir: string;
 let CLI: string;
 before(async () => {
-  if (!existsSync(BUILT_CLI)) execFileSync(process.execPath, ["build.mjs"], { cwd: ROOT, stdio: "inherit" });
-  root = await mkdtemp(join(tmpdir(), "tabula-cli-"));
-  CLI = copyCli(root);
+  ({ root, cli: CLI } = await cliInTempFolder("tabula-cli-"));
   schemaDir = join(root, "entities");
   await mkdir(schemaDir);
   await writeFile(join(schemaDir, "Task.json"), JSON.stringify(TASK));

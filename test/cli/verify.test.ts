@@ -3,16 +3,12 @@
 // torn tail, and damage in the snapshot are each found by file and byte offset.
 
 import assert from "node:assert/strict";
-import { execFile, execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
-import { appendFile, cp, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { execFile } from "node:child_process";
+import { appendFile, cp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { fileURLToPath } from "node:url";
-import { BUILT_CLI, copyCli, killSpawned, startSpawnedServer } from "../support/spawned-server.ts";
+import { cliInTempFolder, killSpawned, startSpawnedServer } from "../support/spawned-server.ts";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const SECRET_KEY = "sk_verify_test";
 const START_TIMEOUT_MS = 30_000;
 const BULK = 5000;
@@ -26,9 +22,7 @@ let root: string;
 let cli: string;
 let sound: string;
 before(async () => {
-  if (!existsSync(BUILT_CLI)) execFileSync(process.execPath, ["build.mjs"], { cwd: ROOT, stdio: "inherit" });
-  root = await mkdtemp(join(tmpdir(), "tabula-verify-"));
-  cli = copyCli(root);
+  ({ root, cli } = await cliInTempFolder("tabula-verify-"));
   await writeFile(join(root, "Task.json"), JSON.stringify(TASK));
   sound = join(root, "sound");
   await writeFolder(sound);

@@ -2,11 +2,14 @@
 // a preloaded module): start it, wait for its `listening on` line, and kill whatever a test file
 // left running when it ends.
 
-import { spawn, type ChildProcess } from "node:child_process";
-import { copyFileSync } from "node:fs";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { copyFileSync, existsSync } from "node:fs";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
+const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const BUILT_CLI = fileURLToPath(new URL("../../dist/tabula.mjs", import.meta.url));
 
 export interface SpawnedServer {
@@ -27,6 +30,16 @@ export interface SpawnOptions {
 }
 
 const running = new Set<ChildProcess>();
+
+/**
+ * A new temporary folder (`prefix` + random) holding a private copy of the bundle, built first when
+ * dist/ has none: what a test file that drives the CLI sets up before anything else.
+ */
+export async function cliInTempFolder(prefix: string): Promise<{ root: string; cli: string }> {
+  if (!existsSync(BUILT_CLI)) execFileSync(process.execPath, ["build.mjs"], { cwd: REPO_ROOT, stdio: "inherit" });
+  const root = await mkdtemp(join(tmpdir(), prefix));
+  return { root, cli: copyCli(root) };
+}
 
 /** A private copy of the bundle in `dir`: a rebuild elsewhere (build.mjs empties dist/) cannot pull it away mid-run. */
 export function copyCli(dir: string): string {

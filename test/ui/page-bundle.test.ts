@@ -4,16 +4,13 @@
 // npm run typecheck: tsc -p src/ui/browser.)
 
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { buildUiPage } from "../../src/ui/build-page.ts";
 import type { UiPage } from "../../src/ui/page.ts";
-import { BUILT_CLI, copyCli, killSpawned, startSpawnedServer } from "../support/spawned-server.ts";
+import { cliInTempFolder, killSpawned, startSpawnedServer } from "../support/spawned-server.ts";
 import { startTestServer } from "../support/server.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -26,9 +23,7 @@ let root: string;
 let cli: string;
 let page: UiPage;
 before(async () => {
-  if (!existsSync(BUILT_CLI)) execFileSync(process.execPath, ["build.mjs"], { cwd: ROOT, stdio: "inherit" });
-  root = await mkdtemp(join(tmpdir(), "tabula-ui-"));
-  cli = copyCli(root);
+  ({ root, cli } = await cliInTempFolder("tabula-ui-"));
   page = await buildUiPage();
 });
 after(async () => {
