@@ -121,9 +121,9 @@ async function main() {
       rows.push(row(`bare node:http, same ${bytes}-byte body (${W1_ROUNDS} slices taking turns with W1)`, options.connections, baseline, `slices: ${bareSlices.map((load) => fmt(load.rate)).join(", ")} req/s`));
       rows.push(row(`W1 read one by id (${fmt(options.w1Ids)} random ids)`, options.connections, w1,
         `${pct(ratios[Math.floor(W1_ROUNDS / 2)])} of bare req/s, the median of ${W1_ROUNDS} slice pairs (${pct(ratios[0])}–${pct(ratios.at(-1))}; target ≥ 80%); p50 ${ratio(w1.p50 / baseline.p50)}, p99 ${ratio(w1.p99 / baseline.p99)} of bare`));
-      const cpuRatios = sideBySide.map((round) => round.bareUs / round.w1Us).sort((a, b) => a - b);
-      const middle = sideBySide.map((round) => round.bareUs / round.w1Us).indexOf(cpuRatios[Math.floor(W1_ROUNDS / 2)]);
-      notes.push(`W1 and bare side by side (both loaded at once, ${options.connections} connections each, ${W1_ROUNDS} rounds): bare's CPU per request is ${pct(cpuRatios[Math.floor(W1_ROUNDS / 2)])} of W1's, the median round (${pct(cpuRatios[0])}–${pct(cpuRatios.at(-1))}; bare ${sideBySide[middle].bareUs.toFixed(1)} µs, W1 ${sideBySide[middle].w1Us.toFixed(1)} µs). A host's speed drifts by tens of percent within seconds; measured at once, both servers see the same host, so this ratio is the steadier figure.`);
+      const byRatio = sideBySide.map((round) => ({ ...round, ratio: round.bareUs / round.w1Us })).sort((a, b) => a.ratio - b.ratio);
+      const median = byRatio[Math.floor(W1_ROUNDS / 2)];
+      notes.push(`W1 and bare side by side (both loaded at once, ${options.connections} connections each, ${W1_ROUNDS} rounds): bare's CPU per request is ${pct(median.ratio)} of W1's, the median round (${pct(byRatio[0].ratio)}–${pct(byRatio.at(-1).ratio)}; bare ${median.bareUs.toFixed(1)} µs, W1 ${median.w1Us.toFixed(1)} µs). A host's speed drifts by tens of percent within seconds; measured at once, both servers see the same host, so this ratio is the steadier figure.`);
     }
     if (only("W2")) {
       const q = encodeURIComponent(JSON.stringify({ status: "todo" }));
