@@ -20,8 +20,8 @@ export interface Row {
   /** Declared field values as stored, plus id, created_date, updated_date, created_by_id. */
   readonly data: Readonly<Record<string, unknown>>;
   /**
-   * What the layers above derive from this version (its JSON), kept with it. A cache: an entry set
-   * back to undefined is simply computed again.
+   * What the layers above derive from this version (its JSON, its search text), kept with it. A
+   * cache: an entry set back to undefined is simply computed again.
    */
   memo?: RowMemo;
   /**
