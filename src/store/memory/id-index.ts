@@ -12,7 +12,7 @@
 
 import type { Row } from "../store.ts";
 
-/** Hash values stay below 2^30: V8 keeps smaller integers untagged (Smis), so no key is boxed. */
+/** Hash values stay below 2^30: V8 keeps such integers in the pointer itself (Smis), never boxed. */
 const HASH_MASK = 0x3fff_ffff;
 
 /** FNV-1a over the id's UTF-16 code units. */
@@ -22,7 +22,7 @@ export function hashId(id: string): number {
   return hash & HASH_MASK;
 }
 
-/** The rows whose ids share a hash: one row, or (rarely, about 1 in 20,000 rows at 100,000) several. */
+/** The rows whose ids share a hash: one row, or rarely several (about a dozen pairs among 100,000 ids). */
 type Slot = Row | Row[];
 
 export class IdIndex {
