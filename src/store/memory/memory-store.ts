@@ -41,7 +41,7 @@ export class MemoryStore implements Store {
   }
 
   get(entity: string, id: string): Row | undefined {
-    return this.tables.get(entity)?.row(id);
+    return this.tables.get(entity)?.rows.get(id);
   }
 
   list(entity: string, query: ListQuery): ListResult {

@@ -8,7 +8,6 @@
 
 import { compareSortKeys, toSortKey } from "../../schema/fields.ts";
 import type { SortSpec } from "../../query/filter-tree.ts";
-import { IdIndex } from "./id-index.ts";
 import { SortedIndex } from "./sorted-index.ts";
 import { isAfter, positionOf, uniqueKeyOf, type FeedPosition, type Row } from "../store.ts";
 
@@ -25,10 +24,7 @@ export interface UniqueClash {
 }
 
 export class Table {
-  /** Every row, live and deleted, in the order first written: what scans and index builds walk. */
   readonly rows = new Map<string, Row>();
-  /** The same rows, for reads by id (id-index.ts says why a second structure). */
-  private readonly byId = new IdIndex();
   private readonly sortIndexes = new Map<string, SortedIndex>();
   private readonly valueIndexes = new Map<string, ValueIndex>();
   private readonly valueIndexed: ReadonlySet<string>;
@@ -52,11 +48,6 @@ export class Table {
   ) {
     this.valueIndexed = new Set(valueIndexed);
     this.uniqueIndexes = unique.map((fields) => ({ fields, owners: new Map() }));
-  }
-
-  /** The row with this id, live or deleted. */
-  row(id: string): Row | undefined {
-    return this.byId.get(id);
   }
 
   get liveCount(): number {
@@ -99,7 +90,6 @@ export class Table {
   apply(row: Row): Row | undefined {
     const old = this.rows.get(row.id);
     this.rows.set(row.id, row);
-    this.byId.set(row);
     if (this.written) this.keepWrittenOrder(row);
     for (const index of this.sortIndexes.values()) {
       if (old) index.replace(old, row);
@@ -128,7 +118,6 @@ export class Table {
     const old = this.rows.get(id);
     if (!old) return;
     this.rows.delete(id);
-    this.byId.delete(id);
     for (const index of this.uniqueIndexes) {
       const key = uniqueKeyOf(old, index.fields);
       if (key !== null && index.owners.get(key) === id) index.owners.delete(key);
@@ -188,7 +177,6 @@ export class Table {
   clear(): void {
     this.written = null;
     this.rows.clear();
-    this.byId.clear();
     this.sortIndexes.clear();
     this.valueIndexes.clear();
     for (const index of this.uniqueIndexes) index.owners.clear();
