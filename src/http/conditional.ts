@@ -2,21 +2,17 @@
 // from the row's revision, which changes on every write of the record.
 
 import { preconditionFailed } from "../errors.ts";
+import { etagOf } from "../records/read-cache.ts";
 import type { Row } from "../store/store.ts";
-
-export function etagOf(row: Row): string {
-  return `"${row.rev.toString(36)}"`;
-}
 
 /** Splits an If-Match / If-None-Match value into its tags ("*" stays "*"); weak tags never match strongly. */
 function tagsOf(header: string): string[] {
   return header.split(",").map((tag) => tag.trim()).filter((tag) => tag !== "");
 }
 
-/** If-None-Match on a read: true when the client's copy is current (answer 304). */
-export function isNotModified(header: string | undefined, row: Row): boolean {
+/** If-None-Match on a read of the version tagged `etag`: true when the client's copy is current (answer 304). */
+export function isNotModified(header: string | undefined, etag: string): boolean {
   if (header === undefined) return false;
-  const etag = etagOf(row);
   // Weak comparison, as RFC 9110 asks for If-None-Match.
   return tagsOf(header).some((tag) => tag === "*" || tag === etag || tag === `W/${etag}`);
 }

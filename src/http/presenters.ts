@@ -2,10 +2,10 @@
 // follows CONTRACT §4 (bare arrays, paging in headers, { count, ids }); the SDK one differs only
 // where @base44/sdk's types expect another shape (CONTRACT §7), and borrows the rest.
 
-import { cachedJsonBytes, recordJson, recordJsonWith, recordsJson } from "../records/serialize.ts";
+import { etagOf } from "../records/read-cache.ts";
+import { recordJson, recordJsonWith, recordsJson } from "../records/serialize.ts";
 import type { Caller } from "../records/caller.ts";
 import type { Row } from "../store/store.ts";
-import { etagOf } from "./conditional.ts";
 import { jsonReply, type Reply } from "./response.ts";
 import type { NextPage, PageItems, Result } from "./results.ts";
 
@@ -29,10 +29,11 @@ export function present(presenter: Presenter, result: Result, ctx: PresentContex
 export const nativePresenter: Presenter = {
   record: ({ entity, row, created }, ctx) => {
     const json = recordJson(entity, row, ctx.caller);
-    if (!created) return jsonReply(200, json, { ETag: etagOf(row) }, cachedJsonBytes(row, ctx.caller));
+    if (!created) return jsonReply(200, json, { ETag: etagOf(row) });
     return jsonReply(201, json, { ETag: etagOf(row), Location: `${ctx.path.replace(/\/$/, "")}/${row.id}` });
   },
-  notModified: ({ row }) => ({ status: 304, headers: { ETag: etagOf(row) }, body: null }),
+  view: ({ view }) => jsonReply(200, view.json, view.headers, view.bytes),
+  notModified: ({ etag }) => ({ status: 304, headers: { ETag: etag }, body: null }),
   restored: ({ entity, row, restored }, ctx) => jsonReply(200, recordJsonWith(entity, row, ctx.caller, { restored }), { ETag: etagOf(row) }),
   deleted: ({ row }) => jsonReply(200, JSON.stringify({ id: row.id, deleted: true }), { ETag: etagOf(row) }),
   records: ({ entity, rows, fields, created, next, total }, ctx) => {

@@ -3,6 +3,7 @@
 // operation serves both URL prefixes (CONTRACT §7) without building or re-parsing JSON text twice.
 
 import type { UpsertResult } from "../records/batch.ts";
+import type { RecordView } from "../records/read-cache.ts";
 import type { EntityDef } from "../schema/fields.ts";
 import type { Row } from "../store/store.ts";
 import type { Reply } from "./response.ts";
@@ -14,10 +15,12 @@ export interface NextPage {
 }
 
 export type Result =
-  /** One record: read (200), created (201), updated (200). */
+  /** One record: created (201), updated (200). */
   | { readonly type: "record"; readonly entity: EntityDef; readonly row: Row; readonly created: boolean }
-  /** If-None-Match named the current version. */
-  | { readonly type: "notModified"; readonly row: Row }
+  /** One record read (200), as the caller sees it. */
+  | { readonly type: "view"; readonly view: RecordView }
+  /** If-None-Match named the current version, whose ETag this is. */
+  | { readonly type: "notModified"; readonly etag: string }
   | { readonly type: "restored"; readonly entity: EntityDef; readonly row: Row; readonly restored: boolean }
   /** One record deleted; `row` is its deleted version. */
   | { readonly type: "deleted"; readonly row: Row }

@@ -154,9 +154,9 @@ const OPERATIONS = {
   },
   get(ctx) {
     const entity = ctx.records.entity(ctx.params.entity!);
-    return then(ctx.records.read(entity, ctx.params.id!), (row): Done => {
-      if (isNotModified(ctx.header("if-none-match"), row)) return { result: { type: "notModified", row } };
-      return { result: { type: "record", entity, row, created: false } };
+    return then(ctx.records.view(entity, ctx.params.id!, ctx.caller), (view): Done => {
+      if (isNotModified(ctx.header("if-none-match"), view.etag)) return { result: { type: "notModified", etag: view.etag } };
+      return { result: { type: "view", view } };
     });
   },
   create(ctx) {

@@ -17,6 +17,8 @@ import { aggregate, type AggregateResult } from "./aggregate.ts";
 import type { AggregateSpec } from "./aggregate-spec.ts";
 import type { Caller } from "./caller.ts";
 import { distinctValues, type DistinctAnswer, type DistinctRequest } from "./distinct.ts";
+import { cachedView, cacheView, viewOf, type RecordView } from "./read-cache.ts";
+import { recordJson } from "./serialize.ts";
 
 const NO_CHANGES: ReadonlyMap<string, unknown> = new Map();
 
@@ -68,6 +70,22 @@ export class Records {
     const entity = this.schema.entities.get(name);
     if (!entity) throw entityNotFound(name, [...this.schema.entities.keys()]);
     return entity;
+  }
+
+  /**
+   * The live record with this id as `caller` sees it, ready to send, or 404: from the store's read
+   * cache when it has one (read-cache.ts).
+   */
+  view(entity: EntityDef, id: string, caller: Caller): Maybe<RecordView> {
+    const cache = this.store.readCache(entity.name);
+    const cached = cache && cachedView(cache, id, caller);
+    if (cached) return cached;
+    return then(this.read(entity, id), (row) => {
+      // Not kept on the row as well (the JSON cache of pages): the view holds it.
+      const view = viewOf(row, recordJson(entity, row, caller, false));
+      if (cache) cacheView(cache, id, caller, view);
+      return view;
+    });
   }
 
   /** The live record with this id, or 404. */

@@ -45,27 +45,12 @@ function cacheJson(row: Row, slot: "secretJson" | "publicJson", json: string): v
   const memo = (row.memo ??= {});
   if (memo.secretJson === undefined && memo.publicJson === undefined) {
     const evicted = cachedRows[nextSlot];
-    if (evicted?.memo) evicted.memo.secretJson = evicted.memo.publicJson = evicted.memo.secretJsonBytes = evicted.memo.publicJsonBytes = undefined;
+    if (evicted?.memo) evicted.memo.secretJson = evicted.memo.publicJson = undefined;
     cachedRows[nextSlot] = row;
     nextSlot = (nextSlot + 1) % MAX_CACHED_JSON_ROWS;
   }
-  if (slot === "secretJson") {
-    memo.secretJson = json;
-    memo.secretJsonBytes = Buffer.byteLength(json);
-  } else {
-    memo.publicJson = json;
-    memo.publicJsonBytes = Buffer.byteLength(json);
-  }
-}
-
-/**
- * The UTF-8 length of the JSON recordJson answers for this row and caller, when that JSON is the
- * cached one (a reply's Content-Length without reading the text again); else undefined.
- */
-export function cachedJsonBytes(row: Row, caller: Caller): number | undefined {
-  const memo = row.memo;
-  if (memo === undefined || memo.dataJson !== undefined) return undefined;
-  return caller.kind === "secret" ? memo.secretJsonBytes : memo.publicJsonBytes;
+  if (slot === "secretJson") memo.secretJson = json;
+  else memo.publicJson = json;
 }
 
 /** Record JSON in record order ends with created_by_id; publishable callers never see it. */

@@ -33,15 +33,16 @@ export interface Row {
   index?: number;
 }
 
+/** Store.readCache(): entries by record id, opaque to the store. */
+export type ReadCache = Map<string, object>;
+
 /** Row.memo. */
 export interface RowMemo {
   /** A version this server built carries its data's JSON, which is the secret-key record. */
   dataJson?: string | undefined;
-  /** The record's JSON as each kind of key sees it, and its length in UTF-8 bytes. */
+  /** The record's JSON as each kind of key sees it. */
   secretJson?: string | undefined;
-  secretJsonBytes?: number | undefined;
   publicJson?: string | undefined;
-  publicJsonBytes?: number | undefined;
   /** Its string fields case-folded, for search (store/memory/predicate.ts). */
   search?: string | undefined;
 }
@@ -181,6 +182,13 @@ export interface Commit {
 
 export interface Store {
   get(entity: string, id: string): Maybe<Row | undefined>;
+  /**
+   * What reads by id derive from each record of `entity` as it stands (records/read-cache.ts),
+   * by id. The store deletes a record's entry whenever that record changes (a write, a write taken
+   * back, a reset), so that an entry found describes the current version. null when the store
+   * cannot see every change (PostgreSQL, which other processes write too).
+   */
+  readCache(entity: string): ReadCache | null;
   list(entity: string, query: ListQuery): Maybe<ListResult>;
   count(entity: string, filter: FilterNode | null, deleted: DeletedFilter): Maybe<number>;
   /**

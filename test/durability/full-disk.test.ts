@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { isDeepStrictEqual } from "node:util";
 import { after, before, test } from "node:test";
 import { copyCli, killSpawned, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
 import { fillDisk, mountTmpfs, unmountTmpfs } from "../support/tmpfs.ts";
@@ -98,10 +99,19 @@ test("a full disk answers 507 to every waiting write, reads go on, writes work a
     let wavesWithRefusals = 0;
     for (let wave = 0; wavesWithRefusals < 3; wave++) {
       assert.ok(wave < 200, "the disk never filled up");
-      const answers = await Promise.all([
+      const targetBefore = answered.get(target);
+      const writing = [
         ...Array.from({ length: WAVE - 1 }, (_, i) => call(server, "POST", "/api/entities/Task", { title: `wave ${wave}.${i}`, note, step: wave })),
         call(server, "PATCH", `/api/entities/Task/${target}`, { step: wave + 1, note }),
-      ]);
+      ];
+      // A read sent while the PATCH waits for the disk may find (and cache) its version in memory:
+      // it answers once that version is durable, or reads again once it has been taken back out.
+      const reading = call(server, "GET", `/api/entities/Task/${target}`);
+      const answers = await Promise.all(writing);
+      const patched = answers[WAVE - 1]!;
+      const readDuring = await reading;
+      assert.equal(readDuring.status, 200);
+      assert.ok(isDeepStrictEqual(readDuring.body, targetBefore) || (patched.status === 200 && isDeepStrictEqual(readDuring.body, patched.body)), `wave ${wave}: a read showed ${JSON.stringify(readDuring.body)}`);
       let waveRefused = 0;
       for (const [i, answer] of answers.entries()) {
         if (answer.status === 507) {
@@ -114,6 +124,8 @@ test("a full disk answers 507 to every waiting write, reads go on, writes work a
       }
       refused += waveRefused;
       if (waveRefused > 0) wavesWithRefusals++;
+      // A refused PATCH was taken back out of memory, and with it any view of it cached meanwhile.
+      assert.deepEqual((await call(server, "GET", `/api/entities/Task/${target}`)).body, answered.get(target), `wave ${wave}`);
     }
     assert.ok(refused >= WAVE, `${refused} writes were refused`);
     t.diagnostic(`${answered.size} records answered, ${refused} writes refused with 507`);

@@ -100,9 +100,14 @@ describe("a full disk", () => {
       store.commit({ puts: [{ entity: "Task", row: created }], answer: answer("key\n2") }),
     ];
     assert.equal(store.get("Task", first.id), updated, "applied to memory at once, as before");
+    // Reads meanwhile cached what they found (records/read-cache.ts): views of versions about to be refused.
+    const readCache = store.readCache("Task");
+    readCache.set(first.id, { of: updated });
+    readCache.set(created.id, { of: created });
     for (const error of await Promise.all(writes.map(rejection))) assert.ok(error instanceof StorageFullError, String(error));
     assert.equal(store.get("Task", first.id), first);
     assert.equal(store.get("Task", created.id), undefined);
+    assert.deepEqual([...readCache.keys()], [], "the views of the refused versions went with them");
     assert.equal(store.findAnswer("key\n1", Date.now()), undefined);
     assert.equal(store.findAnswer("key\n2", Date.now()), undefined);
     const all = { filter: null, sort: { field: "id", kind: "string", descending: false }, after: null, skip: 0, limit: 10, deleted: "include" } as const;

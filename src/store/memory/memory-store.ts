@@ -5,7 +5,7 @@ import type { FilterNode, SortPosition, SortSpec } from "../../query/filter-tree
 import { limitRegexScan } from "./time-limit.ts";
 import { planCount, planEach, planList } from "./plan.ts";
 import { compileFilter } from "./predicate.ts";
-import { changeTypeOf, compareFeedPositions, ConflictError, positionOf, uniqueClashInBatch, uniqueKeyOf, UniqueViolation, type Commit, type DeletedFilter, type FeedEvent, type FeedPosition, type FeedRead, type FeedState, type IdempotentAnswer, type ListQuery, type ListResult, type Row, type RowPages, type Store, EXPORT_PAGE_ROWS, type StoreMetrics, type UniqueFields, type WriteBatch } from "../store.ts";
+import { changeTypeOf, compareFeedPositions, ConflictError, positionOf, uniqueClashInBatch, uniqueKeyOf, UniqueViolation, type Commit, type DeletedFilter, type FeedEvent, type FeedPosition, type FeedRead, type FeedState, type IdempotentAnswer, type ListQuery, type ListResult, type ReadCache, type Row, type RowPages, type Store, EXPORT_PAGE_ROWS, type StoreMetrics, type UniqueFields, type WriteBatch } from "../store.ts";
 import { ChangeWindow } from "./change-window.ts";
 import { Table, type UniqueClash } from "./table.ts";
 
@@ -42,6 +42,10 @@ export class MemoryStore implements Store {
 
   get(entity: string, id: string): Row | undefined {
     return this.tables.get(entity)?.rows.get(id);
+  }
+
+  readCache(entity: string): ReadCache {
+    return this.table(entity).readCache;
   }
 
   list(entity: string, query: ListQuery): ListResult {

@@ -9,7 +9,7 @@
 import { compareSortKeys, toSortKey } from "../../schema/fields.ts";
 import type { SortSpec } from "../../query/filter-tree.ts";
 import { SortedIndex } from "./sorted-index.ts";
-import { isAfter, positionOf, uniqueKeyOf, type FeedPosition, type Row } from "../store.ts";
+import { isAfter, positionOf, uniqueKeyOf, type FeedPosition, type ReadCache, type Row } from "../store.ts";
 
 /** The live record that holds each key of a unique set of fields. */
 export interface UniqueIndex {
@@ -25,6 +25,8 @@ export interface UniqueClash {
 
 export class Table {
   readonly rows = new Map<string, Row>();
+  /** Store.readCache(): every change to a row deletes the row's entry. */
+  readonly readCache: ReadCache = new Map();
   private readonly sortIndexes = new Map<string, SortedIndex>();
   private readonly valueIndexes = new Map<string, ValueIndex>();
   private readonly valueIndexed: ReadonlySet<string>;
@@ -90,6 +92,8 @@ export class Table {
   apply(row: Row): Row | undefined {
     const old = this.rows.get(row.id);
     this.rows.set(row.id, row);
+    // Loading a data folder applies every row: an empty cache costs it no look-up.
+    if (this.readCache.size > 0) this.readCache.delete(row.id);
     if (this.written) this.keepWrittenOrder(row);
     for (const index of this.sortIndexes.values()) {
       if (old) index.replace(old, row);
@@ -118,6 +122,7 @@ export class Table {
     const old = this.rows.get(id);
     if (!old) return;
     this.rows.delete(id);
+    this.readCache.delete(id);
     for (const index of this.uniqueIndexes) {
       const key = uniqueKeyOf(old, index.fields);
       if (key !== null && index.owners.get(key) === id) index.owners.delete(key);
@@ -177,6 +182,7 @@ export class Table {
   clear(): void {
     this.written = null;
     this.rows.clear();
+    this.readCache.clear();
     this.sortIndexes.clear();
     this.valueIndexes.clear();
     for (const index of this.uniqueIndexes) index.owners.clear();

@@ -202,6 +202,11 @@ export class PostgresStore implements Store {
     });
   }
 
+  /** Other processes write the same tables unseen: every read asks the database. */
+  readCache(): null {
+    return null;
+  }
+
   list(entity: string, query: ListQuery): Promise<ListResult> {
     return this.guard(async () => {
       const rows = await this.select(entity, query.filter, query.deleted, query.sort, query.after, query.skip, query.limit);
