@@ -186,7 +186,8 @@ export interface Store {
    * What reads by id derive from each record of `entity` as it stands (records/read-cache.ts),
    * by id. The store deletes a record's entry whenever that record changes (a write, a write taken
    * back, a reset), so that an entry found describes the current version. null when the store
-   * cannot see every change (PostgreSQL, which other processes write too).
+   * cannot see every change (PostgreSQL, which other processes write too), or when the entity
+   * holds no rows.
    */
   readCache(entity: string): ReadCache | null;
   list(entity: string, query: ListQuery): Maybe<ListResult>;

@@ -44,8 +44,9 @@ export class MemoryStore implements Store {
     return this.tables.get(entity)?.rows.get(id);
   }
 
-  readCache(entity: string): ReadCache {
-    return this.table(entity).readCache;
+  readCache(entity: string): ReadCache | null {
+    // An entity that holds no rows has nothing to read, and gets no table for being asked.
+    return this.tables.get(entity)?.readCache ?? null;
   }
 
   list(entity: string, query: ListQuery): ListResult {
