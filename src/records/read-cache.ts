@@ -4,10 +4,10 @@
 //
 // Why by id, beside the JSON kept on each row version (serialize.ts): a read of a record found
 // through the table's map touches the map's buckets, the row and its memo, each somewhere else in
-// a heap of hundreds of megabytes. On a VM each such cold page costs about a microsecond, which was
-// a quarter of a read (docs/benchmarks.md, 2026-11-26). A view is made when a record is first read,
-// next to the views of the other records read about then, so the records clients keep reading sit
-// together in a few pages.
+// a heap of hundreds of megabytes. On a VM each such cold page costs about a microsecond: about
+// 5 µs of a read that cost 45 under load on a slow host (docs/benchmarks.md, "2026-11-25, late").
+// A view is made when a record is first read, next to the views of the other records read about
+// then, so the records clients keep reading sit together in a few pages.
 
 import type { ReadCache, Row } from "../store/store.ts";
 import type { Caller } from "./caller.ts";

@@ -265,5 +265,33 @@ for (const storeCase of CASES) {
         assert.equal(await store.count(ENTITY, null, "include"), 1);
         assert.equal((await store.get(ENTITY, a.id))?.deleted, true);
       }));
+
+    test("a read cache entry is gone once its record changes, and after a reset; other records' stay", () =>
+      withStore(async (store) => {
+        assert.equal(store.readCache(ENTITY), null, "an entity holding no rows has no cache");
+        const a = rowOf(store, { title: "a" });
+        const b = rowOf(store, { title: "b" });
+        await store.commit({ puts: [{ entity: ENTITY, row: a, replaces: 0 }, { entity: ENTITY, row: b, replaces: 0 }] });
+        const cache = store.readCache(ENTITY);
+        // PostgreSQL, which other processes write, keeps none: every read asks the database.
+        if (storeCase.name === "postgres") return assert.equal(cache, null);
+        assert.ok(cache);
+        const view = { of: "a" };
+        cache.set(a.id, view);
+        cache.set(b.id, { of: "b" });
+        assert.equal(store.readCache(ENTITY)?.get(a.id), view, "the store hands out the same cache each time");
+        const updated = rowOf(store, { title: "a2" }, a.id);
+        await store.commit({ puts: [{ entity: ENTITY, row: updated, replaces: a.rev }] });
+        assert.equal(cache.has(a.id), false, "the update dropped a's entry");
+        assert.equal(cache.has(b.id), true, "b's entry stays");
+        const refused = rowOf(store, { title: "b2" }, b.id);
+        await conflictOf(store.commit({ puts: [{ entity: ENTITY, row: refused, replaces: a.rev }] }));
+        assert.equal(cache.has(b.id), true, "a refused batch changed nothing");
+        await store.commit({ puts: [{ entity: ENTITY, row: rowOf(store, { title: "b" }, b.id, true), replaces: b.rev }] });
+        assert.equal(cache.has(b.id), false, "the delete dropped b's entry");
+        cache.set(updated.id, view);
+        await store.reset();
+        assert.equal(store.readCache(ENTITY)?.get(updated.id), undefined, "nothing cached survives a reset");
+      }));
   });
 }
