@@ -2,7 +2,7 @@
 // from the row's revision, which changes on every write of the record.
 
 import { preconditionFailed } from "../errors.ts";
-import { etagOf } from "../records/read-cache.ts";
+import { etagOf } from "../records/serialize.ts";
 import type { Row } from "../store/store.ts";
 
 /** Splits an If-Match / If-None-Match value into its tags ("*" stays "*"); weak tags never match strongly. */

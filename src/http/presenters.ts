@@ -2,8 +2,7 @@
 // follows CONTRACT §4 (bare arrays, paging in headers, { count, ids }); the SDK one differs only
 // where @base44/sdk's types expect another shape (CONTRACT §7), and borrows the rest.
 
-import { etagOf } from "../records/read-cache.ts";
-import { recordJson, recordJsonWith, recordsJson } from "../records/serialize.ts";
+import { etagOf, recordJson, recordJsonWith, recordsJson } from "../records/serialize.ts";
 import type { Caller } from "../records/caller.ts";
 import type { Row } from "../store/store.ts";
 import { jsonReply, type Reply } from "./response.ts";

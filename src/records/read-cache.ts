@@ -11,6 +11,7 @@
 
 import type { ReadCache, Row } from "../store/store.ts";
 import type { Caller } from "./caller.ts";
+import { etagOf } from "./serialize.ts";
 
 /** A record as one kind of key sees it, ready to send. */
 export interface RecordView {
@@ -68,9 +69,4 @@ export function cacheView(cache: ReadCache, id: string, caller: Caller, view: Re
 export function viewOf(row: Row, json: string): RecordView {
   const etag = etagOf(row);
   return { json, bytes: Buffer.byteLength(json), etag, headers: { ETag: etag } };
-}
-
-/** A record version's ETag (SPEC §4.14, CONTRACT §6): strong, quoted, from its revision, which every write changes. */
-export function etagOf(row: Row): string {
-  return `"${row.rev.toString(36)}"`;
 }

@@ -1,7 +1,7 @@
 // A record as clients see it (CONTRACT §4): id, the declared fields in declaration order, then the
 // platform timestamps, and created_by_id for secret keys only. Fields no longer declared stay in
 // the stored row but are never shown. The JSON of a row version is built once per key kind, or
-// taken from the data JSON a new version carries (records.ts).
+// taken from the data JSON a new version carries (records.ts); its ETag comes from its revision.
 
 import type { EntityDef } from "../schema/fields.ts";
 import type { Row } from "../store/store.ts";
@@ -51,6 +51,11 @@ function cacheJson(row: Row, slot: "secretJson" | "publicJson", json: string): v
   }
   if (slot === "secretJson") memo.secretJson = json;
   else memo.publicJson = json;
+}
+
+/** A record version's ETag (SPEC §4.14, CONTRACT §6): strong, quoted, from its revision, which every write changes. */
+export function etagOf(row: Row): string {
+  return `"${row.rev.toString(36)}"`;
 }
 
 /** Record JSON in record order ends with created_by_id; publishable callers never see it. */

@@ -4,7 +4,8 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { cachedView, cacheView, etagOf, MAX_CACHED_VIEWS, viewOf } from "../../src/records/read-cache.ts";
+import { cachedView, cacheView, MAX_CACHED_VIEWS, viewOf } from "../../src/records/read-cache.ts";
+import { etagOf } from "../../src/records/serialize.ts";
 import type { Caller } from "../../src/records/caller.ts";
 import type { ReadCache, Row } from "../../src/store/store.ts";
 
