@@ -17,12 +17,13 @@ export type Match<H> = { handler: H; params: Params; route: string } | { allowed
 
 export class Router<H> {
   /** Routes by their number of segments, so that a path is only tried against routes of its length. */
-  private readonly routesByLength = new Map<number, Route<H>[]>();
+  private readonly routesByLength: Array<Route<H>[] | undefined> = [];
 
   add(method: string, pattern: string, handler: H): this {
     const segments = pattern.split("/").filter((segment) => segment !== "");
-    let routes = this.routesByLength.get(segments.length);
-    if (!routes) this.routesByLength.set(segments.length, (routes = []));
+    if (segments.length > MAX_SEGMENTS) throw new Error(`router: ${pattern} has more than ${MAX_SEGMENTS} segments`);
+    let routes = this.routesByLength[segments.length];
+    if (!routes) this.routesByLength[segments.length] = routes = [];
     let route = routes.find((r) => r.segments.join("/") === segments.join("/"));
     if (!route) {
       const paramNames = segments.map((segment) => (segment.startsWith(":") ? segment.slice(1) : null));
@@ -40,9 +41,9 @@ export class Router<H> {
     // A leading slash starts the path and a trailing one names the same resource.
     const from = path.charCodeAt(0) === SLASH ? 1 : 0;
     const to = path.length > from && path.charCodeAt(path.length - 1) === SLASH ? path.length - 1 : path.length;
-    const parts = splitPath(path, from, to);
-    for (const route of this.routesByLength.get(parts.length) ?? NO_ROUTES) {
-      const params = matchSegments(route, parts);
+    const count = findSegments(path, from, to);
+    for (const route of this.routesByLength[count] ?? NO_ROUTES) {
+      const params = matchSegments(route, path);
       if (!params) continue;
       const handler = route.handlers.get(method) ?? (method === "HEAD" ? route.handlers.get("GET") : undefined);
       if (handler) return { handler, params, route: route.pattern };
@@ -62,19 +63,25 @@ function literalScore(route: Route<unknown>): number {
 const SLASH = 0x2f;
 const NO_ROUTES: never[] = [];
 
+/** Routes have at most this many segments; a longer path matches none, whatever it holds. */
+const MAX_SEGMENTS = 15;
 /**
- * path.slice(from, to).split("/"), without the slice. String.prototype.split with a string
- * separator is a call into the V8 runtime, about as costly as the rest of match together.
+ * Where the segments of the path being matched start and end: segment i is path.slice(bounds[2i],
+ * bounds[2i + 1]). Matching reads the path in place through them, instead of splitting it into an
+ * array of new strings to compare and then drop: only a parameter's value is ever sliced out. One
+ * array serves every match, which runs to its end before another starts.
  */
-function splitPath(path: string, from: number, to: number): string[] {
-  const parts: string[] = [];
-  for (let start = from; ; ) {
-    const end = path.indexOf("/", start);
-    if (end === -1 || end >= to) {
-      parts.push(path.slice(start, to));
-      return parts;
-    }
-    parts.push(path.slice(start, end));
+const bounds = new Int32Array(2 * (MAX_SEGMENTS + 1));
+
+/** The number of "/"-separated segments in path.slice(from, to) (one more than the longest route's when longer), their bounds in `bounds`. */
+function findSegments(path: string, from: number, to: number): number {
+  for (let count = 0, start = from; ; count++) {
+    if (count > MAX_SEGMENTS) return count;
+    let end = path.indexOf("/", start);
+    if (end === -1 || end > to) end = to;
+    bounds[2 * count] = start;
+    bounds[2 * count + 1] = end;
+    if (end === to) return count + 1;
     start = end + 1;
   }
 }
@@ -83,16 +90,18 @@ function splitPath(path: string, from: number, to: number): string[] {
  * The params of a route of the path's length, or null. Segments are compared last first: routes
  * of the same length differ in their last segments (/count, /bulk, /:id), all start with /api.
  */
-function matchSegments(route: Route<unknown>, parts: string[]): Params | null {
+function matchSegments(route: Route<unknown>, path: string): Params | null {
   const { segments, paramNames } = route;
   for (let i = segments.length - 1; i >= 0; i--) {
-    if (paramNames[i] !== null ? parts[i] === "" : segments[i] !== parts[i]) return null;
+    const start = bounds[2 * i]!;
+    const length = bounds[2 * i + 1]! - start;
+    if (paramNames[i] !== null ? length === 0 : length !== segments[i]!.length || !path.startsWith(segments[i]!, start)) return null;
   }
   const params: Params = {};
   for (let i = 0; i < segments.length; i++) {
     const name = paramNames[i];
     if (name !== null) {
-      const part = parts[i]!;
+      const part = path.slice(bounds[2 * i], bounds[2 * i + 1]);
       let value = part;
       if (part.includes("%")) {
         try {

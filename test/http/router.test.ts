@@ -1,5 +1,6 @@
-// The router's path matching (issue 16): the path is cut into segments by hand (indexOf, not
-// String.prototype.split), so empty segments, a trailing slash and escapes must match as before.
+// The router's path matching (issue 16): segments are found by hand and compared in place in the
+// path (not split into strings), so empty segments, a trailing slash, escapes and literals that
+// differ only in length must match as String.prototype.split would have them.
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
@@ -32,6 +33,14 @@ describe("router", () => {
     ["/", null],
     ["", null],
     ["/api/entities/Task/x/y/z", null],
+    ["/api/entitie/Task", null],
+    ["/api/entitiess/Task", null],
+    ["/api/entities/Task/coun", { entity: "Task", id: "coun" }],
+    ["/api/entities/Task/counts", { entity: "Task", id: "counts" }],
+    ["/api/entities/Task/bulk/", { allowed: ["POST", "PUT"] }],
+    // More segments than any route has: no route, however many.
+    [`/api${"/entities".repeat(40)}`, null],
+    [`/api/entities/Task/${"x/".repeat(14)}x`, null],
     // The SDK's prefix (CONTRACT §7) serves the same routes, and /v2/list only there.
     ["/api/apps/app1/entities/Task", { appId: "app1", entity: "Task" }],
     ["/api/apps/app1/entities/Task/01a2b3c4d5e6000000000001", { appId: "app1", entity: "Task", id: "01a2b3c4d5e6000000000001" }],
