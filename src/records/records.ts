@@ -83,7 +83,9 @@ export class Records {
     return then(this.read(entity, id), (row) => {
       // Not kept on the row as well (the JSON cache of pages): the view holds it.
       const view = viewOf(row, recordJson(entity, row, caller, false));
-      if (cache) cacheView(cache, id, caller, view);
+      // Under the row's own id: the id of the request is sliced from its URL, and as a key it would
+      // keep that whole URL in memory, and cost every look-up a step from the slice to its URL.
+      if (cache) cacheView(cache, row.id, caller, view);
       return view;
     });
   }
