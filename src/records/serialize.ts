@@ -66,8 +66,8 @@ function withoutCreatedBy(json: string, createdById: unknown): string {
 
 /**
  * JSON.stringify(recordObject(entity, row, caller, null)), written field by field: the same text
- * without the object built for it. A read of a record loaded from disk that no cache holds spends
- * most of its CPU here, and V8's stringifier copies every string character by character; a string
+ * without the object built for it. V8's stringifier copies every string character by character,
+ * the biggest single cost of a read no cache answers (docs/benchmarks.md, "2026-11-26"); a string
  * with nothing to escape is quoted as it is, by concatenation.
  */
 function writeRecordJson(entity: EntityDef, row: Row, isSecret: boolean): string {
@@ -89,10 +89,10 @@ function writeRecordJson(entity: EntityDef, row: Row, isSecret: boolean): string
 /** What JSON.stringify escapes in a string: quote, backslash, control characters and surrogates (lone ones become \uXXXX). */
 const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 
-/** JSON.stringify(value) for a value of a record's data (as parsed from JSON: no undefined inside). */
+/** JSON.stringify(value) for a value of a record's data (as parsed from JSON and validated: no undefined inside, numbers finite). */
 function jsonOf(value: unknown): string {
   if (typeof value === "string") return NEEDS_ESCAPE.test(value) ? JSON.stringify(value) : `"${value}"`;
-  // Finite, as JSON parsed it: its text is the same as JSON.stringify gives (-0 included).
+  // Finite (validate.ts refuses others, sums of "inc" included): the text JSON.stringify gives, -0 too.
   if (typeof value === "number") return String(value);
   if (typeof value === "boolean") return value ? "true" : "false";
   return JSON.stringify(value);
