@@ -15,22 +15,35 @@ interface Route<H> {
 
 export type Match<H> = { handler: H; params: Params; route: string } | { allowed: string[]; route: string } | null;
 
+/**
+ * The routes of one number of segments, most specific first, and the same list narrowed by the
+ * length of the path's last segment: a route ending in a literal ("/count") is only tried on a path
+ * whose last segment is as long. A read by id tries one route, not every "/count", "/bulk" and
+ * "/export" before it.
+ */
+interface RoutesOfLength<H> {
+  readonly all: Route<H>[];
+  /** Indexed by the length of the last segment; where a length has no entry, `endingInParam`. */
+  byLastLength: Array<Route<H>[] | undefined>;
+  endingInParam: Route<H>[];
+}
+
 export class Router<H> {
   /** Routes by their number of segments, so that a path is only tried against routes of its length. */
-  private readonly routesByLength: Array<Route<H>[] | undefined> = [];
+  private readonly routesByLength: Array<RoutesOfLength<H> | undefined> = [];
 
   add(method: string, pattern: string, handler: H): this {
     const segments = pattern.split("/").filter((segment) => segment !== "");
     if (segments.length > MAX_SEGMENTS) throw new Error(`router: ${pattern} has more than ${MAX_SEGMENTS} segments`);
-    let routes = this.routesByLength[segments.length];
-    if (!routes) this.routesByLength[segments.length] = routes = [];
-    let route = routes.find((r) => r.segments.join("/") === segments.join("/"));
+    const routes = (this.routesByLength[segments.length] ??= { all: [], byLastLength: [], endingInParam: [] });
+    let route = routes.all.find((r) => r.segments.join("/") === segments.join("/"));
     if (!route) {
       const paramNames = segments.map((segment) => (segment.startsWith(":") ? segment.slice(1) : null));
       route = { pattern: `/${segments.join("/")}`, segments, paramNames, handlers: new Map() };
-      routes.push(route);
+      routes.all.push(route);
       // More literal segments first: the first route that matches is the most specific.
-      routes.sort((a, b) => literalScore(b) - literalScore(a));
+      routes.all.sort((a, b) => literalScore(b) - literalScore(a));
+      indexByLastLength(routes);
     }
     if (route.handlers.has(method)) throw new Error(`router: ${method} ${pattern} is registered twice`);
     route.handlers.set(method, handler);
@@ -42,7 +55,10 @@ export class Router<H> {
     const from = path.charCodeAt(0) === SLASH ? 1 : 0;
     const to = path.length > from && path.charCodeAt(path.length - 1) === SLASH ? path.length - 1 : path.length;
     const count = findSegments(path, from, to);
-    for (const route of this.routesByLength[count] ?? NO_ROUTES) {
+    const routes = this.routesByLength[count];
+    if (!routes) return null;
+    const lastLength = bounds[2 * count - 1]! - bounds[2 * count - 2]!;
+    for (const route of routes.byLastLength[lastLength] ?? routes.endingInParam) {
       const params = matchSegments(route, path);
       if (!params) continue;
       const handler = route.handlers.get(method) ?? (method === "HEAD" ? route.handlers.get("GET") : undefined);
@@ -55,13 +71,24 @@ export class Router<H> {
   }
 }
 
+/** Each list keeps the order of `all`, so the first route that matches is the one `all` would give. */
+function indexByLastLength<H>(routes: RoutesOfLength<H>): void {
+  const endsInParam = (route: Route<H>) => route.paramNames.at(-1) !== null;
+  routes.endingInParam = routes.all.filter(endsInParam);
+  routes.byLastLength = [];
+  for (const route of routes.all) {
+    if (endsInParam(route)) continue;
+    const length = route.segments.at(-1)!.length;
+    routes.byLastLength[length] ??= routes.all.filter((other) => endsInParam(other) || other.segments.at(-1)!.length === length);
+  }
+}
+
 function literalScore(route: Route<unknown>): number {
   // Weigh earlier segments more: /a/:b/c and /a/b/:c compare by the first differing kind.
   return route.segments.reduce((score, segment, i) => score + (segment.startsWith(":") ? 0 : 1 / 2 ** i), 0);
 }
 
 const SLASH = 0x2f;
-const NO_ROUTES: never[] = [];
 
 /** Routes have at most this many segments; a longer path matches none, whatever it holds. */
 const MAX_SEGMENTS = 15;

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { nativeMount, sdkMount } from "../../src/http/mounts.ts";
+import { Router } from "../../src/http/router.ts";
 import { buildRouter } from "../../src/http/routes.ts";
 
 const router = buildRouter([nativeMount, sdkMount(null)]);
@@ -53,6 +54,21 @@ describe("router", () => {
       assert.deepEqual(matchOf(path), expected);
     });
   }
+
+  test("the most specific route wins, whichever of them ends in a literal", () => {
+    const routes = new Router<string>().add("GET", "/a/:b/c", "a-param-c").add("GET", "/a/b/:c", "a-b-param").add("GET", "/a/:b/:c", "a-params").add("GET", "/a/b/cc", "a-b-cc");
+    const handlerOf = (path: string) => {
+      const match = routes.match("GET", path);
+      return match && "handler" in match ? match.handler : null;
+    };
+    assert.equal(handlerOf("/a/b/c"), "a-b-param", "a literal second segment outweighs a literal last one");
+    assert.equal(handlerOf("/a/x/c"), "a-param-c");
+    assert.equal(handlerOf("/a/x/cc"), "a-params", "a literal route of the same last length that does not match gives way to one ending in a parameter");
+    assert.equal(handlerOf("/a/x/ccc"), "a-params", "a last segment as long as no literal route's goes to the routes ending in a parameter");
+    assert.equal(handlerOf("/a/b/cc"), "a-b-cc");
+    assert.equal(handlerOf("/a/x/y"), "a-params");
+    assert.equal(handlerOf("/a/x"), null);
+  });
 
   test("a path without a route for its method answers the methods it has", () => {
     assert.deepEqual(matchOf("/api/entities/Task/bulk", "GET"), { allowed: ["POST", "PUT"] });
