@@ -20,7 +20,7 @@ export function recordJson(entity: EntityDef, row: Row, caller: Caller, cache = 
     if (cached !== undefined) return cached;
   }
   const slot = isSecret ? "secretJson" : "publicJson";
-  const json = writeRecordJson(entity, row, isSecret);
+  const json = JSON.stringify(recordObject(entity, row, caller, null));
   if (cache) cacheJson(row, slot, json);
   return json;
 }
@@ -62,40 +62,6 @@ export function etagOf(row: Row): string {
 function withoutCreatedBy(json: string, createdById: unknown): string {
   if (createdById === undefined) return json;
   return json.slice(0, json.length - `,"created_by_id":${JSON.stringify(createdById)}}`.length) + "}";
-}
-
-/**
- * JSON.stringify(recordObject(entity, row, caller, null)), written field by field: the same text
- * without the object built for it. V8's stringifier copies every string character by character,
- * the biggest single cost of a read no cache answers (docs/benchmarks.md, "2026-11-26"); a string
- * with nothing to escape is quoted as it is, by concatenation.
- */
-function writeRecordJson(entity: EntityDef, row: Row, isSecret: boolean): string {
-  const data = row.data;
-  let json = `{"id":${jsonOf(row.id)}`;
-  for (const name of entity.fieldNames) {
-    const value = data[name];
-    // Field names are identifiers (schema/load.ts): nothing in them to escape.
-    if (value !== undefined && value !== null) json += `,"${name}":${jsonOf(value)}`;
-  }
-  // As in recordObject, these are written even when null; an undefined one is left out, as JSON.stringify does.
-  const { created_date, updated_date, created_by_id } = data;
-  if (created_date !== undefined) json += `,"created_date":${jsonOf(created_date)}`;
-  if (updated_date !== undefined) json += `,"updated_date":${jsonOf(updated_date)}`;
-  if (isSecret && created_by_id !== undefined) json += `,"created_by_id":${jsonOf(created_by_id)}`;
-  return json + "}";
-}
-
-/** What JSON.stringify escapes in a string: quote, backslash, control characters and surrogates (lone ones become \uXXXX). */
-const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
-
-/** JSON.stringify(value) for a value of a record's data (as parsed from JSON and validated: no undefined inside, numbers finite). */
-function jsonOf(value: unknown): string {
-  if (typeof value === "string") return NEEDS_ESCAPE.test(value) ? JSON.stringify(value) : `"${value}"`;
-  // Finite (validate.ts refuses others, sums of "inc" included): the text JSON.stringify gives, -0 too.
-  if (typeof value === "number") return String(value);
-  if (typeof value === "boolean") return value ? "true" : "false";
-  return JSON.stringify(value);
 }
 
 /** The record as an object, restricted to `fields` (plus id) when given. */

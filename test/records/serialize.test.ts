@@ -121,39 +121,6 @@ describe("the JSON of new row versions", () => {
   });
 });
 
-describe("the JSON of rows loaded from disk (no data JSON of their own)", () => {
-  const loaded = (id: string, data: Record<string, unknown>): Row => ({ id, rev: 1, deleted: false, data: { id, ...data } });
-  const times = { created_date: "2026-01-01T00:00:00.000Z", updated_date: "2026-01-02T00:00:00.000Z" };
-  // Strings JSON.stringify escapes, and ones it leaves alone; numbers whose text is not their digits.
-  const strings = ["plain", "", 'quote " and \\ backslash', "control \u0000 \u0001 \u001f \n \r \t \b \f", "\u007f del and é ✓", "pair 😀", "lone \ud800 high", "lone \udfff low", "reversed \udc00\ud800", "\u2028\u2029", "</script>"];
-  const numbers = [0, -0, 1, -1.5, 0.1, 1e21, 1e-7, 5e-324, Number.MAX_SAFE_INTEGER, -1.7976931348623157e308];
-  const rows: Row[] = [
-    ...strings.map((title, i) => loaded(`s${i}`, { title, email: title, tags: [title, "x"], meta: { [title]: title }, ...times, created_by_id: title })),
-    ...numbers.map((n, i) => loaded(`n${i}`, { title: "n", priority: n, estimate: n, meta: { n, list: [n, null, true] }, ...times, created_by_id: "key_1" })),
-    loaded("b0", { title: "b", done: false, tags: [], meta: {}, ...times, created_by_id: "key_1" }),
-    loaded("b1", { title: "b", done: true, status: "doing", meta: { a: [1, { b: null }], "": "empty key" }, ...times, created_by_id: "key_1" }),
-    loaded("nulls", { title: "n", priority: null, done: null, meta: null, ...times, created_by_id: null }),
-    loaded("no-platform", { title: "older build" }),
-    loaded("undeclared", { colour: "red", title: "u", ...times, created_by_id: "key_1" }),
-  ];
-
-  test("equals JSON.stringify of the record object, byte for byte, for either kind of key", () => {
-    for (const row of rows) {
-      for (const caller of [SECRET, PUBLISHABLE]) {
-        assert.equal(recordJson(task, row, caller, false), reference(row, caller), `${row.id}, ${caller.kind} key`);
-      }
-    }
-  });
-
-  test("parses back to the record's values", () => {
-    for (const row of rows) {
-      const parsed = JSON.parse(recordJson(task, row, SECRET, false));
-      assert.deepEqual(parsed, JSON.parse(reference(row, SECRET)), row.id);
-      if (row.id.startsWith("s")) assert.equal(parsed.title, row.data.title, `${row.id}: the title survives its escapes`);
-    }
-  });
-});
-
 describe("the read JSON cache", () => {
   test("is bounded: past MAX_CACHED_JSON_ROWS versions, the one cached longest ago gives its JSON up, and answers stay the same", () => {
     const rows: Row[] = Array.from({ length: MAX_CACHED_JSON_ROWS + 10 }, (_, i) => ({
