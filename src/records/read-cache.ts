@@ -1,13 +1,14 @@
 // A read by id answers from a view of the record cached by id: its JSON for the caller's kind of
-// key, that JSON's length in bytes, and its ETag. The store deletes the entry whenever the record
-// changes (Store.readCache), so a view found is the record as it stands.
+// key, and its ETag. The store forgets a record's views whenever the record changes
+// (Store.readCache), so a view found is the record as it stands.
 //
-// Why by id, beside the JSON kept on each row version (serialize.ts): a read of a record found
-// through the table's map touches the map's buckets, the row and its memo, each somewhere else in
-// a heap of hundreds of megabytes. On a VM each such cold page costs about a microsecond: about
-// 5 µs of a read that cost 45 under load on a slow host (docs/benchmarks.md, "2026-11-25, late").
-// A view is made when a record is first read, next to the views of the other records read about
-// then, so the records clients keep reading sit together in a few pages.
+// Why a table of flat strings: a record read at random among 100,000 finds all it touches cold,
+// and on a VM each page of memory a read touches first costs about a microsecond (docs/
+// benchmarks.md, "2026-11-26, later"). A Map of view objects cost a read five such pages or more:
+// the map's bucket, its entry, the id it is kept under, the view and each of its strings. Here a
+// read touches two: the table's slot, which holds the id's hash, and one string that holds the id,
+// the ETag and the JSON side by side. A bare node:http server answering from a Map of views did
+// 0.75 of bare's requests a second, and one answering from this layout 0.85.
 
 import type { ReadCache, Row } from "../store/store.ts";
 import type { Caller } from "./caller.ts";
@@ -19,56 +20,195 @@ export interface RecordView {
   /** The JSON's length in UTF-8 bytes (the Content-Length). */
   readonly bytes: number;
   readonly etag: string;
-  /** { ETag }: the headers of a read's answer, made once. */
+  /** { ETag }: the headers of a read's answer. */
   readonly headers: Readonly<Record<string, string>>;
-}
-
-/** The cache's entry for one record: its views for each kind of key, made as each is first asked for. */
-class CachedViews {
-  secret: RecordView | undefined = undefined;
-  publishable: RecordView | undefined = undefined;
-
-  constructor(
-    /** Where it is kept and under which id, so that it can be evicted. */
-    readonly cache: ReadCache,
-    readonly id: string,
-  ) {}
-}
-
-/**
- * Views are kept for at most this many records (in all entities), and the record cached longest
- * ago loses its views: about 55 MB for records of 300 bytes read by one kind of key. A table of
- * 100,000 records read at random fits whole. With half as many views one read in three missed,
- * and such reads took about 7 µs more CPU on average on a slow host (docs/benchmarks.md, "2026-11-26").
- */
-export const MAX_CACHED_VIEWS = 131_072;
-const cachedEntries: Array<CachedViews | undefined> = [];
-let nextSlot = 0;
-
-/** The record's view for `caller` cached under `id`, or undefined. */
-export function cachedView(cache: ReadCache, id: string, caller: Caller): RecordView | undefined {
-  const entry = cache.get(id) as CachedViews | undefined;
-  if (entry === undefined) return undefined;
-  return caller.kind === "secret" ? entry.secret : entry.publishable;
-}
-
-/** Caches `view` as what `caller` sees of the record `id` as it stands. */
-export function cacheView(cache: ReadCache, id: string, caller: Caller, view: RecordView): void {
-  let entry = cache.get(id) as CachedViews | undefined;
-  if (entry === undefined) {
-    entry = new CachedViews(cache, id);
-    const evicted = cachedEntries[nextSlot];
-    // An entry the store has since deleted (its record changed) may have been replaced by a newer one.
-    if (evicted !== undefined && evicted.cache.get(evicted.id) === evicted) evicted.cache.delete(evicted.id);
-    cachedEntries[nextSlot] = entry;
-    nextSlot = (nextSlot + 1) % MAX_CACHED_VIEWS;
-    cache.set(id, entry);
-  }
-  if (caller.kind === "secret") entry.secret = view;
-  else entry.publishable = view;
 }
 
 export function viewOf(row: Row, json: string): RecordView {
   const etag = etagOf(row);
   return { json, bytes: Buffer.byteLength(json), etag, headers: { ETag: etag } };
+}
+
+/**
+ * Views are kept for at most this many records and kinds of key (in all entities), and the view
+ * cached longest ago goes first: about 45 MB for records of 300 bytes. A table of 100,000 records
+ * read at random by one kind of key fits whole; with 65,536 one read in three missed, and such
+ * reads took about 7 µs more CPU on average on a slow host (docs/benchmarks.md, "2026-11-26").
+ */
+export const MAX_CACHED_VIEWS = 131_072;
+
+/** Ids longer than this are not cached: a view's first character holds the id's length. */
+const MAX_CACHED_ID_LENGTH = 255;
+
+// A view's text, one flat string: [id length][flags][id][ETag][JSON]. Its flags are SECRET or
+// PUBLISHABLE, plus ASCII_JSON when the JSON's length is its length in bytes, plus the ETag's
+// length times ETAG_LENGTH_UNIT. Both characters stay below 256, so that the text takes a byte a
+// character (V8 keeps a string of such characters one byte each).
+const SECRET = 0;
+const PUBLISHABLE = 2;
+const ASCII_JSON = 1;
+const ETAG_LENGTH_UNIT = 4;
+const MAX_CACHED_ETAG_LENGTH = 63;
+/** Where a view's id starts. */
+const ID_AT = 2;
+
+const FIRST_SLOTS = 1024;
+/** Two array items per slot: the hash of id and kind (0: empty), and the view's text. */
+const SLOT_WIDTH = 2;
+
+/**
+ * One entity's views: an open-addressing table (linear probing) whose slots hold a hash and a
+ * view's text, at most half full. Store.readCache hands it to the store, which deletes by id.
+ */
+export class ViewCache implements ReadCache {
+  private slots: Array<number | string> = [];
+  private mask = 0;
+  /** Views held: one per record and kind of key read. */
+  size = 0;
+
+  constructor() {
+    this.allocate(FIRST_SLOTS);
+  }
+
+  /** The view of record `id` for `caller`'s kind of key, or undefined. */
+  find(id: string, caller: Caller): RecordView | undefined {
+    const kind = kindOf(caller);
+    const at = this.slotOf(id, kind, hashOf(id, kind));
+    if (at < 0) return undefined;
+    const text = this.slots[at + 1] as string;
+    const flags = text.charCodeAt(1);
+    const etagAt = ID_AT + id.length;
+    const jsonAt = etagAt + Math.floor(flags / ETAG_LENGTH_UNIT);
+    const etag = text.slice(etagAt, jsonAt);
+    const json = text.slice(jsonAt);
+    const bytes = (flags & ASCII_JSON) !== 0 ? text.length - jsonAt : Buffer.byteLength(json);
+    return { json, bytes, etag, headers: { ETag: etag } };
+  }
+
+  /** Keeps `view` as what `caller`'s kind of key sees of record `id` as it stands. */
+  keep(id: string, caller: Caller, view: RecordView): void {
+    if (id.length > MAX_CACHED_ID_LENGTH || view.etag.length > MAX_CACHED_ETAG_LENGTH) return;
+    const kind = kindOf(caller);
+    const hash = hashOf(id, kind);
+    const flags = kind | (view.bytes === view.json.length ? ASCII_JSON : 0) | (view.etag.length * ETAG_LENGTH_UNIT);
+    // join, not +: a chain of + is a tree of strings; join makes one flat string, next to nothing else.
+    const text = [String.fromCharCode(id.length, flags), id, view.etag, view.json].join("");
+    const at = this.slotOf(id, kind, hash);
+    if (at >= 0) {
+      this.slots[at + 1] = text;
+    } else {
+      if ((this.size + 1) * 2 > this.slots.length / SLOT_WIDTH) this.allocate((this.slots.length / SLOT_WIDTH) * 2);
+      this.place(hash, text);
+      this.size++;
+    }
+    evictOldestFor(this, text);
+  }
+
+  delete(id: string): void {
+    if (this.size === 0 || id.length > MAX_CACHED_ID_LENGTH) return;
+    this.remove(id, SECRET);
+    this.remove(id, PUBLISHABLE);
+  }
+
+  clear(): void {
+    this.size = 0;
+    this.allocate(FIRST_SLOTS);
+  }
+
+  /** Removes the view whose text this is, if still kept: a newer view of its record stays. */
+  evict(text: string): void {
+    const id = text.slice(ID_AT, ID_AT + text.charCodeAt(0));
+    const kind = text.charCodeAt(1) & PUBLISHABLE;
+    const at = this.slotOf(id, kind, hashOf(id, kind));
+    if (at >= 0 && this.slots[at + 1] === text) this.removeAt(at);
+  }
+
+  /** The index in `slots` of the view of `id` for `kind`, or -1. */
+  private slotOf(id: string, kind: number, hash: number): number {
+    const slots = this.slots;
+    for (let slot = hash & this.mask; ; slot = (slot + 1) & this.mask) {
+      const at = slot * SLOT_WIDTH;
+      const found = slots[at];
+      if (found === 0) return -1;
+      if (found === hash) {
+        const text = slots[at + 1] as string;
+        if (text.charCodeAt(0) === id.length && (text.charCodeAt(1) & PUBLISHABLE) === kind && text.startsWith(id, ID_AT)) return at;
+      }
+    }
+  }
+
+  private remove(id: string, kind: number): void {
+    const at = this.slotOf(id, kind, hashOf(id, kind));
+    if (at >= 0) this.removeAt(at);
+  }
+
+  /**
+   * Empties a slot, then moves back each view of the run after it that may sit there, so that
+   * every view stays reachable from its hash's slot without a gap (no tombstones to sweep).
+   */
+  private removeAt(at: number): void {
+    const slots = this.slots;
+    const mask = this.mask;
+    let hole = at / SLOT_WIDTH;
+    for (let slot = (hole + 1) & mask; ; slot = (slot + 1) & mask) {
+      const hash = slots[slot * SLOT_WIDTH] as number;
+      if (hash === 0) break;
+      // It may move to the hole when its own slot is not between the hole and it.
+      if (((slot - (hash & mask)) & mask) >= ((slot - hole) & mask)) {
+        slots[hole * SLOT_WIDTH] = hash;
+        slots[hole * SLOT_WIDTH + 1] = slots[slot * SLOT_WIDTH + 1]!;
+        hole = slot;
+      }
+    }
+    slots[hole * SLOT_WIDTH] = 0;
+    slots[hole * SLOT_WIDTH + 1] = 0;
+    this.size--;
+  }
+
+  private place(hash: number, text: string): void {
+    let slot = hash & this.mask;
+    while (this.slots[slot * SLOT_WIDTH] !== 0) slot = (slot + 1) & this.mask;
+    this.slots[slot * SLOT_WIDTH] = hash;
+    this.slots[slot * SLOT_WIDTH + 1] = text;
+  }
+
+  /** Starts over with this many slots (a power of two), placing again the views held. */
+  private allocate(slotCount: number): void {
+    const old = this.slots;
+    this.slots = new Array<number | string>(slotCount * SLOT_WIDTH).fill(0);
+    this.mask = slotCount - 1;
+    if (this.size === 0) return;
+    for (let at = 0; at < old.length; at += SLOT_WIDTH) {
+      if (old[at] !== 0) this.place(old[at] as number, old[at + 1] as string);
+    }
+  }
+}
+
+/** The bound: the views kept in all entities, in the order they were kept, overwritten in turn. */
+const keptIn: Array<ViewCache | undefined> = [];
+const keptTexts: string[] = [];
+let nextKept = 0;
+
+function evictOldestFor(cache: ViewCache, text: string): void {
+  keptIn[nextKept]?.evict(keptTexts[nextKept]!);
+  keptIn[nextKept] = cache;
+  keptTexts[nextKept] = text;
+  nextKept = (nextKept + 1) % MAX_CACHED_VIEWS;
+}
+
+function kindOf(caller: Caller): number {
+  return caller.kind === "secret" ? SECRET : PUBLISHABLE;
+}
+
+/** FNV-1a over the id's characters and the kind, mixed (murmur3's finalizer): 1 to 2^30 - 1. */
+function hashOf(id: string, kind: number): number {
+  let hash = 0x811c9dc5 ^ kind;
+  for (let i = 0; i < id.length; i++) hash = Math.imul(hash ^ id.charCodeAt(i), 0x01000193);
+  hash ^= hash >>> 16;
+  hash = Math.imul(hash, 0x85ebca6b);
+  hash ^= hash >>> 13;
+  hash = Math.imul(hash, 0xc2b2ae35);
+  hash ^= hash >>> 16;
+  // A small integer (V8 keeps it unboxed in the slots array), never 0, which marks an empty slot.
+  return hash >>> 2 || 1;
 }

@@ -17,10 +17,12 @@ import { aggregate, type AggregateResult } from "./aggregate.ts";
 import type { AggregateSpec } from "./aggregate-spec.ts";
 import type { Caller } from "./caller.ts";
 import { distinctValues, type DistinctAnswer, type DistinctRequest } from "./distinct.ts";
-import { cachedView, cacheView, viewOf, type RecordView } from "./read-cache.ts";
+import { viewOf, ViewCache, type RecordView } from "./read-cache.ts";
 import { recordJson } from "./serialize.ts";
 
 const NO_CHANGES: ReadonlyMap<string, unknown> = new Map();
+/** Store.readCache's maker: one per entity, made at its first read by id. */
+const newViewCache = (): ViewCache => new ViewCache();
 
 /** What an imported record carries of its platform fields (import.ts); each undefined when it has none. */
 export interface KeptFields {
@@ -77,15 +79,13 @@ export class Records {
    * cache when it has one (read-cache.ts).
    */
   view(entity: EntityDef, id: string, caller: Caller): Maybe<RecordView> {
-    const cache = this.store.readCache(entity.name);
-    const cached = cache && cachedView(cache, id, caller);
-    if (cached) return cached;
+    const cache = this.store.readCache(entity.name, newViewCache);
+    const cached = cache?.find(id, caller);
+    if (cached !== undefined) return cached;
     return then(this.read(entity, id), (row) => {
       // Not kept on the row as well (the JSON cache of pages): the view holds it.
       const view = viewOf(row, recordJson(entity, row, caller, false));
-      // Under the row's own id: the id of the request is sliced from its URL, and as a key it would
-      // keep that whole URL in memory, and cost every look-up a step from the slice to its URL.
-      if (cache) cacheView(cache, row.id, caller, view);
+      cache?.keep(row.id, caller, view);
       return view;
     });
   }

@@ -33,8 +33,11 @@ export interface Row {
   index?: number;
 }
 
-/** Store.readCache(): entries by record id, opaque to the store. */
-export type ReadCache = Map<string, object>;
+/** Store.readCache(): entries by record id, opaque to the store, which only deletes them. */
+export interface ReadCache {
+  delete(id: string): void;
+  clear(): void;
+}
 
 /** Row.memo. */
 export interface RowMemo {
@@ -184,12 +187,12 @@ export interface Store {
   get(entity: string, id: string): Maybe<Row | undefined>;
   /**
    * What reads by id derive from each record of `entity` as it stands (records/read-cache.ts),
-   * by id. The store deletes a record's entry whenever that record changes (a write, a write taken
-   * back, a reset), so that an entry found describes the current version. null when the store
-   * cannot see every change (PostgreSQL, which other processes write too), or when the entity
-   * holds no rows.
+   * by id: made by `create` when first asked for, the same cache each time after. The store
+   * deletes a record's entry whenever that record changes (a write, a write taken back, a reset),
+   * so that an entry found describes the current version. null when the store cannot see every
+   * change (PostgreSQL, which other processes write too), or when the entity holds no rows.
    */
-  readCache(entity: string): ReadCache | null;
+  readCache<C extends ReadCache>(entity: string, create: () => C): C | null;
   list(entity: string, query: ListQuery): Maybe<ListResult>;
   count(entity: string, filter: FilterNode | null, deleted: DeletedFilter): Maybe<number>;
   /**

@@ -19,6 +19,8 @@ const VALUE_INDEXED = new Map([[ENTITY, ["status"]]]);
 const SCHEMA = loadSchemaObject({ [ENTITY]: { properties: { title: { type: "string" }, status: { type: "string", enum: ["todo", "done"] }, priority: { type: "integer" } } } });
 const STATUS_TODO: FilterNode = { type: "compare", field: "status", path: ["status"], kind: "string", isArray: false, op: "$eq", value: "todo" };
 const BY_ID = { field: "id", kind: "string", descending: false } as const;
+/** A read cache for the store to keep: a Map is one (Store.readCache deletes and clears). */
+const newMap = (): Map<string, object> => new Map();
 
 interface StoreCase {
   readonly name: string;
@@ -268,18 +270,18 @@ for (const storeCase of CASES) {
 
     test("a read cache entry is gone once its record changes, and after a reset; other records' stay", () =>
       withStore(async (store) => {
-        assert.equal(store.readCache(ENTITY), null, "an entity holding no rows has no cache");
+        assert.equal(store.readCache(ENTITY, newMap), null, "an entity holding no rows has no cache");
         const a = rowOf(store, { title: "a" });
         const b = rowOf(store, { title: "b" });
         await store.commit({ puts: [{ entity: ENTITY, row: a, replaces: 0 }, { entity: ENTITY, row: b, replaces: 0 }] });
-        const cache = store.readCache(ENTITY);
+        const cache = store.readCache(ENTITY, newMap);
         // PostgreSQL, which other processes write, keeps none: every read asks the database.
         if (storeCase.name === "postgres") return assert.equal(cache, null);
         assert.ok(cache);
         const view = { of: "a" };
         cache.set(a.id, view);
         cache.set(b.id, { of: "b" });
-        assert.equal(store.readCache(ENTITY)?.get(a.id), view, "the store hands out the same cache each time");
+        assert.equal(store.readCache(ENTITY, newMap)?.get(a.id), view, "the store hands out the same cache each time");
         const updated = rowOf(store, { title: "a2" }, a.id);
         await store.commit({ puts: [{ entity: ENTITY, row: updated, replaces: a.rev }] });
         assert.equal(cache.has(a.id), false, "the update dropped a's entry");
@@ -291,7 +293,7 @@ for (const storeCase of CASES) {
         assert.equal(cache.has(b.id), false, "the delete dropped b's entry");
         cache.set(updated.id, view);
         await store.reset();
-        assert.equal(store.readCache(ENTITY)?.get(updated.id), undefined, "nothing cached survives a reset");
+        assert.equal(store.readCache(ENTITY, newMap)?.get(updated.id), undefined, "nothing cached survives a reset");
       }));
   });
 }

@@ -101,7 +101,7 @@ describe("a full disk", () => {
     ];
     assert.equal(store.get("Task", first.id), updated, "applied to memory at once, as before");
     // Reads meanwhile cached what they found (records/read-cache.ts): views of versions about to be refused.
-    const readCache = store.readCache("Task");
+    const readCache = store.readCache("Task", () => new Map<string, object>());
     assert.ok(readCache, "the file store keeps a read cache");
     readCache.set(first.id, { of: updated });
     readCache.set(created.id, { of: created });

@@ -44,9 +44,12 @@ export class MemoryStore implements Store {
     return this.tables.get(entity)?.rows.get(id);
   }
 
-  readCache(entity: string): ReadCache | null {
+  readCache<C extends ReadCache>(entity: string, create: () => C): C | null {
     // An entity that holds no rows has nothing to read, and gets no table for being asked.
-    return this.tables.get(entity)?.readCache ?? null;
+    const table = this.tables.get(entity);
+    if (table === undefined) return null;
+    // Every caller passes the same kind of cache (records/read-cache.ts), so the one kept is a C.
+    return (table.readCache ??= create()) as C;
   }
 
   list(entity: string, query: ListQuery): ListResult {

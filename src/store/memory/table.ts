@@ -25,8 +25,8 @@ export interface UniqueClash {
 
 export class Table {
   readonly rows = new Map<string, Row>();
-  /** Store.readCache(): every change to a row deletes the row's entry. */
-  readonly readCache: ReadCache = new Map();
+  /** Store.readCache(), made at the first read by id: every change to a row deletes the row's entry. */
+  readCache: ReadCache | null = null;
   private readonly sortIndexes = new Map<string, SortedIndex>();
   private readonly valueIndexes = new Map<string, ValueIndex>();
   private readonly valueIndexed: ReadonlySet<string>;
@@ -92,8 +92,8 @@ export class Table {
   apply(row: Row): Row | undefined {
     const old = this.rows.get(row.id);
     this.rows.set(row.id, row);
-    // Loading a data folder applies every row: an empty cache costs it no look-up.
-    if (this.readCache.size > 0) this.readCache.delete(row.id);
+    // Loading a data folder applies every row before any read: no cache, no look-up.
+    this.readCache?.delete(row.id);
     if (this.written) this.keepWrittenOrder(row);
     for (const index of this.sortIndexes.values()) {
       if (old) index.replace(old, row);
@@ -122,7 +122,7 @@ export class Table {
     const old = this.rows.get(id);
     if (!old) return;
     this.rows.delete(id);
-    this.readCache.delete(id);
+    this.readCache?.delete(id);
     for (const index of this.uniqueIndexes) {
       const key = uniqueKeyOf(old, index.fields);
       if (key !== null && index.owners.get(key) === id) index.owners.delete(key);
@@ -182,7 +182,7 @@ export class Table {
   clear(): void {
     this.written = null;
     this.rows.clear();
-    this.readCache.clear();
+    this.readCache?.clear();
     this.sortIndexes.clear();
     this.valueIndexes.clear();
     for (const index of this.uniqueIndexes) index.owners.clear();
