@@ -2,13 +2,13 @@
 // key, and its ETag. The store forgets a record's views whenever the record changes
 // (Store.readCache), so a view found is the record as it stands.
 //
-// Why a table of flat strings: a record read at random among 100,000 finds all it touches cold,
-// and on a VM each page of memory a read touches first costs about a microsecond (docs/
-// benchmarks.md, "2026-11-26, later"). A Map of view objects cost a read five such pages or more:
-// the map's bucket, its entry, the id it is kept under, the view and each of its strings. Here a
-// read touches two: the table's slot, which holds the id's hash, and one string that holds the id,
-// the ETag and the JSON side by side. A bare node:http server answering from a Map of views did
-// 0.75 of bare's requests a second, and one answering from this layout 0.85.
+// Why a table of flat strings: a record read at random among 100,000 finds what it touches cold,
+// and on a VM each cold place costs microseconds (a cache miss and a walk of two levels of page
+// tables). A Map of view objects cost a read five such places or more: the map's bucket, its
+// entry, the id it is kept under, the view and each of its strings. Here a read touches two: the
+// table's slot, which holds the id's hash, and one string that holds the id, the ETag and the JSON
+// side by side. Bare node:http servers answering from each did 0.75 and 0.87 of bare's requests a
+// second under wrk (docs/benchmarks.md, "2026-11-26, later").
 
 import type { ReadCache, Row } from "../store/store.ts";
 import type { Caller } from "./caller.ts";
@@ -72,6 +72,7 @@ export class ViewCache implements ReadCache {
 
   /** The view of record `id` for `caller`'s kind of key, or undefined. */
   find(id: string, caller: Caller): RecordView | undefined {
+    if (id.length > MAX_CACHED_ID_LENGTH) return undefined;
     const kind = kindOf(caller);
     const at = this.slotOf(id, kind, hashOf(id, kind));
     if (at < 0) return undefined;

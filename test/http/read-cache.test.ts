@@ -105,3 +105,23 @@ test("a record read before a reset is not found after it, and a new record under
   assert.equal(seen.status, 200);
   assert.equal(seen.secret.title, "after");
 });
+
+test("thousands of records read twice each answer their own JSON and byte length, as the cache grows past its first slots", async () => {
+  const records = Array.from({ length: 1500 }, (_, i) => ({ title: i % 3 === 0 ? `ΟΔΟΣ ${i}` : `road ${i}`, priority: i }));
+  const created = await server.call("POST", `${T}/bulk`, { body: records });
+  assert.equal(created.status, 201, created.text);
+  const ids: string[] = created.body.map((record: { id: string }) => record.id);
+  for (const round of ["uncached", "cached"]) {
+    for (let at = 0; at < ids.length; at += 100) {
+      const answers = await Promise.all(ids.slice(at, at + 100).map((id) => server.call("GET", `${T}/${id}`)));
+      answers.forEach((answer, i) => {
+        const n = at + i;
+        assert.equal(answer.status, 200, `${round} read of record ${n}: ${answer.text}`);
+        assert.equal(answer.body.id, ids[n]);
+        assert.equal(answer.body.priority, n, `${round} read of record ${n} answered another record`);
+        assert.equal(answer.body.title, records[n]!.title);
+        assert.equal(answer.headers.get("content-length"), String(Buffer.byteLength(answer.text)), `${round}: bytes, not characters`);
+      });
+    }
+  }
+});
