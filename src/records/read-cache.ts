@@ -133,7 +133,9 @@ export class ViewCache implements ReadCache {
       if (found === 0) return -1;
       if (found === hash) {
         const text = slots[at + 1] as string;
-        if (text.charCodeAt(0) === id.length && (text.charCodeAt(1) & PUBLISHABLE) === kind && text.startsWith(id, ID_AT)) return at;
+        // indexOf, not startsWith: V8 inlines startsWith as a loop of single characters, twice
+        // the cost; a different id at ID_AT lets indexOf search on, and find it later or not at all.
+        if (text.charCodeAt(0) === id.length && (text.charCodeAt(1) & PUBLISHABLE) === kind && text.indexOf(id, ID_AT) === ID_AT) return at;
       }
     }
   }
