@@ -7,8 +7,8 @@
 // tables). A Map of view objects cost a read five such places or more: the map's bucket, its
 // entry, the id it is kept under, the view and each of its strings. Here a read touches two: the
 // table's slot, which holds the id's hash, and one string that holds the id, the ETag and the JSON
-// side by side. Bare node:http servers answering from each did 0.75 and 0.87 of bare's requests a
-// second under wrk (docs/benchmarks.md, "2026-11-26, later").
+// side by side. Bare node:http servers answering from each did 0.75–0.79 and 0.82–0.87 of bare's
+// requests a second under wrk (docs/benchmarks.md, "2026-11-26, later").
 
 import type { ReadCache, Row } from "../store/store.ts";
 import type { Caller } from "./caller.ts";
