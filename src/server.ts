@@ -15,7 +15,8 @@ import { headerOf, parseJsonBody, presentedApiKey, readBody, DEFAULT_MAX_BODY_BY
 import { sendReplyLingering } from "./http/linger.ts";
 import { keepTickShape } from "./http/tick-shape.ts";
 import { clientAddress, rateLimited, RateLimiter } from "./http/rate-limit.ts";
-import { errorReply, jsonReply, sendReply, type Reply } from "./http/response.ts";
+import { plainReadOf, PLAIN_READ_ROUTE } from "./http/plain-read.ts";
+import { errorReply, jsonReply, sendReply, sendView, type Reply } from "./http/response.ts";
 import { buildRouter, type Handler, type RequestContext } from "./http/routes.ts";
 import type { Params, Router } from "./http/router.ts";
 import { nativeMount, sdkMount, type Mount } from "./http/mounts.ts";
@@ -394,7 +395,9 @@ class App {
 
   /** Reads are answered in the same tick when nothing waits for the disk: no promise, no hop. */
   handle(req: IncomingMessage, res: ServerResponse): void {
-    const note: RequestNote = { started: performance.now(), route: NO_ROUTE, keyId: null };
+    const started = performance.now();
+    if (this.answerPlainRead(req, res, started)) return;
+    const note: RequestNote = { started, route: NO_ROUTE, keyId: null };
     let reply: Reply | Promise<Reply>;
     try {
       reply = this.answer(req, note);
@@ -409,6 +412,26 @@ class App {
     } else {
       this.send(req, res, reply, note);
     }
+  }
+
+  /**
+   * A plain read by id (http/plain-read.ts) of a record whose view is cached, answered in one step;
+   * false, having done nothing, for any request the general path must answer (a miss, a key not
+   * known or not allowed to read, a write not yet durable, CORS headers to add).
+   */
+  private answerPlainRead(req: IncomingMessage, res: ServerResponse, started: number): boolean {
+    const read = plainReadOf(req);
+    if (read === null || this.failure !== null || (this.cors !== null && !this.cors.anyOrigin)) return false;
+    const caller = this.keys.find(read.key);
+    const entity = this.records.schema.entities.get(read.entity);
+    if (caller === undefined || entity === undefined) return false;
+    if (caller.kind === "publishable" && this.limiter !== null) return false;
+    // A view is cached for a kind of key only by a read that its access allowed (routes.ts).
+    const view = this.records.cachedView(entity, read.id, caller);
+    if (view === undefined || this.records.whenDurable() !== null) return false;
+    sendView(res, view);
+    this.observe(req, { started, route: PLAIN_READ_ROUTE, keyId: caller.keyId }, 200);
+    return true;
   }
 
   private send(req: IncomingMessage, res: ServerResponse, reply: Reply, note: RequestNote): void {

@@ -3,6 +3,7 @@
 
 import { STATUS_CODES, type ServerResponse } from "node:http";
 import { ApiError } from "../errors.ts";
+import type { RecordView } from "../records/read-cache.ts";
 
 export interface Reply {
   readonly status: number;
@@ -39,6 +40,12 @@ export function sendReply(res: ServerResponse, reply: Reply): void {
   }
   reply.cancel?.();
   res.end(reply.body ?? undefined);
+}
+
+/** A record's view as a read's 200: what sendReply sends for the view's Reply, header for header. */
+export function sendView(res: ServerResponse, view: RecordView): void {
+  res.writeHead(200, ["Content-Type", JSON_TYPE, "ETag", view.etag, "Content-Length", view.bytes] as unknown as string[]);
+  res.end(view.json);
 }
 
 /** Resolves once a stream's response can take more (drain), or is gone (close). */

@@ -58,6 +58,11 @@ export class KeyRing {
     return this.keys.find((apiKey) => apiKey.kind === kind)!;
   }
 
+  /** The caller a key's (trimmed) value names, or undefined: for a caller that answers a miss itself. */
+  find(value: string): Caller | undefined {
+    return this.byValue.get(value);
+  }
+
   authenticate(header: string | string[] | undefined): Caller {
     const value = Array.isArray(header) ? header[0] : header;
     const caller = value ? this.byValue.get(value.trim()) : undefined;

@@ -90,6 +90,11 @@ export class Records {
     });
   }
 
+  /** The cached view of the record with this id for `caller`'s kind of key, or undefined: never reads the store. */
+  cachedView(entity: EntityDef, id: string, caller: Caller): RecordView | undefined {
+    return this.store.readCache(entity.name, newViewCache)?.find(id, caller);
+  }
+
   /** The live record with this id, or 404. */
   read(entity: EntityDef, id: string): Maybe<Row> {
     return then(this.store.get(entity.name, id), (row) => {
