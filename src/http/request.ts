@@ -40,7 +40,7 @@ export function headerOf(req: IncomingMessage, name: string): string | undefined
  * ASCII letter; for the other characters of a lower-case name (digits, "-") it could only confuse
  * control characters, which node's parser never lets into a header name.
  */
-export function isHeaderName(received: string, lowerName: string): boolean {
+function isHeaderName(received: string, lowerName: string): boolean {
   if (received.length !== lowerName.length) return false;
   for (let i = 0; i < received.length; i++) {
     if ((received.charCodeAt(i) | 0x20) !== lowerName.charCodeAt(i)) return false;

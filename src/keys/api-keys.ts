@@ -65,7 +65,7 @@ export class KeyRing {
 
   authenticate(header: string | string[] | undefined): Caller {
     const value = Array.isArray(header) ? header[0] : header;
-    const caller = value ? this.byValue.get(value.trim()) : undefined;
+    const caller = value ? this.find(value.trim()) : undefined;
     if (!caller) throw unauthorized(Boolean(value));
     return caller;
   }

@@ -79,13 +79,12 @@ export class Records {
    * cache when it has one (read-cache.ts).
    */
   view(entity: EntityDef, id: string, caller: Caller): Maybe<RecordView> {
-    const cache = this.store.readCache(entity.name, newViewCache);
-    const cached = cache?.find(id, caller);
+    const cached = this.cachedView(entity, id, caller);
     if (cached !== undefined) return cached;
     return then(this.read(entity, id), (row) => {
       // Not kept on the row as well (the JSON cache of pages): the view holds it.
       const view = viewOf(row, recordJson(entity, row, caller, false));
-      cache?.keep(row.id, caller, view);
+      this.store.readCache(entity.name, newViewCache)?.keep(row.id, caller, view);
       return view;
     });
   }
