@@ -13,6 +13,8 @@
 //                      [--cpu-prof DIR]   (then: node bench/profile-summary.mjs DIR/*.cpuprofile)
 // --only takes workload names, AGG, and SUSTAINED (updates until a compaction, or for --sustain seconds).
 // --log: tabula's request log (off by default here; its metrics are always counted).
+// W1: --w1-ids N random ids to read (4,096), --w1-rounds N slices taking turns with bare and rounds
+// side by side (5); more rounds give a steadier median on a noisy host.
 // W9: W4's creates at c=32 alone, then with --subscribers SSE streams of Task's changes (bench/feed-subscribers.mjs).
 
 import { spawn } from "node:child_process";
@@ -26,7 +28,7 @@ import { dataFiles, measureDiskSync, readCpuMs, readRss, startChild, stopChild }
 const SECRET_KEY = "sk_bench_secret";
 const BULK_RECORDS = 1000;
 const POOL_SIZE = 4096;
-/** W1 and the bare server take turns this many times, --duration split among the turns... */
+/** W1 and the bare server take turns this many times by default (--w1-rounds), --duration split among the turns... */
 const W1_ROUNDS = 5;
 /** ...each turn after this much warm-up (new connections). */
 const W1_SLICE_WARMUP_MS = 250;
@@ -108,26 +110,27 @@ async function main() {
       // the timed warm-up alone would leave most uncached and measure the cache filling up.
       await measure(w1Requests, options.connections, { limit: w1Requests.length, warmupMs: 0 });
       await measure(w1Requests, options.connections, warmUp);
-      const slice = { durationMs: (options.duration * 1000) / W1_ROUNDS, warmupMs: W1_SLICE_WARMUP_MS };
+      const rounds = options.w1Rounds;
+      const slice = { durationMs: (options.duration * 1000) / rounds, warmupMs: W1_SLICE_WARMUP_MS };
       const bareSlices = [];
       const w1Slices = [];
-      for (let round = 0; round < W1_ROUNDS; round++) {
+      for (let round = 0; round < rounds; round++) {
         if (round % 2 === 0) bareSlices.push(await measureBare(slice));
         w1Slices.push(await measure(w1Requests, options.connections, slice));
         if (round % 2 === 1) bareSlices.push(await measureBare(slice));
       }
-      const sideBySide = await measureSideBySide(server, bare, w1Requests, bareRequests, slice.durationMs);
+      const sideBySide = await measureSideBySide(server, bare, w1Requests, bareRequests, slice.durationMs, rounds);
       await stopChild(bare.proc);
       bare = null;
       const ratios = w1Slices.map((w1, i) => w1.rate / bareSlices[i].rate).sort((a, b) => a - b);
       const baseline = meanLoad(bareSlices);
       const w1 = meanLoad(w1Slices);
-      rows.push(row(`bare node:http, same ${bytes}-byte body (${W1_ROUNDS} slices taking turns with W1)`, options.connections, baseline, `slices: ${bareSlices.map((load) => fmt(load.rate)).join(", ")} req/s`));
+      rows.push(row(`bare node:http, same ${bytes}-byte body (${rounds} slices taking turns with W1)`, options.connections, baseline, `slices: ${bareSlices.map((load) => fmt(load.rate)).join(", ")} req/s`));
       rows.push(row(`W1 read one by id (${fmt(options.w1Ids)} random ids)`, options.connections, w1,
-        `${pct(ratios[Math.floor(W1_ROUNDS / 2)])} of bare req/s, the median of ${W1_ROUNDS} slice pairs (${pct(ratios[0])}–${pct(ratios.at(-1))}; target ≥ 80%); p50 ${ratio(w1.p50 / baseline.p50)}, p99 ${ratio(w1.p99 / baseline.p99)} of bare`));
+        `${pct(ratios[Math.floor(rounds / 2)])} of bare req/s, the median of ${rounds} slice pairs (${pct(ratios[0])}–${pct(ratios.at(-1))}; target ≥ 80%); p50 ${ratio(w1.p50 / baseline.p50)}, p99 ${ratio(w1.p99 / baseline.p99)} of bare`));
       const byRatio = sideBySide.map((round) => ({ ...round, ratio: round.bareUs / round.w1Us })).sort((a, b) => a.ratio - b.ratio);
-      const median = byRatio[Math.floor(W1_ROUNDS / 2)];
-      notes.push(`W1 and bare side by side (both loaded at once, ${options.connections} connections each, ${W1_ROUNDS} rounds): bare's CPU per request is ${pct(median.ratio)} of W1's, the median round (${pct(byRatio[0].ratio)}–${pct(byRatio.at(-1).ratio)}; bare ${median.bareUs.toFixed(1)} µs, W1 ${median.w1Us.toFixed(1)} µs). A host's speed drifts by tens of percent within seconds; measured at once, both servers see the same host, so this ratio is the steadier figure.`);
+      const median = byRatio[Math.floor(rounds / 2)];
+      notes.push(`W1 and bare side by side (both loaded at once, ${options.connections} connections each, ${rounds} rounds): bare's CPU per request is ${pct(median.ratio)} of W1's, the median round (${pct(byRatio[0].ratio)}–${pct(byRatio.at(-1).ratio)}; bare ${median.bareUs.toFixed(1)} µs, W1 ${median.w1Us.toFixed(1)} µs). A host's speed drifts by tens of percent within seconds; measured at once, both servers see the same host, so this ratio is the steadier figure.`);
     }
     if (only("W2")) {
       const q = encodeURIComponent(JSON.stringify({ status: "todo" }));
@@ -370,12 +373,12 @@ async function measureWithCpu(child, load) {
 }
 
 /**
- * W1 and the bare server loaded at the same time, `rounds` times: the server CPU each spent per
+ * W1 and the bare server loaded at the same time, `roundCount` times: the server CPU each spent per
  * answer (µs). Both run on one host at one moment, so its drift does not tell them apart.
  */
-async function measureSideBySide(server, bare, w1Requests, bareRequests, durationMs) {
+async function measureSideBySide(server, bare, w1Requests, bareRequests, durationMs, roundCount) {
   const rounds = [];
-  for (let round = 0; round < W1_ROUNDS; round++) {
+  for (let round = 0; round < roundCount; round++) {
     const before = [readCpuMs(server.proc.pid), readCpuMs(bare.proc.pid)];
     const [w1, baseline] = await Promise.all([
       runLoad({ port: server.port, requests: w1Requests, connections: options.connections, durationMs, warmupMs: 0 }),
@@ -487,7 +490,7 @@ function printReport({ rows, latencies, notes, afterSeed, seededStart, settled, 
 }
 
 function parseOptions(argv) {
-  const parsed = { records: 100_000, duration: 5, warmup: 1, connections: 32, only: null, keep: false, cpuProf: null, sustain: 0, nodeFlags: [], w1Ids: POOL_SIZE, unique: false, subscribers: 1000, log: "off" };
+  const parsed = { records: 100_000, duration: 5, warmup: 1, connections: 32, only: null, keep: false, cpuProf: null, sustain: 0, nodeFlags: [], w1Ids: POOL_SIZE, w1Rounds: W1_ROUNDS, unique: false, subscribers: 1000, log: "off" };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = () => {
@@ -505,10 +508,11 @@ function parseOptions(argv) {
     else if (flag === "--keep") parsed.keep = true;
     else if (flag === "--unique") parsed.unique = true;
     else if (flag === "--w1-ids") parsed.w1Ids = positive(flag, value());
+    else if (flag === "--w1-rounds") parsed.w1Rounds = Math.ceil(positive(flag, value()));
     else if (flag === "--sustain") parsed.sustain = positive(flag, value());
     else if (flag === "--node-flags") parsed.nodeFlags = value().split(/\s+/).filter(Boolean);
     else if (flag === "--cpu-prof") parsed.cpuProf = path.resolve(value());
-    else throw new Error(`unknown option ${flag}; options: --records N --duration S --warmup S --connections C --only W1,W2,AGG --keep --unique --cpu-prof DIR --sustain S --w1-ids N --subscribers N --log text|json|off --node-flags "--max-old-space-size=256"`);
+    else throw new Error(`unknown option ${flag}; options: --records N --duration S --warmup S --connections C --only W1,W2,AGG --keep --unique --cpu-prof DIR --sustain S --w1-ids N --w1-rounds N --subscribers N --log text|json|off --node-flags "--max-old-space-size=256"`);
   }
   return parsed;
 }
