@@ -42,9 +42,7 @@ test("a few lines wait for the batch's timer, then arrive together and in order"
   // loop. (This timer, armed after the log's, fires before it however late the loop runs.)
   await new Promise((resolve) => setTimeout(resolve, FLUSH_MS / 2));
   assert.equal(text(), "");
-  const started = Date.now();
   await waitFor(() => text().split("\n").length === 4, "three lines");
-  assert.ok(Date.now() - started < FLUSH_MS * 20, "the batch's timer wrote them");
   const paths = text().trimEnd().split("\n").map((line) => line.split(" ")[2]);
   assert.deepEqual(paths, ["/api/entities/Task/0", "/api/entities/Task/1", "/api/entities/Task/2"]);
   await log.close();
