@@ -7,9 +7,11 @@
 // have gathered or FLUSH_MS after the first line of a batch, whichever comes first. A write per
 // turn of the event loop, as before, cost a hand-off to the thread pool and a wake-up back for
 // every few requests: under reads by id at c=32 on 2 vCPUs the default text log took the server
-// from 0.81 of a bare node:http server to 0.70; batched, 0.76 (docs/benchmarks.md, "2026-11-26, fifth").
+// from 0.81 of a bare node:http server to 0.70; batched, 0.76 (docs/benchmarks.md, "2026-11-26,
+// fifth").
 
 import { write } from "node:fs";
+import { IsoTimes } from "../iso-time.ts";
 
 export type LogFormat = "text" | "json" | "off";
 
@@ -46,9 +48,8 @@ export class AccessLog {
   /** The timer that writes the gathering batch FLUSH_MS after its first line. */
   private flushTimer: ReturnType<typeof setTimeout> | null = null;
   private readonly whenIdle: Array<() => void> = [];
-  /** The time of the last line, kept for the lines of the same millisecond. */
-  private lastMs = NaN;
-  private lastTime = "";
+  /** The lines of one millisecond share one time string. */
+  private readonly times = new IsoTimes();
   /** Lines dropped because the output did not keep up. */
   dropped = 0;
 
@@ -58,7 +59,7 @@ export class AccessLog {
   ) {}
 
   request(entry: LoggedRequest): void {
-    const time = this.timeNow();
+    const time = this.times.of(Date.now());
     const ms = Math.round(entry.ms * 100) / 100;
     const line =
       this.format === "json"
@@ -86,16 +87,6 @@ export class AccessLog {
         resolve();
       });
     });
-  }
-
-  /** The ISO time of now; one Date per millisecond however many lines it has. */
-  private timeNow(): string {
-    const now = Date.now();
-    if (now !== this.lastMs) {
-      this.lastMs = now;
-      this.lastTime = new Date(now).toISOString();
-    }
-    return this.lastTime;
   }
 
   /** Writes the batch gathered so far, if any; when it is written, the next batch is scheduled. */

@@ -11,6 +11,7 @@ import type { Schema } from "../schema/load.ts";
 import { isPlatformField, type EntityDef } from "../schema/fields.ts";
 import { validateChanges, validateCreate } from "../schema/validate.ts";
 import { then, type Maybe } from "../maybe.ts";
+import { IsoTimes } from "../iso-time.ts";
 import { IdGenerator } from "../store/ids.ts";
 import type { Commit, IdempotentAnswer, ListQuery, MatchCheck, Put, Row, Store } from "../store/store.ts";
 import { aggregate, type AggregateResult } from "./aggregate.ts";
@@ -58,8 +59,8 @@ export interface ListAnswer {
 
 export class Records {
   private readonly ids: IdGenerator;
-  private lastIsoMs = NaN;
-  private lastIso = "";
+  /** Rows written in one batch share their time, so its ISO form is made once. */
+  private readonly isoTimes = new IsoTimes();
 
   constructor(
     readonly schema: Schema,
@@ -180,7 +181,7 @@ export class Records {
   newRow(values: Record<string, unknown>, caller: Caller, now: number, kept: KeptFields = NOTHING_KEPT): Row {
     const id = kept.id ?? this.ids.next(now);
     // A made id holds the record's time; a kept one says nothing of it.
-    const created = kept.created ?? this.isoTime(kept.id === undefined ? this.ids.lastTime : now);
+    const created = kept.created ?? this.isoTimes.of(kept.id === undefined ? this.ids.lastTime : now);
     const data = { id, ...values, created_date: created, updated_date: kept.updated ?? created, created_by_id: kept.createdBy ?? caller.keyId };
     return rowInRecordOrder(id, this.store.nextRev(), false, data);
   }
@@ -199,20 +200,11 @@ export class Records {
     // updated_date never goes back, even if the clock does. Stored timestamps are all in the one
     // ISO form (toISOString), in which text order is time order.
     const previous = row.data.updated_date;
-    const current = this.isoTime(now);
+    const current = this.isoTimes.of(now);
     const updated = typeof previous === "string" && previous > current ? previous : current;
     const rev = this.store.nextRev();
     if (hasUndeclaredField(entity, row.data)) return { id: row.id, rev, deleted, data: mergedData(row.data, changes, updated) };
     return rowInRecordOrder(row.id, rev, deleted, recordOrderData(entity, row, changes, updated));
-  }
-
-  /** The ISO form of a time; rows written in one batch share their time, so the last one is kept. */
-  private isoTime(ms: number): string {
-    if (ms !== this.lastIsoMs) {
-      this.lastIsoMs = ms;
-      this.lastIso = new Date(ms).toISOString();
-    }
-    return this.lastIso;
   }
 }
 
