@@ -90,6 +90,23 @@ describe("plain reads by id on the default server", () => {
     assert.equal(unknown.body.error.code, "entity_not_found");
   });
 
+  test("a cached read that carries a body is answered, and the next request on its connection too", async () => {
+    const [record] = await rawReads(server, `${T}/${id}`, [`X-Api-Key: ${SECRET}`], 1);
+    const host = new URL(server.url).host;
+    const withBody = [`GET ${T}/${id} HTTP/1.1`, `Host: ${host}`, `X-Api-Key: ${SECRET}`, "Content-Length: 5", "", "hello"].join("\r\n");
+    const next = [`GET ${T}/${id} HTTP/1.1`, `Host: ${host}`, `X-Api-Key: ${SECRET}`, "Connection: close", "", ""].join("\r\n");
+    const { responses, rest } = await exchangeRaw(server.url, withBody + next);
+    assert.equal(rest, "");
+    assert.deepEqual(
+      responses.map((answer) => [answer.status, answer.text]),
+      [
+        [200, record!.text],
+        [200, record!.text],
+      ],
+      "the body is read past, not taken for the next request",
+    );
+  });
+
   test("a publishable key that may not read an entity is refused a record a secret key has cached", async () => {
     const created = await server.call("POST", "/api/entities/Locked", { body: { title: "locked" } });
     assert.equal(created.status, 201, created.text);
