@@ -431,10 +431,6 @@ class App {
     // A view is cached for a kind of key only by a read that its access allowed (routes.ts).
     const view = this.records.cachedView(entity, read.id, caller);
     if (view === undefined || this.records.whenDurable() !== null) return false;
-    // Its body, if any, is not read: resumed now, as a bare server would, rather than dumped when the
-    // answer is finished, through node's removeAllListeners and property look-ups that had turned
-    // megamorphic (docs/benchmarks.md, "2026-11-26, sixth").
-    req.resume();
     sendView(res, view);
     if (this.observability.log) this.observe(req, { started, route: PLAIN_READ_ROUTE, keyId: caller.keyId }, 200);
     else (this.plainReads ??= this.observability.requests.series("GET", PLAIN_READ_ROUTE, 200)).observe((performance.now() - started) / 1000);

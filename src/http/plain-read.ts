@@ -11,7 +11,7 @@
 
 import type { IncomingMessage } from "node:http";
 import { nativeMount } from "./mounts.ts";
-import { isHeaderName } from "./request.ts";
+import { headerOf } from "./request.ts";
 
 export interface PlainRead {
   readonly entity: string;
@@ -33,31 +33,9 @@ export function plainReadOf(req: IncomingMessage): PlainRead | null {
   // One entity name, one id, nothing after, and nothing for the router to decode.
   if (slash <= COLLECTIONS.length || slash === url.length - 1 || url.indexOf("/", slash + 1) !== -1) return null;
   if (url.indexOf("?") !== -1 || url.indexOf("%") !== -1) return null;
-  // One pass over the headers, not one per name: what a plain read may not carry ends it at once.
-  const raw = req.rawHeaders;
-  let hasHost = false;
-  let key: string | undefined;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!;
-    switch (name.length) {
-      case 4:
-        if (isHeaderName(name, "host")) hasHost = true;
-        break;
-      case 6:
-        if (isHeaderName(name, "origin")) return null;
-        break;
-      case 9:
-        // Two X-Api-Key headers join into one value that names no key: the general path refuses it.
-        if (isHeaderName(name, "x-api-key")) {
-          if (key !== undefined) return null;
-          key = raw[i + 1]!.trim();
-        }
-        break;
-      case 13:
-        if (isHeaderName(name, "if-none-match") || isHeaderName(name, "authorization")) return null;
-        break;
-    }
-  }
-  if (!hasHost || !key) return null;
+  if (headerOf(req, "host") === undefined || headerOf(req, "if-none-match") !== undefined || headerOf(req, "origin") !== undefined || headerOf(req, "authorization") !== undefined) return null;
+  // Two X-Api-Key headers join into one value that names no key: the general path refuses it.
+  const key = headerOf(req, "x-api-key")?.trim();
+  if (!key) return null;
   return { entity: url.slice(COLLECTIONS.length, slash), id: url.slice(slash + 1), key };
 }

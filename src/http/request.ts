@@ -36,11 +36,11 @@ export function headerOf(req: IncomingMessage, name: string): string | undefined
 
 /**
  * Whether a received header name is `lowerName` in any case, without building a lower-cased copy
- * (a request's headers are compared with each name asked for). Setting bit 0x20 lowers an
+ * (a read asks for five headers, each compared with every header sent). Setting bit 0x20 lowers an
  * ASCII letter; for the other characters of a lower-case name (digits, "-") it could only confuse
  * control characters, which node's parser never lets into a header name.
  */
-export function isHeaderName(received: string, lowerName: string): boolean {
+function isHeaderName(received: string, lowerName: string): boolean {
   if (received.length !== lowerName.length) return false;
   for (let i = 0; i < received.length; i++) {
     if ((received.charCodeAt(i) | 0x20) !== lowerName.charCodeAt(i)) return false;
