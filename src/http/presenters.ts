@@ -31,7 +31,7 @@ export const nativePresenter: Presenter = {
     if (!created) return jsonReply(200, json, { ETag: etagOf(row) });
     return jsonReply(201, json, { ETag: etagOf(row), Location: `${ctx.path.replace(/\/$/, "")}/${row.id}` });
   },
-  view: ({ view }) => jsonReply(200, view.json, view.headers, view.bytes),
+  view: ({ view }) => jsonReply(200, view.json, { ETag: view.etag }, view.bytes),
   notModified: ({ etag }) => ({ status: 304, headers: { ETag: etag }, body: null }),
   restored: ({ entity, row, restored }, ctx) => jsonReply(200, recordJsonWith(entity, row, ctx.caller, { restored }), { ETag: etagOf(row) }),
   deleted: ({ row }) => jsonReply(200, JSON.stringify({ id: row.id, deleted: true }), { ETag: etagOf(row) }),

@@ -20,8 +20,6 @@ export interface RecordView {
   /** The JSON's length in UTF-8 bytes (the Content-Length). */
   readonly bytes: number;
   readonly etag: string;
-  /** { ETag }: the headers of a read's answer. */
-  readonly headers: Readonly<Record<string, string>>;
 }
 
 export function viewOf(row: Row, json: string): RecordView {
@@ -30,7 +28,7 @@ export function viewOf(row: Row, json: string): RecordView {
 
 /** The one place a view is made, so that views made and views found share one shape in V8. */
 function viewFrom(json: string, bytes: number, etag: string): RecordView {
-  return { json, bytes, etag, headers: { ETag: etag } };
+  return { json, bytes, etag };
 }
 
 /**
