@@ -432,6 +432,8 @@ class App {
     const view = this.records.cachedView(entity, read.id, caller);
     if (view === undefined || this.records.whenDurable() !== null) return false;
     sendView(res, view);
+    // Without a log line to write, counted through the series held: no note and no Map look-ups a
+    // read, 2–3% of W1 on a slow host (docs/benchmarks.md, "2026-11-26, sixth").
     if (this.observability.log) this.observe(req, { started, route: PLAIN_READ_ROUTE, keyId: caller.keyId }, 200);
     else (this.plainReads ??= this.observability.requests.series("GET", PLAIN_READ_ROUTE, 200)).observe((performance.now() - started) / 1000);
     return true;
