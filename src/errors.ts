@@ -134,7 +134,8 @@ export const uniqueViolation = (entity: string, fields: readonly string[], value
     409,
     "unique_violation",
     `A live ${entity} record (${id}) already has ${fields.map((field, i) => `${field} = ${JSON.stringify(values[i])}`).join(", ")}, and the declaration makes ${fields.length === 1 ? "it" : "them"} unique; nothing was stored. Use other values, or change that record instead.`,
-    { entity, fields: [...fields], values: [...values], id },
+    // existing_id is the documented name; id stays beside it for clients written before it.
+    { entity, fields: [...fields], values: [...values], existing_id: id, id },
   );
 
 /** An import's id that a stored record (live or deleted) or an earlier record of its batch holds. */
@@ -143,7 +144,7 @@ export const idTaken = (entity: string, id: string, inBatch: boolean) =>
     409,
     "unique_violation",
     `${inBatch ? `An earlier record of this batch has the id "${id}"` : `A ${entity} record with the id "${id}" is already stored (live or deleted)`}. Give this record another id, or leave "id" out to get a new one; nothing was stored.`,
-    { entity, fields: ["id"], values: [id], id },
+    { entity, fields: ["id"], values: [id], existing_id: id, id },
   );
 
 export const databaseUnreachable = () =>

@@ -77,7 +77,7 @@ describe("POST /api/entities/<E>/import", () => {
     assert.equal((await target.call("DELETE", "/api/entities/Task/gone-1")).status, 200);
     const again = await target.call("POST", "/api/entities/Task/import", { body: [{ id: "gone-1", title: "back?" }] });
     assert.equal(again.status, 409);
-    assert.equal(again.body.error.details.id, "gone-1");
+    assert.equal(again.body.error.details.existing_id, "gone-1");
     assert.match(again.body.error.message, /already stored \(live or deleted\)/);
   });
 

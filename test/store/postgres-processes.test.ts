@@ -139,7 +139,7 @@ describeWithPostgres("two tabula processes on one PostgreSQL database", (url) =>
       const refused = answers.find((answer) => answer.status === 409)!;
       const stored = answers.find((answer) => answer.status === 201)!;
       assert.equal(refused.body.error.code, "unique_violation");
-      assert.equal(refused.body.error.details.id, stored.body.id);
+      assert.equal(refused.body.error.details.existing_id, stored.body.id);
     }
   });
 
