@@ -114,10 +114,11 @@ export async function openStore(location: StoreLocation, options: OpenStoreOptio
     case "file": {
       const openedAt = performance.now();
       const store = await FileStore.open({ dir: location.dir, ...options, unique: uniqueFieldsOf(options.schema) });
-      const clash = store.uniqueClashes()[0];
+      const clashes = store.uniqueClashes();
+      const clash = clashes[0];
       if (clash) {
         await store.close();
-        throw new Error(duplicatesMessage(clash.entity, clash.fields, store.uniqueClashes().filter((c) => c.entity === clash.entity && c.fields === clash.fields).flatMap((c) => c.ids)));
+        throw new Error(duplicatesMessage(clash.entity, clash.fields, clashes.filter((c) => c.entity === clash.entity && c.fields === clash.fields).flatMap((c) => c.ids)));
       }
       const { records, deletedRecords, snapshotBytes, logBytes } = store.describe();
       const loaded = { records, deletedRecords, bytes: snapshotBytes + logBytes, ms: performance.now() - openedAt };

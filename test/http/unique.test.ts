@@ -35,6 +35,8 @@ describe("unique values on every write path", () => {
     assert.equal(answer.status, 409, answer.text);
     assert.equal(answer.body.error.code, "unique_violation");
     assert.deepEqual(answer.body.error.details.fields, fields);
+    // The documented name is existing_id; id is kept beside it for older clients.
+    assert.equal(answer.body.error.details.existing_id, id);
     assert.equal(answer.body.error.details.id, id);
     assert.match(answer.body.error.message, new RegExp(`Item record \\(${id}\\) already has ${fields[0]} = `));
   }
@@ -138,4 +140,34 @@ describe("declaring unique", () => {
       await rm(data, { recursive: true, force: true });
     }
   });
+
+  // Issue 39 item 3: the check counted deleted records, and the first holder's deletion left the
+  // second holder unguarded.
+  for (const deleted of ["the later duplicate", "the first holder"] as const) {
+    test(`over duplicates of which ${deleted} was deleted, the file store starts and guards the live one`, async () => {
+      const data = await mkdtemp(join(tmpdir(), "tabula-unique-"));
+      try {
+        const loose = { ...ITEM, unique: [] };
+        const first = await startTestServer({ schema: { Item: loose }, memory: false, data });
+        const a = (await first.call("POST", PATH, { body: { email: "same@x.io" } })).body.id as string;
+        const b = (await first.call("POST", PATH, { body: { email: "same@x.io" } })).body.id as string;
+        const [gone, kept] = deleted === "the first holder" ? [a, b] : [b, a];
+        assert.equal((await first.call("DELETE", `${PATH}/${gone}`)).status, 200);
+        await first.close();
+        const second = await startTestServer({ schema: { Item: ITEM }, memory: false, data });
+        try {
+          const refused = await second.call("POST", PATH, { body: { email: "same@x.io" } });
+          assert.equal(refused.status, 409, refused.text);
+          assert.equal(refused.body.error.details.existing_id, kept);
+          const restore = await second.call("PUT", `${PATH}/${gone}/restore`);
+          assert.equal(restore.status, 409, restore.text);
+          assert.equal(restore.body.error.details.existing_id, kept);
+        } finally {
+          await second.close();
+        }
+      } finally {
+        await rm(data, { recursive: true, force: true });
+      }
+    });
+  }
 });

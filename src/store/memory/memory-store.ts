@@ -229,9 +229,12 @@ export class MemoryStore implements Store {
     return uniqueClashInBatch(batch, this.unique);
   }
 
-  /** Live records that share unique values, found while loading: a constraint declared over duplicates. */
+  /**
+   * Called once loading is done: live records that share unique values (a constraint declared over
+   * duplicates). Deleted records hold no values, whatever they held while the log was replayed.
+   */
   uniqueClashes(): Array<UniqueClash & { entity: string }> {
-    return [...this.tables.values()].flatMap((table) => table.uniqueClashes.map((clash) => ({ entity: table.entity, ...clash })));
+    return [...this.tables.values()].flatMap((table) => table.settleUniqueIndexes().map((clash) => ({ entity: table.entity, ...clash })));
   }
 
   /** The seq the next commit gets; the file store numbers them by its log instead. */

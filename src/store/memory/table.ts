@@ -33,8 +33,6 @@ export class Table {
   private live = 0;
   /** One per unique set of fields, kept current on every write: a check costs one lookup. */
   readonly uniqueIndexes: readonly UniqueIndex[];
-  /** Clashes met while loading rows (apply never makes one otherwise: commits are checked first). */
-  readonly uniqueClashes: UniqueClash[] = [];
   /**
    * Rows in the order they were written (their feed positions), for the change feed's catch-up:
    * built on its first use, then kept up by apply. Versions since replaced stay until they are
@@ -110,11 +108,39 @@ export class Table {
       if (oldKey !== null && index.owners.get(oldKey) === row.id) index.owners.delete(oldKey);
       const key = uniqueKeyOf(row, index.fields);
       if (key === null) continue;
-      const owner = index.owners.get(key);
-      if (owner !== undefined && owner !== row.id) this.uniqueClashes.push({ fields: index.fields, ids: [owner, row.id] });
-      else index.owners.set(key, row.id);
+      // Another owner only while loading a log replayed under a newly declared set (commits are
+      // checked first): settleUniqueIndexes() decides once every row is in.
+      if (!index.owners.has(key)) index.owners.set(key, row.id);
     }
     return old;
+  }
+
+  /**
+   * Builds the unique indexes again from the live rows, once loading is done, and answers the
+   * values that two or more of them share. Replaying a log under a newly declared set meets
+   * clashes on the way that later writes settle (a duplicate deleted or changed), and a holder
+   * that lost the race to own its key must own it once the first owner is gone.
+   */
+  settleUniqueIndexes(): UniqueClash[] {
+    const clashes: UniqueClash[] = [];
+    for (const index of this.uniqueIndexes) {
+      index.owners.clear();
+      const sharers = new Map<string, string[]>();
+      for (const row of this.rows.values()) {
+        const key = uniqueKeyOf(row, index.fields);
+        if (key === null) continue;
+        const owner = index.owners.get(key);
+        if (owner === undefined) {
+          index.owners.set(key, row.id);
+          continue;
+        }
+        const ids = sharers.get(key);
+        if (ids) ids.push(row.id);
+        else sharers.set(key, [owner, row.id]);
+      }
+      for (const ids of sharers.values()) clashes.push({ fields: index.fields, ids });
+    }
+    return clashes;
   }
 
   /** Takes a record out again: the undo of creating it when its log write failed (see unsynced-batches.ts). */
