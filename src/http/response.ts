@@ -61,20 +61,24 @@ export function drainedOrClosed(res: ServerResponse): Promise<void> {
   });
 }
 
-/** Sends all of a reply but leaves the response open, for linger.ts to end. */
-export function writeReply(res: ServerResponse, reply: Reply): void {
-  res.writeHead(reply.status, headersOf(reply));
-  if (reply.body !== null) res.write(reply.body);
+/**
+ * Sends a reply's status, headers and body but leaves the response open, for linger.ts to end: no
+ * Content-Length (node:http sends it chunked, or until the close to an HTTP/1.0 client), so that
+ * the client hears the answer end only then; and Connection: close.
+ */
+export function writeReplyOpen(res: ServerResponse, reply: Reply): void {
+  res.writeHead(reply.status, headersOf({ ...reply, headers: { ...reply.headers, Connection: "close" } }, false));
+  if (reply.body !== null && res.req.method !== "HEAD") res.write(reply.body);
 }
 
-function headersOf(reply: Reply): string[] {
+function headersOf(reply: Reply, hasLength = true): string[] {
   // A flat [name, value, ...] list: node:http takes it without copying into a header object.
   const headers: Array<string | number> = [];
   // Idempotent answers stored in a data folder by earlier builds carry their own Content-Type.
   if (reply.body !== null && reply.headers["Content-Type"] === undefined) headers.push("Content-Type", JSON_TYPE);
   for (const name in reply.headers) headers.push(name, reply.headers[name]!);
   // Counting a body's UTF-8 bytes reads all of it, cold in memory for a record read by id.
-  if (reply.body !== null) headers.push("Content-Length", reply.bodyBytes ?? Buffer.byteLength(reply.body));
+  if (reply.body !== null && hasLength) headers.push("Content-Length", reply.bodyBytes ?? Buffer.byteLength(reply.body));
   return headers as unknown as string[];
 }
 

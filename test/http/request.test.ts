@@ -121,6 +121,68 @@ test("a 16 MiB upload over --max-body gets its 413 while still sending: the clie
   }
 });
 
+// Issue 39 item 4: node:http, seeing a whole answer with Connection: close while writes were still
+// queued, dropped its socket, and the callbacks of those writes never ran: a client awaiting its
+// upload waited forever. On a fresh server (its first request), where the race was lost every time.
+test("a fresh server's first request, 16 MiB sent chunked a 1 MiB write at a time, each awaited: every write completes, then the 413 ends and the connection closes", { timeout: 60_000 }, async () => {
+  const server = await startTestServer();
+  try {
+    const req = request(server.url + T, { method: "POST", headers: { "X-Api-Key": SECRET, "Content-Type": "application/json", "Transfer-Encoding": "chunked" } });
+    const errors: string[] = [];
+    req.on("error", (error: NodeJS.ErrnoException) => errors.push(error.code ?? error.message));
+    const answer = new Promise<{ status: number; text: string }>((resolve) =>
+      req.once("response", (res) => {
+        let text = "";
+        res.setEncoding("utf8").on("data", (chunk: string) => (text += chunk));
+        res.once("end", () => resolve({ status: res.statusCode!, text }));
+      }),
+    );
+    const closed = new Promise<void>((resolve) => req.once("close", resolve));
+    const chunk = Buffer.alloc(1024 * 1024, " ");
+    let written = 0;
+    const upload = (async () => {
+      for (let i = 0; i < 16; i++) {
+        await new Promise<void>((resolve) => req.write(chunk, () => resolve()));
+        written += chunk.length;
+      }
+      await new Promise<void>((resolve) => req.end(() => resolve()));
+      return "sent";
+    })();
+    const stalled = new Promise<string>((resolve) => setTimeout(() => resolve("stalled"), 20_000).unref());
+    assert.equal(await Promise.race([upload, stalled]), "sent", `the upload stalled after ${written} bytes`);
+    const { status, text } = await answer;
+    await closed;
+    assert.equal(status, 413, text);
+    assert.equal(JSON.parse(text).error.code, "payload_too_large");
+    assert.deepEqual(errors, []);
+    assert.deepEqual((await server.call("GET", T)).body, []);
+  } finally {
+    await server.close();
+  }
+});
+
+test("curl, which stops sending at the answer, reads the whole 413 at once, chunked or with Content-Length", { timeout: 60_000 }, async () => {
+  const server = await startTestServer();
+  try {
+    for (const isChunked of [false, true]) {
+      const args = ["-sS", "-w", "\\n%{http_code}", "-H", `X-Api-Key: ${SECRET}`, "-H", "Content-Type: application/json", "--data-binary", "@-", server.url + T];
+      if (isChunked) args.unshift("-H", "Transfer-Encoding: chunked");
+      const child = execFile("curl", args, { timeout: 30_000 }, () => {});
+      let stdout = "";
+      child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+      child.stdin!.on("error", () => {}); // curl may stop reading its input once it has the answer
+      child.stdin!.end(Buffer.alloc(SIXTEEN_MIB, " "));
+      const [code] = (await once(child, "close")) as [number];
+      const [body, status] = stdout.split("\n");
+      assert.equal(code, 0, `curl exited ${code}: ${stdout}`);
+      assert.equal(status, "413");
+      assert.equal(JSON.parse(body!).error.code, "payload_too_large");
+    }
+  } finally {
+    await server.close();
+  }
+});
+
 test("Python's urllib posting 16 MiB over --max-body reads the 413 (not Broken pipe)", { timeout: 60_000 }, async () => {
   const server = await startTestServer();
   // urllib sends the whole body before it reads a byte of the answer, and asks for Connection: close.
