@@ -235,7 +235,7 @@ describe("update-many with $set, $inc and $unset", () => {
       const refused = await bounded.call("PATCH", "/api/apps/x/entities/Counter/update-many", { body: { query: { n: 9 }, data: { $inc: { n: 2 } } } });
       assert.equal(refused.status, 400);
       assert.equal(refused.body.error.code, "invalid_field");
-      assert.equal(refused.body.error.details.existing_id, created.body.id);
+      assert.equal(refused.body.error.details.id, created.body.id);
       assert.equal((await bounded.call("GET", `/api/entities/Counter/${created.body.id}`)).body.n, 9);
     } finally {
       await bounded.close();
