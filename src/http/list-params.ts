@@ -33,8 +33,6 @@ export interface ListDialect {
   readonly sortParameters: readonly string[];
   /** Records per page when no limit is given. */
   defaultLimit(caller: Caller): number;
-  /** A limit over the caller's maximum is capped (the SDK's documentation) rather than refused. */
-  readonly capsLimit: boolean;
   /** Every sort pages by cursor (its value and id are the position), not only the time-ordered ones. */
   readonly cursorsForEverySort: boolean;
 }
@@ -43,7 +41,6 @@ export const NATIVE_LIST: ListDialect = {
   parameters: ["q", "search", "sort_by", "fields", "limit", "cursor", "skip", "count", "deleted"],
   sortParameters: ["sort_by"],
   defaultLimit: () => DEFAULT_LIMIT,
-  capsLimit: false,
   cursorsForEverySort: false,
 };
 
@@ -226,9 +223,10 @@ function parseInteger(query: URLSearchParams, name: string, min: number, max: nu
 function parseLimit(query: URLSearchParams, caller: Caller, dialect: ListDialect): number {
   const max = caller.kind === "secret" ? MAX_LIMIT_SECRET : MAX_LIMIT_PUBLISHABLE;
   const text = query.get("limit");
-  if (text !== null && /^\d+$/.test(text) && Number(text) > max) {
-    if (dialect.capsLimit) return max;
-    if (caller.kind !== "secret") throw invalidParameter("limit", `A publishable key may ask for at most ${max} records per page (got ${text}); page with the cursor instead.`);
+  // Refused on both prefixes, never capped: a client asking for more than it may get would take a
+  // short page for the whole list. Only a list that sends no limit gets the key's maximum (the SDK's).
+  if (text !== null && /^\d+$/.test(text) && Number(text) > max && caller.kind !== "secret") {
+    throw invalidParameter("limit", `A publishable key may ask for at most ${max} records per page (got ${text}); send limit=${max} or less and page with the cursor.`);
   }
   return parseInteger(query, "limit", 1, max) ?? dialect.defaultLimit(caller);
 }

@@ -67,14 +67,12 @@ export function sdkMount(appId: string | null): Mount {
       parameters: ["q", "search", "sort", "sort_by", "fields", "limit", "cursor", "skip", "count", "deleted"],
       sortParameters: ["sort", "sort_by"],
       defaultLimit: (caller) => (caller.kind === "secret" ? MAX_LIMIT_SECRET : MAX_LIMIT_PUBLISHABLE),
-      capsLimit: true,
       cursorsForEverySort: true,
     },
     pages: {
       parameters: ["q", "search", "sort", "sort_by", "fields", "limit", "cursor", "deleted"],
       sortParameters: ["sort", "sort_by"],
       defaultLimit: () => DEFAULT_LIMIT,
-      capsLimit: true,
       cursorsForEverySort: true,
     },
     checkPath(ctx) {

@@ -558,7 +558,7 @@ function deleteManyOperation(entity: EntityDef): Json {
 function sdkListOperation(entity: EntityDef): Json {
   const parameters = listParameters(entity).map((parameter) => (parameter.name === "sort_by" ? { ...parameter, name: "sort" } : parameter));
   const limit = parameters.find((parameter) => parameter.name === "limit")!;
-  limit.description = `Records per page: by default, and at most, ${MAX_LIMIT_SECRET} with a secret key and ${MAX_LIMIT_PUBLISHABLE} with a publishable key (a larger limit is capped). Every sort pages by cursor here.`;
+  limit.description = `Records per page: by default, and at most, ${MAX_LIMIT_SECRET} with a secret key and ${MAX_LIMIT_PUBLISHABLE} with a publishable key (a larger limit is 400 \`invalid_parameter\`). Every sort pages by cursor here.`;
   limit.schema = { type: "integer", minimum: 1 };
   return operation({
     verb: "list", entity, summary: `List ${entity.name} records (the SDK's list() and filter())`, parameters,
@@ -575,7 +575,7 @@ function pageOperation(entity: EntityDef): Json {
   const parameters = [
     ...listParameters(entity).filter((parameter) => ["q", "search", "fields", "deleted"].includes(String(parameter.name))),
     query("sort", "One field, `-` for descending, `+` or nothing for ascending. Every sort pages by cursor.", { type: "string", default: "-created_date" }),
-    query("limit", `Items per page: default ${DEFAULT_LIMIT}; at most ${MAX_LIMIT_SECRET} records (${MAX_LIMIT_PUBLISHABLE} with a publishable key), larger limits are capped.`, { type: "integer", minimum: 1 }),
+    query("limit", `Items per page: default ${DEFAULT_LIMIT}; at most ${MAX_LIMIT_SECRET} records (${MAX_LIMIT_PUBLISHABLE} with a publishable key); a larger limit is 400 \`invalid_parameter\`.`, { type: "integer", minimum: 1 }),
     query("cursor", "`next_cursor` of the previous page. It carries the walk: send it with `limit` alone.", { type: "string" }),
     query("distinct", "A field: the items are then its distinct values among the matching records, ascending (array fields contribute each element), up to 1,000 a page (default 100). Takes `q`, `limit` and `cursor` only.", { type: "string" }),
   ];

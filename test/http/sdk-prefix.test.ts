@@ -83,7 +83,7 @@ describe("--app-id", () => {
 });
 
 describe("the array list", () => {
-  test("takes sort (and +field), defaults to every record up to 5,000, and caps a larger limit", async () => {
+  test("takes sort (and +field), defaults to every record up to 5,000, and refuses a larger limit", async () => {
     await createTasks(Array.from({ length: 120 }, (_, i) => ({ title: `t${String(i).padStart(3, "0")}`, priority: i % 7 })));
     const all = await server.call("GET", `${A}?sort=%2Btitle`);
     assert.equal(all.status, 200, all.text);
@@ -95,16 +95,25 @@ describe("the array list", () => {
     const both = await server.call("GET", `${A}?sort=title&sort_by=title`);
     assert.equal(both.status, 400);
     assert.equal(both.body.error.code, "invalid_parameter");
-    assert.equal((await server.call("GET", `${A}?limit=999999`)).body.length, 120);
+    const over = await server.call("GET", `${A}?limit=5001`);
+    assert.equal(over.status, 400, over.text);
+    assert.equal(over.body.error.code, "invalid_parameter");
+    assert.equal(over.body.error.details.parameter, "limit");
+    assert.equal((await server.call("GET", `${A}?limit=5000`)).body.length, 120);
   });
 
-  test("a publishable key's limit over 500 is capped, not refused (natively it is refused)", async () => {
+  // Issue 39 item 5: the SDK prefix capped it, answering 500 records to a client that asked for 501.
+  test("a publishable key's limit over 500 is refused on both prefixes; sent no limit, it gets 500", async () => {
     await createTasks(Array.from({ length: 510 }, (_, i) => ({ title: `t${i}` })));
-    const capped = await server.call("GET", `${A}?limit=600`, { apiKey: PUBLISHABLE });
-    assert.equal(capped.status, 200, capped.text);
-    assert.equal(capped.body.length, 500);
+    for (const path of [`${A}?limit=501`, `${N}?limit=501`, `${A}/v2/list?limit=501`]) {
+      const refused = await server.call("GET", path, { apiKey: PUBLISHABLE });
+      assert.equal(refused.status, 400, `${path}: ${refused.text}`);
+      assert.equal(refused.body.error.code, "invalid_parameter", path);
+      assert.equal(refused.body.error.details.parameter, "limit", path);
+      assert.match(refused.body.error.message, /at most 500 records per page \(got 501\)/, path);
+    }
+    assert.equal((await server.call("GET", `${A}?limit=500`, { apiKey: PUBLISHABLE })).body.length, 500);
     assert.equal((await server.call("GET", A, { apiKey: PUBLISHABLE })).body.length, 500);
-    assert.equal((await server.call("GET", `${N}?limit=600`, { apiKey: PUBLISHABLE })).status, 400);
   });
 
   test("sort names its parameter in errors", async () => {

@@ -52,6 +52,15 @@ describe("records, one at a time", () => {
   });
 });
 
+// Issue 39 item 5: a publishable key's list with limit 501 resolved to 500 records.
+test("a publishable key's list(sort, 501) is refused 400 invalid_parameter; list() with no limit gets 500", async () => {
+  await Task.bulkCreate(Array.from({ length: 501 }, (_, i) => ({ title: `t${i}` })));
+  const refused = await refusal(PublicTask.list("-created_date", 501));
+  assert.deepEqual([refused.status, refused.code], [400, "invalid_parameter"]);
+  assert.equal((await PublicTask.list("-created_date")).length, 500);
+  assert.equal((await PublicTask.list("-created_date", 500)).length, 500);
+});
+
 describe("reading many", () => {
   beforeEach(async () => {
     await Task.bulkCreate(Array.from({ length: 12 }, (_, i) => ({ title: `t${String(i).padStart(2, "0")}`, priority: i % 3, tags: i % 2 ? ["odd"] : ["even"] })));
