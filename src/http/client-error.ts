@@ -42,26 +42,47 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Socket):
     socket.destroy();
     return;
   }
-  refuseAfterOwedAnswers(socket, refusalOf(error));
+  refuseAfterOwedAnswers(socket, refusalOf(error), isHeadRequest(error as ParserError, socket));
+}
+
+type ParserError = NodeJS.ErrnoException & { rawPacket?: Buffer; bytesParsed?: number };
+
+/**
+ * Whether the request the parser choked on is a HEAD, whose answer has no body: a client reading
+ * one after it takes the body for the next answer on the connection, and fails. The method is the
+ * owed response's when its head was read whole (bad body framing), else the first word of the
+ * request line before the error in the bytes the parser was given (a header line's first word ends
+ * with ":"). A request line in an earlier packet is not seen: that answer keeps its body.
+ */
+function isHeadRequest(error: ParserError, socket: HttpSocket): boolean {
+  const owed = socket._httpMessage;
+  if (owed && !owed.req.complete) return owed.req.method === "HEAD";
+  if (!error.rawPacket || error.bytesParsed === undefined) return false;
+  const lines = error.rawPacket.subarray(0, error.bytesParsed + 1).toString("latin1").split("\n");
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const word = /^([^\s:]+)(:)? /.exec(lines[i]!);
+    if (word && word[2] === undefined) return word[1] === "HEAD";
+  }
+  return false;
 }
 
 /** server.on("connect"): tabula is no proxy. */
 export function answerConnect(req: IncomingMessage, socket: Socket): void {
   refused.add(socket);
-  refuseAfterOwedAnswers(socket, methodNotAllowed(req.method ?? "CONNECT", SERVED_METHODS));
+  refuseAfterOwedAnswers(socket, methodNotAllowed(req.method ?? "CONNECT", SERVED_METHODS), false);
 }
 
 /** node:http keeps the response it is writing, or will write next, on the socket. */
 type HttpSocket = Socket & { _httpMessage?: ServerResponse | null };
 
-function refuseAfterOwedAnswers(socket: HttpSocket, refusal: ApiError): void {
+function refuseAfterOwedAnswers(socket: HttpSocket, refusal: ApiError, isHead: boolean): void {
   const owed = socket._httpMessage;
   if (owed && !owed.closed && owed.req.complete) {
     // A request read whole and still being answered, or answered whole but not yet let go of the
     // socket (its "finish" comes a tick after its last byte is written: a pipelined answer that
     // was ready before its turn is); node:http hands the socket to the next response in line (if
     // any) before this one's "close", so look again then.
-    owed.once("close", () => refuseAfterOwedAnswers(socket, refusal));
+    owed.once("close", () => refuseAfterOwedAnswers(socket, refusal, isHead));
     return;
   }
   // Left: no response, or the one whose body the parser choked on, which gets the refusal as its
@@ -70,7 +91,7 @@ function refuseAfterOwedAnswers(socket: HttpSocket, refusal: ApiError): void {
     socket.destroy();
     return;
   }
-  if (!owed?.headersSent) socket.write(replyMessage(errorReply(refusal)));
+  if (!owed?.headersSent) socket.write(replyMessage(errorReply(refusal), isHead));
   socket.end();
   // Reading goes on until the client closes its side too (or LINGER_MS), so that closing sends
   // no reset over bytes it is still sending, which could destroy the answer before it is read.

@@ -84,11 +84,11 @@ function headersOf(reply: Reply, hasLength = true): string[] {
 
 /**
  * A reply as the bytes of a whole HTTP/1.1 response, for a socket node:http has no response object
- * for (client-error.ts). It closes the connection.
+ * for (client-error.ts). It closes the connection. The answer to a HEAD has the headers alone.
  */
-export function replyMessage(reply: Reply): string {
+export function replyMessage(reply: Reply, isHead = false): string {
   const headers = headersOf({ ...reply, headers: { ...reply.headers, Connection: "close" } });
   let head = `HTTP/1.1 ${reply.status} ${STATUS_CODES[reply.status] ?? ""}\r\n`;
   for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
-  return `${head}\r\n${reply.body ?? ""}`;
+  return `${head}\r\n${isHead ? "" : (reply.body ?? "")}`;
 }

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { request } from "node:http";
 import { after, before, test } from "node:test";
 import { exchangeRaw, type RawResponse } from "../support/raw-http.ts";
 import { SECRET, startTestServer, type TestServer } from "../support/server.ts";
@@ -52,6 +53,42 @@ test("requests the HTTP parser refuses are answered with the JSON error envelope
     assert.equal(rest, "", `${label}: nothing after the answer`);
   }
   assert.deepEqual((await server.call("GET", T)).body, [], "none of them stored anything");
+});
+
+// Issue 39 item 6: the refusal of a HEAD carried its JSON body, which node's client, expecting
+// none, read as a broken next answer (HPE_CLOSED_CONNECTION).
+test("a HEAD the parser refuses is answered 400 with the headers alone: no body, and node's client reads it", async () => {
+  const cases: Array<[label: string, raw: string]> = [
+    ["a bad request target", "HEAD 127.0.0.1:80 HTTP/1.1\r\nHost: x\r\n\r\n"],
+    ["a NUL in a header", "HEAD /health HTTP/1.1\r\nHost: x\r\nX-A: a\0b\r\n\r\n"],
+    ["after a pipelined GET", "GET /health HTTP/1.1\r\nHost: x\r\n\r\nHEAD 127.0.0.1:80 HTTP/1.1\r\nHost: x\r\n\r\n"],
+  ];
+  for (const [label, raw] of cases) {
+    // parseResponses reads Content-Length bytes of body, which a HEAD's answer does not have: the
+    // refusal is left in `rest`, whole, after the GET's answer when there is one.
+    const { responses, rest } = await exchangeRaw(server.url, raw);
+    assert.deepEqual(responses.map((response) => response.status), label.includes("GET") ? [200] : [], label);
+    const [head, body] = rest.split("\r\n\r\n");
+    assert.match(head!, /^HTTP\/1\.1 400 /, label);
+    assert.match(head!, /\r\nConnection: close(\r\n|$)/i, label);
+    assert.match(head!, /\r\nContent-Type: application\/json/i, label);
+    // The head of a HEAD's answer is the GET's: its Content-Length says what the body would hold.
+    assert.ok(Number(/\r\nContent-Length: (\d+)/i.exec(head!)?.[1]) > 0, `${label}: ${head}`);
+    assert.equal(body, "", `${label}: no body after the head`);
+  }
+  const { port } = new URL(server.url);
+  const answer = await new Promise<string>((resolve) => {
+    const req = request({ host: "127.0.0.1", port, method: "HEAD", path: "127.0.0.1:80" }, (res) => {
+      res.resume();
+      res.once("end", () => resolve(`status ${res.statusCode}`));
+    });
+    req.once("error", (error: NodeJS.ErrnoException) => resolve(`error ${error.code ?? error.message}`));
+    req.end();
+  });
+  assert.equal(answer, "status 400");
+  // And a GET's refusal keeps its body.
+  const { responses } = await exchangeRaw(server.url, "GET 127.0.0.1:80 HTTP/1.1\r\nHost: x\r\n\r\n");
+  assertJsonError(responses[0], 400, "invalid_request", "GET");
 });
 
 test("CONNECT is answered 405 method_not_allowed with Allow, in JSON", async () => {
