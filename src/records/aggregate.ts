@@ -7,6 +7,8 @@ import { compareSortKeys, toSortKey, type EntityDef } from "../schema/fields.ts"
 import type { Row, Store } from "../store/store.ts";
 import type { AggregateSpec, GroupColumn, HavingTest, Measure } from "./aggregate-spec.ts";
 import { bucketLabel, bucketOf } from "./date-bucket.ts";
+import { ExactSum } from "./exact-sum.ts";
+import { ApiError } from "../errors.ts";
 
 export interface AggregateResult {
   /** One row per group: the group columns by name, then `count` and the measures. */
@@ -20,9 +22,8 @@ type GroupValue = string | number | boolean | null;
 
 /** One measure's running state in one group; one shape for every measure, so that its code stays monomorphic. */
 interface MeasureState {
-  /** sum/avg: the running sum and its Neumaier compensation. */
-  sum: number;
-  carry: number;
+  /** sum/avg: the exact running sum. */
+  total: ExactSum | null;
   /** sum/avg: values added; min/max: whether `best` holds one. */
   n: number;
   best: unknown;
@@ -166,7 +167,7 @@ function isOfKind(kind: ValueKind, value: unknown): boolean {
 }
 
 function newState(): MeasureState {
-  return { sum: 0, carry: 0, n: 0, best: null, bestKey: null, seen: null };
+  return { total: null, n: 0, best: null, bestKey: null, seen: null };
 }
 
 type Accumulator = (state: MeasureState, row: Row) => void;
@@ -179,10 +180,8 @@ function accumulatorOf(measure: Measure): Accumulator {
       return (state, row) => {
         const value = row.data[field];
         if (typeof value !== "number") return;
-        // Neumaier's compensated sum: adding many decimals loses far less than plain addition.
-        const sum = state.sum + value;
-        state.carry += Math.abs(state.sum) >= Math.abs(value) ? state.sum - sum + value : value - sum + state.sum;
-        state.sum = sum;
+        // Exact, so that the answer does not hang on the order the store reads rows in.
+        (state.total ??= new ExactSum()).add(value);
         state.n++;
       };
     case "min":
@@ -218,12 +217,12 @@ function accumulatorOf(measure: Measure): Accumulator {
 }
 
 /** Empty measures: a sum of no numbers is 0; an average, minimum or maximum of none is null. */
-function resultOf(measure: Measure, state: MeasureState): unknown {
+function resultOf(measure: Measure, state: MeasureState, group: Record<string, unknown>): unknown {
   switch (measure.op) {
     case "sum":
-      return state.sum + state.carry;
+      return finite(measure, state.total?.value() ?? 0, group);
     case "avg":
-      return state.n === 0 ? null : (state.sum + state.carry) / state.n;
+      return state.n === 0 ? null : finite(measure, state.total!.mean(state.n), group);
     case "min":
     case "max":
       return state.n === 0 ? null : state.best;
@@ -238,9 +237,25 @@ function rowOf(spec: AggregateSpec, group: Group): Record<string, unknown> {
     const value = group.values[i]!;
     row[column.name] = column.bucket !== null && value !== null ? bucketLabel(column.bucket, value as number) : value;
   });
+  const columns = { ...row };
   if (spec.count) row.count = group.count;
-  spec.measures.forEach((measure, i) => (row[measure.name] = resultOf(measure, group.states[i]!)));
+  spec.measures.forEach((measure, i) => (row[measure.name] = resultOf(measure, group.states[i]!, columns)));
   return row;
+}
+
+/**
+ * A sum or mean past ±1.8e308 has no JSON number: refused, the same on every store and in any
+ * order (a running sum that overflowed on the way, and came back, is exact: see exact-sum.ts).
+ */
+function finite(measure: Measure, value: number, group: Record<string, unknown>): number {
+  if (Number.isFinite(value)) return value;
+  const where = Object.keys(group).length === 0 ? "" : ` in the group ${JSON.stringify(group)}`;
+  throw new ApiError(
+    400,
+    "invalid_parameter",
+    `The ${measure.op} of ${measure.field}${where} is ${value > 0 ? "over" : "under"} ${value > 0 ? "" : "-"}1.8e308, past what a JSON number holds; narrow "query", or group by a field that splits it.`,
+    { parameter: measure.op, field: measure.field, group },
+  );
 }
 
 /** `having`'s conditions, ANDed, over a row's columns: the comparison rules of filters (CONTRACT §6). */

@@ -361,3 +361,52 @@ describe("bad specs", () => {
     assertError(await server.call("POST", "/api/entities/Nope/aggregate", { body: {} }), 404, "entity_not_found");
   });
 });
+
+// Issue 39 item 8: sums hung on the order a store reads rows in (1e308, 1e308, −1e308 gave null
+// one way and 1e308 the other; decimals differed in their last digit between stores).
+describe("sums and means are exact, whatever the order of the rows", () => {
+  let scores: TestServer;
+  before(async () => {
+    scores = await startTestServer({ schema: { Score: { properties: { score: { type: "number" }, batch: { type: "string" } } } } });
+    const batches: Record<string, number[]> = {
+      up: [1e308, 1e308, -1e308],
+      down: [1e308, -1e308, 1e308],
+      decimals: [0.1, 12.3456789, 0.2, 1e-7, 333.33, 0.7],
+      shuffled: [0.7, 1e-7, 333.33, 0.2, 12.3456789, 0.1],
+      over: [1e308, 1e308],
+    };
+    for (const [batch, values] of Object.entries(batches)) {
+      for (const score of values) assert.equal((await scores.call("POST", "/api/entities/Score", { body: { score, batch } })).status, 201);
+    }
+  });
+  after(() => scores.close());
+
+  const measure = async (batch: string, spec: Record<string, unknown>) => {
+    const answer = await scores.call("POST", "/api/entities/Score/aggregate", { body: { query: { batch }, ...spec } });
+    assert.equal(answer.status, 200, answer.text);
+    return answer.body.rows[0];
+  };
+
+  test("1e308 + 1e308 − 1e308 is 1e308 in either order, and its mean a third of it", async () => {
+    for (const batch of ["up", "down"]) {
+      assert.deepEqual(await measure(batch, { sum: "score", avg: "score" }), { count: 3, sum_score: 1e308, avg_score: 1e308 / 3 }, batch);
+    }
+  });
+
+  test("decimals sum to the exact sum rounded once, the same in any order", async () => {
+    // 0.1 + 12.3456789 + 0.2 + 1e-7 + 333.33 + 0.7 summed exactly (as decimals of the doubles), rounded once.
+    const exact = 346.675679; // plain addition in the first order gives 346.67567899999995
+    for (const batch of ["decimals", "shuffled"]) {
+      assert.deepEqual(await measure(batch, { sum: "score", avg: "score" }), { count: 6, sum_score: exact, avg_score: exact / 6 }, batch);
+    }
+  });
+
+  test("a sum past what a JSON number holds is 400 invalid_parameter, naming the field; its mean is still answered", async () => {
+    const refused = await scores.call("POST", "/api/entities/Score/aggregate", { body: { query: { batch: "over" }, sum: "score" } });
+    assert.equal(refused.status, 400, refused.text);
+    assert.equal(refused.body.error.code, "invalid_parameter");
+    assert.deepEqual(refused.body.error.details, { parameter: "sum", field: "score", group: {} });
+    assert.match(refused.body.error.message, /The sum of score is over 1\.8e308/);
+    assert.deepEqual(await measure("over", { avg: "score" }), { count: 2, avg_score: 1e308 });
+  });
+});
