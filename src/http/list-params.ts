@@ -3,7 +3,7 @@
 // (CONTRACT §6): parameters it binds may be omitted on later pages, and sending different ones is
 // invalid_cursor.
 
-import { forbidden, invalidCursor, invalidParameter } from "../errors.ts";
+import { ApiError, forbidden, invalidCursor, invalidParameter } from "../errors.ts";
 import { decodeCursor, decodeDistinctCursor, encodeCursor, encodeDistinctCursor, type DistinctWalk, type Walk } from "../query/cursor.ts";
 import { parseFieldSelection } from "../query/fields.ts";
 import { parseFilterText, type FieldAccess } from "../query/filter.ts";
@@ -13,7 +13,7 @@ import type { Caller } from "../records/caller.ts";
 import { EXPORT_FORMATS, isExportFormat, type ExportFormat } from "../records/export-format.ts";
 import { DEFAULT_DISTINCT_LIMIT, isDistinctValue, MAX_DISTINCT_LIMIT, resolveDistinctField, type DistinctAnswer, type DistinctRequest } from "../records/distinct.ts";
 import type { ListAnswer, ListRequest } from "../records/records.ts";
-import type { EntityDef } from "../schema/fields.ts";
+import { isPlatformField, type EntityDef } from "../schema/fields.ts";
 import type { NextPage } from "./results.ts";
 import type { DeletedFilter } from "../store/store.ts";
 
@@ -58,7 +58,7 @@ export function accessOf(caller: Caller): FieldAccess {
 }
 
 export function parseListParams(entity: EntityDef, query: URLSearchParams, caller: Caller, dialect: ListDialect = NATIVE_LIST): ListPlan {
-  checkParameterNames(query, dialect.parameters);
+  checkParameterNames(query, dialect.parameters, entity);
   const access = accessOf(caller);
   const cursorText = query.get("cursor");
   const sortParameter = sortParameterOf(query, dialect);
@@ -95,7 +95,7 @@ export function parseListParams(entity: EntityDef, query: URLSearchParams, calle
 
 /** The filter of a count request: `q` and `search`, ANDed. */
 export function parseCountParams(entity: EntityDef, query: URLSearchParams, caller: Caller): FilterNode | null {
-  checkParameterNames(query, COUNT_PARAMETERS);
+  checkParameterNames(query, COUNT_PARAMETERS, entity);
   return combine(parseFilterText(entity, query.get("q"), accessOf(caller)), searchNode(entity, query.get("search")));
 }
 
@@ -106,7 +106,7 @@ export interface ExportRequest {
 
 /** An export's format (ndjson when not given) and its filter: `q` and `search`, as a count's. */
 export function parseExportParams(entity: EntityDef, query: URLSearchParams, caller: Caller): ExportRequest {
-  checkParameterNames(query, EXPORT_PARAMETERS);
+  checkParameterNames(query, EXPORT_PARAMETERS, entity);
   const format = query.get("format") ?? "ndjson";
   if (!isExportFormat(format)) throw invalidParameter("format", `Parameter format must be one of ${EXPORT_FORMATS.join(", ")} (got "${format}").`);
   return { format, filter: combine(parseFilterText(entity, query.get("q"), accessOf(caller)), searchNode(entity, query.get("search"))) };
@@ -135,7 +135,7 @@ export interface DistinctPlan {
 
 /** The parameters of GET …/distinct/<field>: `q`, `limit` (1 to 1,000, default 100) and `cursor`. */
 export function parseDistinctParams(entity: EntityDef, fieldName: string, query: URLSearchParams, caller: Caller): DistinctPlan {
-  checkParameterNames(query, DISTINCT_PARAMETERS);
+  checkParameterNames(query, DISTINCT_PARAMETERS, entity);
   const access = accessOf(caller);
   const field = resolveDistinctField(entity, fieldName, access);
   const sent: DistinctWalk = { entity: entity.name, field: fieldName, q: query.get("q") };
@@ -203,13 +203,28 @@ function combine(a: FilterNode | null, b: FilterNode | null): FilterNode | null 
   return { type: "and", nodes: [a, b] };
 }
 
-function checkParameterNames(query: URLSearchParams, known: readonly string[]): void {
+function checkParameterNames(query: URLSearchParams, known: readonly string[], entity: EntityDef): void {
   const seen = new Set<string>();
   for (const name of query.keys()) {
-    if (!known.includes(name)) throw invalidParameter(name, `Unknown parameter "${name}". This endpoint takes: ${known.join(", ")}.`);
+    if (!known.includes(name)) throw unknownParameter(query, name, known, entity);
     if (seen.has(name)) throw invalidParameter(name, `Parameter "${name}" is given twice; give it once.`);
     seen.add(name);
   }
+}
+
+/**
+ * An unknown parameter; one named like a field (json-server's `?status=todo`) is answered with the
+ * filter it meant, in q.
+ */
+function unknownParameter(query: URLSearchParams, name: string, known: readonly string[], entity: EntityDef): ApiError {
+  const takes = `This endpoint takes: ${known.join(", ")}.`;
+  const field = entity.fields.get(name) ?? (isPlatformField(name) ? name : undefined);
+  if (field === undefined) return invalidParameter(name, `Unknown parameter "${name}". ${takes}`);
+  const text = query.get(name)!;
+  const isTyped = typeof field !== "string" && (field.type === "number" || field.type === "integer" || field.type === "boolean");
+  const value: unknown = isTyped && /^(-?\d+(\.\d+)?|true|false)$/.test(text) ? JSON.parse(text) : text;
+  const q = JSON.stringify({ [name]: value });
+  return invalidParameter(name, `Unknown parameter "${name}": to list records whose ${name} is ${JSON.stringify(value)}, filter with q=${q} (URL-encoded: q=${encodeURIComponent(q)}). ${takes}`);
 }
 
 function parseInteger(query: URLSearchParams, name: string, min: number, max: number): number | null {

@@ -4,7 +4,7 @@
 // same batch. Each new version names the revision it replaces, so the store refuses a Change built
 // from a state that another write has since replaced (Store.commit); the caller then builds it again.
 
-import { entityNotFound, recordNotFound } from "../errors.ts";
+import { entityNotFound, invalidJson, recordNotFound } from "../errors.ts";
 import { stringifyDeep } from "../json-depth.ts";
 import type { FilterNode, SortPosition } from "../query/filter-tree.ts";
 import type { Schema } from "../schema/load.ts";
@@ -117,6 +117,9 @@ export class Records {
   }
 
   create(entity: EntityDef, body: unknown, caller: Caller): Change<Row> {
+    if (Array.isArray(body)) {
+      throw invalidJson(`The body is an array, and this creates one record; to create ${body.length === 1 ? "it" : `these ${body.length}`} in one all-or-nothing batch, POST the array to …/${entity.name}/bulk instead, or send one JSON object here.`);
+    }
     const row = this.newRow(validateCreate(entity, body), caller, Date.now());
     return { entity, puts: [{ entity: entity.name, row, replaces: 0 }], result: row };
   }

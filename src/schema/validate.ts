@@ -1,7 +1,7 @@
 // Checks written bodies against a declaration (SPEC §2 rules 1–3, CONTRACT §2 and §5) and returns
 // the values to store. Pure: it never touches the store, so a refused write changes nothing.
 
-import { invalidField, invalidJson, readOnlyField, unknownField } from "../errors.ts";
+import { ApiError, invalidField, invalidJson, readOnlyField, unknownField } from "../errors.ts";
 import { isDateOnly, isPlatformField, parseDateValue, type EntityDef, type FieldDef } from "./fields.ts";
 
 const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -84,15 +84,19 @@ function normalize(field: FieldDef, value: unknown): unknown {
 
 /**
  * Checks a write body and returns the changes it makes: declared field → value to store, or
- * undefined to clear the field (a written null means "no value").
+ * undefined to clear the field (a written null means "no value"). Refuses every bad member at once.
  */
 export function validateChanges(entity: EntityDef, body: unknown): Map<string, unknown> {
   const members = bodyObject(entity, body);
   const changes = new Map<string, unknown>();
+  const problems: ApiError[] = [];
   for (const name of Object.keys(members)) {
     const value = members[name];
-    changes.set(name, storedValue(checkMember(entity, name, value), value));
+    const checked = checkMember(entity, name, value);
+    if (checked instanceof ApiError) problems.push(checked);
+    else changes.set(name, storedValue(checked, value));
   }
+  if (problems.length > 0) throw refusalOf(problems);
   return changes;
 }
 
@@ -100,14 +104,38 @@ export function validateChanges(entity: EntityDef, body: unknown): Map<string, u
 export function validateCreate(entity: EntityDef, body: unknown): Record<string, unknown> {
   const members = bodyObject(entity, body);
   // Refusals come in body order (as for an update), then missing required fields in declaration order.
-  for (const name of Object.keys(members)) checkMember(entity, name, members[name]);
+  const problems: ApiError[] = [];
+  for (const name of Object.keys(members)) {
+    const checked = checkMember(entity, name, members[name]);
+    if (checked instanceof ApiError) problems.push(checked);
+  }
+  const fitting = problems.length === 0 ? members : withoutRefused(members, problems);
   const values: Record<string, unknown> = {};
   for (const field of entity.fields.values()) {
-    const value = Object.hasOwn(members, field.name) ? storedValue(field, members[field.name]) : field.default;
-    if (value !== undefined) values[field.name] = value;
-    else if (field.required) throw invalidField(field.name, `is required; add it to the body.`);
+    const value = Object.hasOwn(members, field.name) ? fitting[field.name] : field.default;
+    if (value !== undefined && value !== null) values[field.name] = storedValue(field, value);
+    else if (field.required && !Object.hasOwn(members, field.name)) problems.push(invalidField(field.name, `is required; add it to the body.`));
   }
+  if (problems.length > 0) throw refusalOf(problems);
   return values;
+}
+
+/** The members no problem names, so that a refused value is never converted. */
+function withoutRefused(members: Record<string, unknown>, problems: readonly ApiError[]): Record<string, unknown> {
+  const refused = new Set(problems.map((problem) => problem.details.field));
+  return Object.fromEntries(Object.entries(members).filter(([name]) => !refused.has(name)));
+}
+
+/**
+ * One refusal for every bad member of a body, so that a form or a batch is mended in one round
+ * trip: the first problem's code, message and details, and all of them in details.errors.
+ */
+function refusalOf(problems: readonly ApiError[]): ApiError {
+  const first = problems[0]!;
+  const errors = problems.map((problem) => ({ field: problem.details.field, code: problem.code, message: problem.message }));
+  const others = problems.slice(1).map((problem) => `"${String(problem.details.field)}"`);
+  const message = others.length === 0 ? first.message : `${first.message} ${others.length === 1 ? "Field" : "Fields"} ${others.join(", ")} ${others.length === 1 ? "is" : "are"} refused too: details.errors lists each.`;
+  return new ApiError(first.status, first.code, message, { ...first.details, errors });
 }
 
 function bodyObject(entity: EntityDef, body: unknown): Record<string, unknown> {
@@ -117,16 +145,16 @@ function bodyObject(entity: EntityDef, body: unknown): Record<string, unknown> {
   return body as Record<string, unknown>;
 }
 
-/** The declared field a written member sets, once its value is known to fit; throws otherwise. */
-function checkMember(entity: EntityDef, name: string, value: unknown): FieldDef {
+/** The declared field a written member sets, once its value is known to fit; else why it cannot. */
+function checkMember(entity: EntityDef, name: string, value: unknown): FieldDef | ApiError {
   const field = entity.fields.get(name); // never a platform field: load.ts refuses to declare one
-  if (!field) throw isPlatformField(name) ? readOnlyField(name) : unknownField(name, [...entity.fieldNames], entity.name);
+  if (!field) return isPlatformField(name) ? readOnlyField(name) : unknownField(name, [...entity.fieldNames], entity.name);
   if (value === null) {
-    if (field.required) throw invalidField(name, `is required and cannot be null; give it a value.`);
+    if (field.required) return invalidField(name, `is required and cannot be null; give it a value.`);
     return field;
   }
   const problem = checkFieldValue(field, value);
-  if (problem) throw invalidField(name, `${problem} (got ${describe(value)}).`, { value });
+  if (problem) return invalidField(name, `${problem} (got ${describe(value)}).`, { value });
   return field;
 }
 
