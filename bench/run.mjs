@@ -134,7 +134,15 @@ async function main() {
     }
     if (only("W2")) {
       const q = encodeURIComponent(JSON.stringify({ status: "todo" }));
-      rows.push(row("W2 list status=todo, sort -priority, limit 100", options.connections, await measure([get(`/api/entities/Task?q=${q}&sort_by=-priority&limit=100`)]), "target ≥ 4,000 req/s"));
+      const w2Path = `/api/entities/Task?q=${q}&sort_by=-priority&limit=100`;
+      const identity = await measure([get(w2Path)]);
+      rows.push(row("W2 list status=todo, sort -priority, limit 100", options.connections, identity, `target ≥ 4,000 req/s; ${fmt(identity.bytes / identity.count)} bytes an answer`));
+      // Compressed answers (http/compression.ts), in the same run: bytes on the wire against req/s.
+      for (const coding of ["gzip", "br"]) {
+        const packed = await measure([buildRequest("GET", w2Path, { headers: { "X-Api-Key": SECRET_KEY, "Accept-Encoding": coding } })]);
+        rows.push(row(`W2 with Accept-Encoding: ${coding}`, options.connections, packed,
+          `${fmt(packed.bytes / packed.count)} bytes an answer (${pct(packed.bytes / packed.count / (identity.bytes / identity.count))} of plain), ${pct(packed.rate / identity.rate)} of plain req/s`));
+      }
     }
     if (only("W3")) {
       const deepCursor = await walkToDepth(server, Math.floor(options.records * 0.9));

@@ -13,6 +13,7 @@ import { buildOpenApi, describeEntity } from "./http/openapi.ts";
 import { addCorsHeaders, isPreflight, parseCorsPolicy, preflightReply, type CorsPolicy } from "./http/cors.ts";
 import { headerOf, parseJsonBody, presentedApiKey, readBody, DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
 import { sendReplyLingering } from "./http/linger.ts";
+import { MIN_COMPRESSED_BYTES } from "./http/compression.ts";
 import { keepTickShape } from "./http/tick-shape.ts";
 import { clientAddress, rateLimited, RateLimiter } from "./http/rate-limit.ts";
 import { plainReadOf, PLAIN_READ_ROUTE } from "./http/plain-read.ts";
@@ -431,6 +432,8 @@ class App {
     // A view is cached for a kind of key only by a read that its access allowed (routes.ts).
     const view = this.records.cachedView(entity, read.id, caller);
     if (view === undefined || this.records.whenDurable() !== null) return false;
+    // A view long enough to compress is answered by the general path, which compresses.
+    if (view.bytes >= MIN_COMPRESSED_BYTES && headerOf(req, "accept-encoding") !== undefined) return false;
     sendView(res, view);
     // Without a log line to write, counted through the series held: no note and no Map look-ups a
     // read, 2–3% of W1 on a slow host (docs/benchmarks.md, "2026-11-26, sixth").

@@ -4,6 +4,7 @@
 import { STATUS_CODES, type ServerResponse } from "node:http";
 import { ApiError } from "../errors.ts";
 import type { RecordView } from "../records/read-cache.ts";
+import { acceptedCoding, compress, MIN_COMPRESSED_BYTES } from "./compression.ts";
 
 export interface Reply {
   readonly status: number;
@@ -32,6 +33,9 @@ export function errorReply(error: ApiError): Reply {
 }
 
 export function sendReply(res: ServerResponse, reply: Reply): void {
+  const { body } = reply;
+  // A body this long in UTF-16 units is at least as long in bytes.
+  if (body !== null && !reply.stream && body.length >= MIN_COMPRESSED_BYTES) return sendCompressible(res, reply, body);
   res.writeHead(reply.status, headersOf(reply));
   if (reply.stream && res.req.method !== "HEAD") {
     res.flushHeaders();
@@ -39,7 +43,24 @@ export function sendReply(res: ServerResponse, reply: Reply): void {
     return;
   }
   reply.cancel?.();
-  res.end(reply.body ?? undefined);
+  res.end(body ?? undefined);
+}
+
+/** A body worth compressing: compressed when the request accepts a coding; either way, Vary says so. */
+function sendCompressible(res: ServerResponse, reply: Reply, body: string): void {
+  const vary = res.getHeader("vary");
+  res.setHeader("Vary", vary === undefined ? "Accept-Encoding" : `${String(vary)}, Accept-Encoding`);
+  const coding = acceptedCoding(res.req);
+  if (coding === null) {
+    res.writeHead(reply.status, headersOf(reply));
+    res.end(body);
+    return;
+  }
+  const packed = compress(body, coding);
+  const headers = headersOf(reply, false) as unknown as Array<string | number>;
+  headers.push("Content-Encoding", coding, "Content-Length", packed.length);
+  res.writeHead(reply.status, headers as unknown as string[]);
+  res.end(packed);
 }
 
 /** A record's view as a read's 200: what sendReply sends for the view's Reply, header for header. */

@@ -1,0 +1,40 @@
+// Compressed answers: gzip or brotli, as the request's Accept-Encoding allows, for JSON bodies of
+// MIN_COMPRESSED_BYTES or more. Compressed in one synchronous call, so that the answer keeps its
+// Content-Length; streams (the change feed, exports) are never compressed here. The levels were
+// chosen by measuring a page of 100 records (docs/benchmarks.md, "Compression").
+
+import { brotliCompressSync, constants, gzipSync } from "node:zlib";
+import type { IncomingMessage } from "node:http";
+import { headerOf } from "./request.ts";
+
+/** Smaller bodies fit in a packet or two either way: compressing them costs more than it saves. */
+export const MIN_COMPRESSED_BYTES = 1024;
+export const GZIP_LEVEL = 1;
+export const BROTLI_QUALITY = 1;
+
+export type ContentCoding = "br" | "gzip";
+
+/**
+ * The coding to answer in: brotli when accepted (it packs JSON tighter at the same cost), else
+ * gzip; null for neither, or for one refused with q=0.
+ */
+export function acceptedCoding(req: IncomingMessage): ContentCoding | null {
+  const header = headerOf(req, "accept-encoding");
+  if (header === undefined) return null;
+  const weights = new Map<string, number>();
+  for (const part of header.split(",")) {
+    const [name = "", ...parameters] = part.trim().toLowerCase().split(";");
+    const q = parameters.map((parameter) => /^\s*q\s*=\s*([\d.]+)\s*$/.exec(parameter)?.[1]).find((value) => value !== undefined);
+    weights.set(name === "x-gzip" ? "gzip" : name, q === undefined ? 1 : Number(q));
+  }
+  // A coding not named takes the weight of "*", when there is one.
+  const weightOf = (coding: ContentCoding) => weights.get(coding) ?? weights.get("*") ?? 0;
+  return weightOf("br") > 0 ? "br" : weightOf("gzip") > 0 ? "gzip" : null;
+}
+
+export function compress(body: string, coding: ContentCoding): Buffer {
+  const bytes = Buffer.from(body);
+  return coding === "br"
+    ? brotliCompressSync(bytes, { params: { [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [constants.BROTLI_PARAM_SIZE_HINT]: bytes.length, [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT } })
+    : gzipSync(bytes, { level: GZIP_LEVEL });
+}
