@@ -1,25 +1,42 @@
-// Bundles the CLI into dist/tabula.mjs (runs with plain node) and the embedding API into
-// dist/tabula-api.mjs, with its types in dist/tabula-api.d.ts; both with the data browser's page.
+// Bundles tabula into dist/: the command (dist/tabula.mjs, runs with plain node) and the embedding
+// API (dist/tabula-api.mjs) as two entry points over shared chunks, so that the code ships once;
+// the API's public types in dist/tabula-api.d.ts. `npm pack` runs it first (prepack).
 import { build } from "esbuild";
 import { execFileSync } from "node:child_process";
-import { rmSync, writeFileSync } from "node:fs";
+import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tsImport } from "tsx/esm/api";
 
 rmSync("dist", { recursive: true, force: true });
-// The data browser's page (CONTRACT §12), built once by src/ui/build-page.ts (through tsx, as it
-// is TypeScript) and handed to both bundles as a constant: they never build it, nor load esbuild.
+// The data browser's page (docs/data-browser.md), built once by src/ui/build-page.ts (through tsx,
+// as it is TypeScript) and handed to the bundle as a constant: it never builds it, nor loads esbuild.
 const { buildUiPage } = await tsImport("./src/ui/build-page.ts", import.meta.url);
 const uiPage = await buildUiPage();
-// postgres is the one package a user may add (CONTRACT §10): imported at run time, only by that store.
-const common = { bundle: true, platform: "node", format: "esm", target: "node20", logLevel: "warning", external: ["postgres"], define: { __TABULA_UI_PAGE__: JSON.stringify(uiPage) } };
-await build({ ...common, entryPoints: ["src/cli.ts"], outfile: "dist/tabula.mjs", banner: { js: "#!/usr/bin/env node" } });
-await build({ ...common, entryPoints: ["src/api.ts"], outfile: "dist/tabula-api.mjs" });
-// Declarations for the API, one .d.ts per source file under dist/types (tsc's --outFile would wrap
-// them in ambient `declare module "api"` blocks, which `import ... from "tabula-server"` cannot
-// use), and dist/tabula-api.d.ts re-exporting them. TypeScript resolves the ".ts" specifiers they keep.
+await build({
+  entryPoints: { tabula: "src/cli.ts", "tabula-api": "src/api.ts" },
+  outdir: "dist",
+  outExtension: { ".js": ".mjs" },
+  splitting: true,
+  chunkNames: "chunks/[name]-[hash]",
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node20",
+  logLevel: "warning",
+  // postgres is the one package a user may add (docs/postgresql.md): imported at run time, only by that store.
+  external: ["postgres"],
+  define: { __TABULA_UI_PAGE__: JSON.stringify(uiPage) },
+  // Whitespace and syntax only: names stay, so that a stack trace still reads as the source.
+  minifyWhitespace: true,
+  minifySyntax: true,
+});
+// The command's shebang, on its file alone (esbuild's banner would put it on every chunk).
+writeFileSync("dist/tabula.mjs", `#!/usr/bin/env node\n${readFileSync("dist/tabula.mjs", "utf8")}`);
+// The public types: src/api.ts declares every type it exports without importing any other module's
+// (a check in src/api.ts keeps the implementation assignable to them), so its declaration file
+// stands alone: no internal class, no node type, usable with --strict without @types/node.
 execFileSync(process.execPath, [
-  "node_modules/typescript/bin/tsc", "src/api.ts", "--declaration", "--emitDeclarationOnly", "--outDir", "dist/types", "--rootDir", "src",
-  "--module", "ESNext", "--moduleResolution", "Bundler", "--target", "ES2022", "--allowImportingTsExtensions", "--strict",
-  "--skipLibCheck", "--types", "node",
+  "node_modules/typescript/bin/tsc", "src/public-api.ts", "--declaration", "--emitDeclarationOnly", "--outDir", "dist/types",
+  "--module", "ESNext", "--moduleResolution", "Bundler", "--target", "ES2022", "--strict", "--typeRoots", "dist/no-types",
 ], { stdio: "inherit" });
-writeFileSync("dist/tabula-api.d.ts", 'export * from "./types/api.ts";\n');
+renameSync("dist/types/public-api.d.ts", "dist/tabula-api.d.ts");
+rmSync("dist/types", { recursive: true, force: true });

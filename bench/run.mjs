@@ -58,6 +58,7 @@ async function main() {
   const dataDir = join(dir, "data");
   // A private copy of the bundle: another build of dist/ during the run cannot change what is measured.
   copyFileSync(new URL("../dist/tabula.mjs", import.meta.url), join(dir, "tabula.mjs"));
+  cpSync(new URL("../dist/chunks", import.meta.url), join(dir, "chunks"), { recursive: true });
   // --unique declares Task's titles unique (each holds its record's index), to weigh the check.
   const schema = options.unique ? { Task: { ...TASK_SCHEMA.Task, unique: [["title"]] } } : TASK_SCHEMA;
   writeFileSync(join(dir, "schema.json"), JSON.stringify(schema));

@@ -3,11 +3,16 @@
 
 import { createServer, type ServerOptions, type TabulaServer } from "./server.ts";
 
-export type { FeedChange, LoadedData, ServerOptions, TabulaServer } from "./server.ts";
-export type { ApiKey } from "./keys/api-keys.ts";
+import type * as Public from "./public-api.ts";
 
-export type StartOptions = Omit<ServerOptions, "memory" | "port"> & { readonly memory?: boolean; readonly port?: number };
+// The types users see are public-api.ts's, which name nothing internal (dist/tabula-api.d.ts).
+export type { ApiKey, ArrayField, BooleanField, Declarations, EntityDeclaration, FeedChange, FieldDeclaration, LoadedData, NumberField, ObjectField, PublishableOperation, StartOptions, StringField, StringFormat, TabulaServer } from "./public-api.ts";
 
-export function startServer(options: StartOptions): Promise<TabulaServer> {
+type ServerStartOptions = Omit<ServerOptions, "memory" | "port"> & { readonly memory?: boolean; readonly port?: number };
+
+export function startServer(options: ServerStartOptions): Promise<TabulaServer> {
   return createServer({ ...options, memory: options.memory ?? options.store === undefined, port: options.port ?? 0 });
 }
+
+// The implementation takes every option the public types allow and gives what they promise.
+startServer satisfies typeof Public.startServer;

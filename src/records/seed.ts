@@ -12,7 +12,7 @@ import { ConflictError } from "../store/store.ts";
 import type { Records } from "./records.ts";
 
 /** A seed file's path, or its content. */
-export type SeedSource = string | Record<string, unknown[]>;
+export type SeedSource = string | Readonly<Record<string, readonly unknown[]>>;
 
 export class SeedError extends Error {
   override name = "SeedError";

@@ -24,13 +24,17 @@ const NPM_FLAGS = ["--offline", "--no-audit", "--no-fund", "--loglevel=error"];
 let dir: string;
 let project: string;
 let tarball: string;
+let packedBytes: number;
 
 before(async () => {
   if (!hasNpm) return;
   if (!existsSync(join(ROOT, "dist", "tabula-api.mjs"))) await run(process.execPath, ["build.mjs"], { cwd: ROOT });
   dir = mkdtempSync(join(tmpdir(), "tabula-pack-"));
   project = join(dir, "project");
-  const packed = await run(NPM, ["pack", "--json", "--pack-destination", dir, ...NPM_FLAGS], { cwd: ROOT });
+  // --ignore-scripts: prepack would build dist/ again, emptying it under the tests running beside
+  // this one; npm test has just built it. The test below checks that prepack builds.
+  const packed = await run(NPM, ["pack", "--json", "--ignore-scripts", "--pack-destination", dir, ...NPM_FLAGS], { cwd: ROOT });
+  packedBytes = JSON.parse(packed.stdout)[0].size;
   tarball = join(dir, JSON.parse(packed.stdout)[0].filename);
   mkdirSync(project);
   writeFileSync(join(project, "package.json"), JSON.stringify({ name: "consumer", version: "1.0.0", private: true, type: "module" }));
@@ -44,14 +48,40 @@ after(() => {
 test("the packed tarball holds the bundle, types, bin and examples, and no sources or tests", { skip: !hasNpm && "npm is not available" }, async () => {
   const listed = await run("tar", ["-tzf", tarball]);
   const files = listed.stdout.split("\n").filter(Boolean).map((name) => name.replace(/^package\//, ""));
-  for (const file of ["package.json", "bin/tabula.mjs", "dist/tabula.mjs", "dist/tabula-api.mjs", "dist/tabula-api.d.ts", "examples/entities/Task.json"]) {
+  for (const file of ["package.json", "README.md", "bin/tabula.mjs", "dist/tabula.mjs", "dist/tabula-api.mjs", "dist/tabula-api.d.ts", "examples/entities/Task.json"]) {
     assert.ok(files.includes(file), `the tarball has ${file}`);
   }
   assert.deepEqual(files.filter((file) => /^(src|test|bench|node_modules)\//.test(file)), []);
+  // The code ships once: the command and the library import the same chunks.
+  const code = files.filter((file) => file.startsWith("dist/") && file.endsWith(".mjs"));
+  assert.deepEqual(code.filter((file) => !file.startsWith("dist/chunks/")).sort(), ["dist/tabula-api.mjs", "dist/tabula.mjs"]);
+  for (const entry of ["tabula.mjs", "tabula-api.mjs"]) {
+    const text = readFileSync(join(project, "node_modules", "tabula-server", "dist", entry), "utf8");
+    assert.ok(text.length < 60_000, `dist/${entry} is ${text.length} characters: the shared code belongs in a chunk`);
+  }
+  assert.ok(packedBytes <= 200_000, `the tarball is ${packedBytes} bytes (at most 200,000)`);
+  // Every docs/ page the README links to is in the package (npm shows relative images from the repository).
+  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+  for (const [, link] of readme.matchAll(/\]\((docs\/[^)#\s]+\.md)/g)) assert.ok(files.includes(link!), `the README links to ${link}, which the tarball lacks`);
   const manifest = JSON.parse(readFileSync(join(project, "node_modules", "tabula-server", "package.json"), "utf8"));
   assert.equal(manifest.name, "tabula-server");
-  assert.deepEqual(manifest.bin, { tabula: "bin/tabula.mjs" }, "one command, named tabula");
+  assert.deepEqual(manifest.bin, { "tabula-server": "bin/tabula.mjs", tabula: "bin/tabula.mjs" }, "two commands, one program");
   assert.equal(manifest.dependencies, undefined, "no runtime dependencies");
+  assert.equal(manifest.scripts.prepack, "node build.mjs", "npm pack builds dist/ first");
+  for (const field of ["repository", "homepage", "bugs", "keywords"]) assert.ok(manifest[field], `package.json has ${field}`);
+});
+
+test("require(\"tabula-server\") gives the same startServer as import", { skip: !hasNpm && "npm is not available" }, async () => {
+  writeFileSync(join(project, "consumer.cjs"), `
+    const { startServer } = require("tabula-server");
+    startServer({ schema: { Note: { properties: { text: { type: "string" } } } } }).then(async (server) => {
+      const answer = await fetch(server.url + "/api/entities/Note", { method: "POST", headers: { "X-Api-Key": server.secretKey, "Content-Type": "application/json" }, body: JSON.stringify({ text: "required" }) });
+      await server.close();
+      console.log(answer.status);
+    });
+  `);
+  const { stdout } = await run(process.execPath, ["--no-warnings", "consumer.cjs"], { cwd: project });
+  assert.equal(stdout.trim(), "201");
 });
 
 test("npx tabula-server --help runs the tabula command from a clean install", { skip: !hasNpm && "npm is not available" }, async () => {
@@ -100,26 +130,44 @@ test("import { startServer } from \"tabula-server\" starts, answers a request an
   assert.deepEqual(JSON.parse(stdout), { status: 201, title: "packed" });
 });
 
-test("the shipped .d.ts types startServer for a TypeScript consumer", { skip: !hasNpm && "npm is not available" }, async () => {
+test("the shipped .d.ts types startServer and entity declarations for a --strict consumer, with and without @types/node", { skip: !hasNpm && "npm is not available" }, async () => {
   const source = `
-    import { startServer, type TabulaServer } from "tabula-server";
-    const server: TabulaServer = await startServer({ schema: { Task: { properties: { title: { type: "string" } } } }, seed: { Task: [] } });
+    import { startServer, type EntityDeclaration, type StartOptions, type TabulaServer } from "tabula-server";
+    const Task: EntityDeclaration = { properties: { title: { type: "string" }, status: { type: "string", enum: ["todo", "done"], default: "todo" }, due: { type: "string", format: "date" } }, required: ["title"], unique: [["title"]] };
+    const options: StartOptions = { schema: { Task }, seed: { Task: [] }, log: "off" };
+    const server: TabulaServer = await startServer(options);
     const url: string = server.url;
     const keys: [string, string] = [server.secretKey, server.publishableKey];
+    for await (const change of server.changes({ entities: ["Task"] })) {
+      const kind: "create" | "update" | "delete" | "restore" | "sync" = change.type;
+      void kind;
+      break;
+    }
     await server.reset();
     await server.close();
     // @ts-expect-error schema is required
     void startServer({});
-    export { url, keys };
+    // @ts-expect-error a field's type is one of the declared kinds
+    const wrongType: EntityDeclaration = { properties: { title: { type: "text" } } };
+    // @ts-expect-error a string format is one of date, date-time, email, uri
+    const wrongFormat: EntityDeclaration = { properties: { title: { type: "string", format: "phone" } } };
+    // @ts-expect-error internals are not exported
+    import type { KeyRing } from "tabula-server";
+    export { url, keys, wrongType, wrongFormat };
   `;
   writeFileSync(join(project, "consumer.ts"), source);
+  const shipped = readFileSync(join(project, "node_modules", "tabula-server", "dist", "tabula-api.d.ts"), "utf8");
+  assert.doesNotMatch(shipped, /\bimport\b|\bBuffer\b|KeyRing|from "/, "the declarations stand alone");
   const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc");
-  // Both resolutions a consumer of an ESM package with "exports" may use, checked side by side.
-  // skipLibCheck keeps it fast; a .d.ts that is not a module, or typed as any, still fails here.
-  const checks = [["NodeNext", "NodeNext"], ["ESNext", "Bundler"]].map(async ([module, resolution]) => {
-    const flags = ["--noEmit", "--strict", "--module", module!, "--moduleResolution", resolution!, "--target", "ES2022", "--skipLibCheck", "--types", "node", "--typeRoots", join(ROOT, "node_modules", "@types"), "consumer.ts"];
-    const failure = await run(process.execPath, [tsc, ...flags], { cwd: project }).then(() => null, (error: { stdout: string; stderr: string }) => error);
-    assert.equal(failure, null, failure ? `${resolution}: ${failure.stdout}${failure.stderr}` : "");
-  });
+  // Both resolutions a consumer of an ESM package with "exports" may use, with node's types and
+  // without any (no skipLibCheck: the shipped .d.ts itself is checked).
+  const typings = [["--types", "node", "--typeRoots", join(ROOT, "node_modules", "@types")], ["--typeRoots", join(project, "no-types"), "--lib", "ES2022,DOM"]];
+  const checks = [["NodeNext", "NodeNext"], ["ESNext", "Bundler"]].flatMap(([module, resolution]) =>
+    typings.map(async (types) => {
+      const flags = ["--noEmit", "--strict", "--module", module!, "--moduleResolution", resolution!, "--target", "ES2022", ...types, "consumer.ts"];
+      const failure = await run(process.execPath, [tsc, ...flags], { cwd: project }).then(() => null, (error: { stdout: string; stderr: string }) => error);
+      assert.equal(failure, null, failure ? `${resolution} ${types.join(" ")}: ${failure.stdout}${failure.stderr}` : "");
+    }),
+  );
   await Promise.all(checks);
 });

@@ -3,10 +3,10 @@
 // left running when it ends.
 
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { copyFileSync, existsSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -41,10 +41,14 @@ export async function cliInTempFolder(prefix: string): Promise<{ root: string; c
   return { root, cli: copyCli(root) };
 }
 
-/** A private copy of the bundle in `dir`: a rebuild elsewhere (build.mjs empties dist/) cannot pull it away mid-run. */
+/**
+ * A private copy of the bundle in `dir` (the command and the chunks it imports): a rebuild
+ * elsewhere (build.mjs empties dist/) cannot pull it away mid-run.
+ */
 export function copyCli(dir: string): string {
   const cli = join(dir, "tabula.mjs");
   copyFileSync(BUILT_CLI, cli);
+  cpSync(join(dirname(BUILT_CLI), "chunks"), join(dir, "chunks"), { recursive: true });
   return cli;
 }
 
