@@ -158,7 +158,7 @@ function servicePaths(): Json {
   const health = get("getHealth", "Health check", "The server is up.", { type: "object", properties: { status: { const: "ok" } }, required: ["status"] }, {});
   return {
     "/health": { get: { ...health.get, security: [] } },
-    "/api/entities": get("listEntities", "List the entities and their declarations", "Every entity, with its declared fields.", { type: "array", items: ref("EntityDeclaration") }),
+    "/api/entities": get("listEntities", "List the entities and their declarations", "Every entity, with its declared fields. The `X-Api-Key-Kind` header says which kind of key asked: `secret` or `publishable`.", { type: "array", items: ref("EntityDeclaration") }),
     "/api/openapi.json": get("getOpenApi", "This OpenAPI document", "The OpenAPI 3.1 document of this server and schema.", { type: "object" }),
     "/metrics": {
       get: {

@@ -101,7 +101,8 @@ export function routesOf(mount: Mount): EntityRoute[] {
 
 export function buildRouter(mounts: readonly Mount[]): Router<Handler> {
   const router = new Router<Handler>()
-    .add("GET", "/api/entities", (ctx) => ({ reply: jsonReply(200, ctx.documents.entities) }))
+    // X-Api-Key-Kind: a client (the data browser) learns its key's kind without asking for a refusal.
+    .add("GET", "/api/entities", (ctx) => ({ reply: jsonReply(200, ctx.documents.entities, { "X-Api-Key-Kind": ctx.caller.kind }) }))
     .add("GET", "/api/openapi.json", (ctx) => ({ reply: jsonReply(200, ctx.documents.openApi) }));
   for (const mount of mounts) {
     // Every entity's changes (entities= narrows), beside the mount's entities: /api/changes.

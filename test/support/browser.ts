@@ -148,3 +148,18 @@ export async function recordPreflights(page: Page): Promise<Preflight[]> {
 function headerIn(headers: Record<string, string>, name: string): string | undefined {
   return Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1];
 }
+
+/** Long enough for a loaded 2-core machine; a step that passes takes a fraction of it. */
+export const WAIT_MS = 10_000;
+
+/** Polls `read` until `isDone` holds, or fails naming `what` and the last value read. */
+export async function eventually<T>(what: string, read: () => Promise<T>, isDone: (value: T) => boolean): Promise<T> {
+  const deadline = Date.now() + WAIT_MS;
+  let value = await read();
+  while (!isDone(value)) {
+    if (Date.now() > deadline) assert.fail(`${what}: still ${JSON.stringify(value)} after ${WAIT_MS} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    value = await read();
+  }
+  return value;
+}

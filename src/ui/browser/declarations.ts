@@ -19,7 +19,7 @@ export interface EntityDecl {
 
 export type KeyKind = "secret" | "publishable";
 
-export type InputKind = "select" | "checkbox" | "number" | "integer" | "date" | "datetime" | "email" | "url" | "text" | "json";
+export type InputKind = "select" | "boolean" | "number" | "integer" | "date" | "datetime" | "email" | "url" | "text" | "json";
 
 export const PLATFORM_COLUMNS = ["created_date", "updated_date"] as const;
 
@@ -43,7 +43,7 @@ export function inputKindOf(field: FieldDecl): InputKind {
   if (field.enum) return "select";
   switch (field.type) {
     case "boolean":
-      return "checkbox";
+      return "boolean";
     case "number":
       return "number";
     case "integer":
@@ -89,6 +89,8 @@ export function fromInputText(field: FieldDecl, text: string): Parsed {
   switch (inputKindOf(field)) {
     case "select":
       return { value: JSON.parse(text) };
+    case "boolean":
+      return { value: text === "true" };
     case "number":
     case "integer":
       return { value: Number(text) };
@@ -110,4 +112,21 @@ export function fromInputText(field: FieldDecl, text: string): Parsed {
 export function cellText(value: unknown): string {
   if (value === undefined || value === null) return "";
   return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+/**
+ * The filter box's example, made of the entity's own fields and accepted by the API as written:
+ * an enum or boolean field's value, a range on a number or date field, text found in a text field.
+ */
+export function exampleFilterOf(entity: EntityDecl): string {
+  const fields = Object.entries(entity.properties);
+  const parts: string[] = [];
+  const equal = fields.find(([, field]) => (field.enum !== undefined && field.enum.length > 0) || field.type === "boolean");
+  if (equal) parts.push(`${JSON.stringify(equal[0])}: ${JSON.stringify(equal[1].enum ? equal[1].enum[0] : true)}`);
+  const range = fields.find(([, field]) => !field.enum && (field.type === "number" || field.type === "integer" || field.format === "date" || field.format === "date-time"));
+  if (range) parts.push(`${JSON.stringify(range[0])}: {"$gte": ${range[1].type === "string" ? '"2026-01-01"' : "1"}}`);
+  const text = fields.find(([, field]) => field.type === "string" && !field.enum && field.format === undefined);
+  if (text && parts.length < 2) parts.push(`${JSON.stringify(text[0])}: {"$contains": "word"}`);
+  if (parts.length === 0) parts.push(`"created_date": {"$gte": "2026-01-01"}`);
+  return `{${parts.join(", ")}}`;
 }

@@ -2,11 +2,12 @@
 // in Authorization (never in the page's URL), lists the entities with their counts, and shows the
 // one named in the URL's fragment (#Task) in a RecordsView.
 
-import { ApiClient, ApiFailure, messageOf } from "./api-client.ts";
+import { ApiClient, messageOf } from "./api-client.ts";
 import { mayDo, type EntityDecl, type KeyKind } from "./declarations.ts";
 import { fill, h } from "./dom.ts";
 import { collectionPath } from "./record-form.ts";
 import { RecordsView } from "./records-view.ts";
+import { wordKeyRefusal } from "./wording.ts";
 
 const KEY_STORAGE = "tabula.apiKey";
 
@@ -49,31 +50,19 @@ async function openSession(apiKey: string): Promise<void> {
   if (apiKey === "") return showKeyForm("Paste a key first.");
   const client = new ApiClient(apiKey);
   try {
-    const entities = (await client.call<EntityDecl[]>("GET", "/api/entities")).body;
-    const kind = await keyKindOf(client, entities);
+    const answer = await client.call<EntityDecl[]>("GET", "/api/entities");
     sessionStorage.setItem(KEY_STORAGE, apiKey);
-    session = { client, kind, entities, counts: new Map(), view: null };
+    session = { client, kind: keyKindOf(answer.headers), entities: answer.body, counts: new Map(), view: null };
     showBrowser(session);
   } catch (error) {
     sessionStorage.removeItem(KEY_STORAGE);
-    showKeyForm(messageOf(error));
+    showKeyForm(wordKeyRefusal(error));
   }
 }
 
-/**
- * No endpoint says which kind a key is, so the page asks for what only a secret key may:
- * deleted=only (CONTRACT §3). A 403 means publishable (as does the entity's "access" refusing it).
- */
-async function keyKindOf(client: ApiClient, entities: readonly EntityDecl[]): Promise<KeyKind> {
-  const entity = entities[0];
-  if (!entity) return "publishable";
-  try {
-    await client.call("GET", `${collectionPath(entity)}?deleted=only&limit=1`);
-    return "secret";
-  } catch (error) {
-    if (error instanceof ApiFailure && error.status === 403) return "publishable";
-    throw error;
-  }
+/** The server names the key's kind beside the entities; a server that does not is shown as publishable, the kind that may do less. */
+function keyKindOf(headers: Headers): KeyKind {
+  return headers.get("X-Api-Key-Kind") === "secret" ? "secret" : "publishable";
 }
 
 function forgetKey(): void {

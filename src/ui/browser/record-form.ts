@@ -1,11 +1,13 @@
 // The create and edit form, made from the declaration (CONTRACT §2): one input per field by its
-// type, required fields marked. The API does the validating: its refusal is shown beside the
-// field it names (details.field), in its own words. An edit sends If-Match with the ETag read when
-// the form opened, so a record changed since is a 412, offered for reloading rather than overwritten.
+// type, required fields marked. The API does the validating: its refusal is shown beside the field
+// it names (details.field), worded for the form (wording.ts). An edit sends If-Match with the ETag
+// read when the form opened, so a record changed since is a 412, offered for reloading rather than
+// overwritten.
 
-import { ApiFailure, messageOf, type ApiClient } from "./api-client.ts";
+import { ApiFailure, type ApiClient } from "./api-client.ts";
 import { fromInputText, inputKindOf, toInputText, type EntityDecl, type FieldDecl, type InputKind } from "./declarations.ts";
 import { h, uniqueId } from "./dom.ts";
+import { wordFormRefusal, wordRefusal } from "./wording.ts";
 
 export type ApiRecord = { readonly id: string; readonly [field: string]: unknown };
 
@@ -93,10 +95,6 @@ class RecordForm {
     for (const control of this.controls) {
       const text = textOf(control);
       if (this.id !== null && text === control.initial) continue;
-      if (control.input instanceof HTMLInputElement && control.input.type === "checkbox") {
-        body[control.name] = control.input.checked;
-        continue;
-      }
       const parsed = fromInputText(control.field, text);
       if ("problem" in parsed) {
         this.showFieldError(control, `Field "${control.name}" ${parsed.problem}`);
@@ -130,8 +128,8 @@ class RecordForm {
     }
     const named = error instanceof ApiFailure ? namedFields(error.details) : [];
     const controls = this.controls.filter((control) => named.includes(control.name));
-    if (controls.length === 0) return this.showBanner(messageOf(error));
-    for (const control of controls) this.showFieldError(control, messageOf(error));
+    if (controls.length === 0) return this.showBanner(wordFormRefusal(error, this.ctx.entity, false));
+    for (const control of controls) this.showFieldError(control, wordFormRefusal(error, this.ctx.entity, true));
     controls[0]!.input.focus();
   }
 
@@ -141,7 +139,7 @@ class RecordForm {
       this.clearErrors();
       this.controls[0]?.input.focus();
     } catch (error) {
-      this.showBanner(messageOf(error));
+      this.showBanner(wordRefusal(error));
     }
   }
 
@@ -179,7 +177,7 @@ function namedFields(details: { [name: string]: unknown }): string[] {
 
 const TYPE_HINTS: { readonly [kind in InputKind]: (field: FieldDecl) => string } = {
   select: (field) => `one of ${field.enum!.map((value) => JSON.stringify(value)).join(", ")}`,
-  checkbox: () => "true or false",
+  boolean: () => "true, false or no value",
   number: () => "number",
   integer: () => "whole number",
   date: () => "date",
@@ -216,8 +214,9 @@ function createInput(kind: InputKind, field: FieldDecl): HTMLInputElement | HTML
       return h("select", {}, h("option", { value: "" }, "(no value)"), ...field.enum!.map((value) => h("option", { value: JSON.stringify(value) }, String(value))));
     case "json":
       return h("textarea", { rows: 3, spellcheck: "false", class: "mono" });
-    case "checkbox":
-      return h("input", { type: "checkbox" });
+    case "boolean":
+      // Three states, not a checkbox: a field left alone stays without a value, and an edit can clear one.
+      return h("select", {}, h("option", { value: "" }, "(no value)"), h("option", { value: "true" }, "true"), h("option", { value: "false" }, "false"));
     case "number":
       return h("input", { type: "number", step: "any" });
     case "integer":
@@ -232,13 +231,10 @@ function createInput(kind: InputKind, field: FieldDecl): HTMLInputElement | HTML
 }
 
 function textOf(control: Pick<FieldControl, "input">): string {
-  const { input } = control;
-  return input instanceof HTMLInputElement && input.type === "checkbox" ? String(input.checked) : input.value;
+  return control.input.value;
 }
 
 function setControl(control: FieldControl, value: unknown): void {
-  const { input } = control;
-  if (input instanceof HTMLInputElement && input.type === "checkbox") input.checked = value === true;
-  else input.value = toInputText(control.field, value);
+  control.input.value = toInputText(control.field, value);
   control.initial = textOf(control);
 }

@@ -3,11 +3,12 @@
 // secret keys; delete, restore and delete-many by ids; and the current page read again whenever
 // the change feed reports a write, its changed rows marked.
 
-import { ApiFailure, messageOf, type ApiClient } from "./api-client.ts";
-import { cellText, columnsOf, isSortable, mayDo, type EntityDecl, type KeyKind } from "./declarations.ts";
+import { ApiFailure, type ApiClient } from "./api-client.ts";
+import { cellText, columnsOf, exampleFilterOf, isSortable, mayDo, type EntityDecl, type KeyKind } from "./declarations.ts";
 import { fill, h } from "./dom.ts";
 import { followChanges, type LiveFeed, type LiveState } from "./live-feed.ts";
 import { collectionPath, openCreateForm, openEditForm, type ApiRecord, type FormContext } from "./record-form.ts";
+import { wordFilterRefusal, wordRefusal } from "./wording.ts";
 
 export const PAGE_SIZE = 25;
 const DEFAULT_SORT = "-created_date";
@@ -40,6 +41,8 @@ export class RecordsView {
   private pages: string[] = [];
   private nextQuery: string | null = null;
   private total: number | null = null;
+  /** The filters the rows answer, or "refused": the last ones asked for were refused, and no rows are shown. */
+  private answered: { readonly isFiltered: boolean } | "refused" = { isFiltered: false };
   private rows: ApiRecord[] = [];
   private deletedIds = new Set<string>();
   private readonly selected = new Set<string>();
@@ -52,18 +55,24 @@ export class RecordsView {
   private readonly feed: LiveFeed;
 
   private readonly searchInput = h("input", { type: "search", id: "records-search", autocomplete: "off", placeholder: "text in any text field" });
-  private readonly qInput = h("input", { type: "text", id: "records-q", class: "mono", autocomplete: "off", spellcheck: "false", placeholder: '{"status": "todo", "priority": {"$gte": 2}}', "aria-describedby": "records-q-error" });
+  private readonly example: string;
+  private readonly qInput = h("input", { type: "text", id: "records-q", class: "mono", autocomplete: "off", spellcheck: "false", "aria-describedby": "records-q-error" });
   private readonly deletedSelect = h("select", { id: "records-deleted" }, h("option", { value: "" }, "live"), h("option", { value: "include" }, "live and deleted"), h("option", { value: "only" }, "deleted only"));
   private readonly listError = h("p", { id: "records-q-error", class: "field-error", role: "alert" });
   private readonly status = h("div", { class: "status", role: "status" });
   private readonly liveState = h("span", { class: "live", "data-state": "reconnecting" }, LIVE_WORDS.reconnecting);
   private readonly bulkButton = h("button", { type: "button", class: "danger", disabled: true, onclick: () => void this.deleteSelected() }, "Delete selected (0)");
-  private readonly tableBox = h("div", { class: "table-wrap", tabindex: 0, role: "region" });
+  private readonly tableBox = h("div", { class: "table-wrap", tabindex: 0, role: "region", onscroll: () => this.showMoreColumns() });
+  private readonly scrollHint = h("p", { class: "scroll-hint muted small", hidden: true });
+  private readonly resizeObserver = new ResizeObserver(() => this.showMoreColumns());
   private readonly pager = h("nav", { class: "pager", "aria-label": "Pages" });
 
   constructor(private readonly ctx: ViewContext) {
     this.tableBox.setAttribute("aria-label", `${ctx.entity.name} records`);
-    this.element = h("section", { class: "records", "aria-labelledby": "records-title" }, this.renderHead(), this.renderFilters(), this.status, this.tableBox, this.pager);
+    this.example = exampleFilterOf(ctx.entity);
+    this.qInput.placeholder = this.example;
+    this.element = h("section", { class: "records", "aria-labelledby": "records-title" }, this.renderHead(), this.renderFilters(), this.status, this.scrollHint, this.tableBox, this.pager);
+    this.resizeObserver.observe(this.tableBox);
     this.feed = followChanges(ctx.entity.name, ctx.client.apiKey, (id) => this.noteChange(id), (state) => this.showLiveState(state));
     void this.applyFilters();
   }
@@ -80,9 +89,9 @@ export class RecordsView {
       h(
         "div",
         { class: "head-actions" },
-        h("button", { type: "button", onclick: () => void this.refresh() }, "Refresh"),
+        h("button", { type: "button", onclick: () => (this.say(""), void this.refresh()) }, "Refresh"),
         hasBulkDelete ? this.bulkButton : null,
-        mayDo(entity, kind, "create") ? h("button", { type: "button", class: "primary", onclick: () => openCreateForm(this.formContext()) }, "New record") : null,
+        mayDo(entity, kind, "create") ? h("button", { type: "button", class: "primary", onclick: () => (this.say(""), openCreateForm(this.formContext())) }, "New record") : null,
       ),
     );
   }
@@ -90,7 +99,7 @@ export class RecordsView {
   private renderFilters(): HTMLFormElement {
     return h(
       "form",
-      { class: "filters", role: "search", onsubmit: (event: Event) => (event.preventDefault(), void this.applyFilters()) },
+      { class: "filters", role: "search", onsubmit: (event: Event) => (event.preventDefault(), this.say(""), void this.applyFilters()) },
       h("div", { class: "filter" }, h("label", { for: "records-search" }, "Search"), this.searchInput),
       h("div", { class: "filter wide" }, h("label", { for: "records-q" }, "Filter ", h("code", {}, "q"), " (JSON)"), this.qInput),
       // deleted= is for secret keys only (CONTRACT §3): a publishable key is not offered it.
@@ -102,6 +111,7 @@ export class RecordsView {
 
   destroy(): void {
     this.feed.close();
+    this.resizeObserver.disconnect();
     clearTimeout(this.refreshTimer);
     this.loadNumber++;
   }
@@ -130,15 +140,27 @@ export class RecordsView {
     params.set("limit", String(PAGE_SIZE));
     params.set("count", "true");
     const query = params.toString();
+    const number = this.loadNumber + 1;
     if (await this.show(query, deleted)) {
       this.pages = [query];
       this.deleted = deleted;
-      this.selected.clear();
-      this.renderTable(focusColumn);
+      this.answered = { isFiltered: q !== "" || params.has("search") || deleted !== "" };
+    } else if (number === this.loadNumber) {
+      // Refused: the rows of the filters before would look like this answer, so none are kept.
+      this.pages = [];
+      this.rows = [];
+      this.total = null;
+      this.nextQuery = null;
+      this.answered = "refused";
+    } else {
+      return; // a later request took over
     }
+    this.selected.clear();
+    this.renderTable(focusColumn);
   }
 
   private async nextPage(): Promise<void> {
+    this.say("");
     const query = this.nextQuery;
     if (query !== null && (await this.show(query, this.deleted))) this.pages.push(query);
     this.renderTable();
@@ -146,6 +168,7 @@ export class RecordsView {
   }
 
   private async previousPage(): Promise<void> {
+    this.say("");
     const query = this.pages[this.pages.length - 2];
     if (query !== undefined && (await this.show(query, this.deleted))) this.pages.pop();
     this.renderTable();
@@ -178,7 +201,7 @@ export class RecordsView {
       return true;
     } catch (error) {
       if (number !== this.loadNumber) return false;
-      this.listError.textContent = messageOf(error);
+      this.listError.textContent = wordFilterRefusal(error, this.ctx.entity, this.qInput.value.trim(), this.example);
       if (error instanceof ApiFailure && (error.details.parameter === "q" || ["invalid_json", "invalid_filter", "unknown_field"].includes(error.code))) this.qInput.setAttribute("aria-invalid", "true");
       return false;
     } finally {
@@ -200,6 +223,7 @@ export class RecordsView {
     const isDescending = this.sort.startsWith("-");
     const current = isDescending ? this.sort.slice(1) : this.sort;
     this.sort = current === column ? (isDescending ? column : `-${column}`) : column;
+    this.say("");
     void this.applyFilters(column);
   }
 
@@ -226,8 +250,9 @@ export class RecordsView {
       h("th", { scope: "col", class: "actions" }, h("span", { class: "visually-hidden" }, "Actions")),
     );
     const body = h("tbody", {}, ...this.rows.map((row) => this.renderRow(row, columns, hasSelection)));
-    if (this.rows.length === 0) body.append(h("tr", {}, h("td", { colspan: columns.length + 2, class: "empty" }, this.total === 0 && this.pages.length === 1 ? "No records match." : "No records here.")));
+    if (this.rows.length === 0) body.append(h("tr", {}, h("td", { colspan: columns.length + 2, class: "empty" }, this.emptyWords())));
     fill(this.tableBox, h("table", {}, h("thead", {}, head), body));
+    this.showMoreColumns();
     if (focusColumn) this.tableBox.querySelector<HTMLButtonElement>(`button[data-column="${CSS.escape(focusColumn)}"]`)?.focus();
     this.renderPager();
     this.bulkButton.textContent = `Delete selected (${this.selected.size})`;
@@ -251,22 +276,43 @@ export class RecordsView {
       hasSelection ? h("td", { class: "select" }, isDeleted ? null : h("input", { type: "checkbox", "aria-label": `Select ${row.id}`, checked: this.selected.has(row.id), onchange: (event: Event) => this.select(row.id, (event.target as HTMLInputElement).checked) })) : null,
       ...columns.map((column) => {
         const text = cellText(row[column]);
-        if (column === "id") return h("td", { class: "id" }, h("code", {}, text), isDeleted ? h("span", { class: "badge" }, "deleted") : null);
+        // The id is cut short on screen (title shows it whole); selecting it copies it whole.
+        if (column === "id") return h("td", { class: "id", title: text }, h("code", {}, text), isDeleted ? h("span", { class: "badge" }, "deleted") : null);
         return h("td", { title: text.length > 40 ? text : undefined, "data-column": column }, text);
       }),
       h("td", { class: "actions" }, h("div", { class: "row-actions" }, ...actions)),
     );
   }
 
+  private emptyWords(): string {
+    if (this.answered === "refused") return "Nothing to show: the filter above was refused.";
+    if (this.total !== 0 || this.pages.length !== 1) return "No records on this page.";
+    return this.answered.isFiltered ? "No records match." : `No ${this.ctx.entity.name} records yet.`;
+  }
+
+  /**
+   * Marks the table's sides that have columns out of sight (data-more="left right"): the row's
+   * buttons cast a shadow over the columns passing under them, and a hint says the table scrolls.
+   */
+  private showMoreColumns(): void {
+    const box = this.tableBox;
+    const more = [box.scrollLeft > 1 ? "left" : "", box.scrollLeft + box.clientWidth < box.scrollWidth - 1 ? "right" : ""].filter(Boolean).join(" ");
+    if (more === "") box.removeAttribute("data-more");
+    else box.dataset.more = more;
+    // Kept in place (only emptied) while the table is wider than its box, so the table never jumps.
+    this.scrollHint.hidden = more === "";
+    this.scrollHint.textContent = more.split(" ").includes("right") ? "Scroll sideways for more columns →" : "";
+  }
+
   private renderPager(): void {
     const index = this.pages.length - 1;
     const first = index * PAGE_SIZE + 1;
     const last = index * PAGE_SIZE + this.rows.length;
-    const range = this.rows.length === 0 ? "No records" : `Records ${first}–${last}`;
+    const range = this.answered === "refused" ? "" : this.rows.length === 0 ? "No records" : this.total === null ? `Records ${first}–${last}` : `Records ${first}–${last} of ${this.total}`;
     fill(
       this.pager,
       h("button", { type: "button", "data-page": "previous", disabled: index <= 0, onclick: () => void this.previousPage() }, "← Previous"),
-      h("span", { class: "range", "aria-live": "polite" }, this.total === null ? range : `${range} of ${this.total}`),
+      h("span", { class: "range", "aria-live": "polite" }, range),
       h("button", { type: "button", "data-page": "next", disabled: this.nextQuery === null, onclick: () => void this.nextPage() }, "Next →"),
     );
   }
@@ -284,10 +330,11 @@ export class RecordsView {
   }
 
   private async edit(id: string): Promise<void> {
+    this.say("");
     try {
       await openEditForm(this.formContext(), id);
     } catch (error) {
-      this.say(messageOf(error));
+      this.say(wordRefusal(error));
     }
   }
 
@@ -299,7 +346,7 @@ export class RecordsView {
       this.say(`Deleted ${this.ctx.entity.name} ${id}.`, undo);
       this.afterWrite();
     } catch (error) {
-      this.say(messageOf(error));
+      this.say(wordRefusal(error));
     }
   }
 
@@ -310,7 +357,7 @@ export class RecordsView {
       this.markChanged(id);
       this.afterWrite();
     } catch (error) {
-      this.say(messageOf(error));
+      this.say(wordRefusal(error));
     }
   }
 
@@ -325,7 +372,7 @@ export class RecordsView {
       this.say(`Deleted ${answer.body.count} ${this.ctx.entity.name} record${answer.body.count === 1 ? "" : "s"}.`);
       this.afterWrite();
     } catch (error) {
-      this.say(messageOf(error));
+      this.say(wordRefusal(error));
     }
   }
 
@@ -334,8 +381,10 @@ export class RecordsView {
     this.ctx.onWrite();
   }
 
+  /** A message about the last action, until the next (an empty message ends it). */
   private say(message: string, action?: HTMLElement): void {
-    fill(this.status, h("p", {}, message, action ? " " : null, action ?? null));
+    if (message === "") fill(this.status);
+    else fill(this.status, h("p", {}, message, action ? " " : null, action ?? null));
   }
 
   private noteChange(id: string): void {
