@@ -277,7 +277,7 @@ export class RecordsView {
       ...columns.map((column) => {
         const text = cellText(row[column]);
         // The id is cut short on screen (title shows it whole); selecting it copies it whole.
-        if (column === "id") return h("td", { class: "id", title: text }, h("code", {}, text), isDeleted ? h("span", { class: "badge" }, "deleted") : null);
+        if (column === "id") return h("td", { class: "id", title: text }, h("code", {}, ...idParts(text)), isDeleted ? h("span", { class: "badge" }, "deleted") : null);
         return h("td", { title: text.length > 40 ? text : undefined, "data-column": column }, text);
       }),
       h("td", { class: "actions" }, h("div", { class: "row-actions" }, ...actions)),
@@ -422,4 +422,14 @@ function nextQueryOf(link: string | null): string | null {
   const params = new URL(match[1]!, location.href).searchParams;
   params.set("count", "true");
   return params.toString();
+}
+
+/**
+ * A generated id in two halves, each shown by its end (page.css cuts them at the start): the first
+ * half is the time it was made, which records made together share but for its last digits; the
+ * second tells apart records made in the same millisecond. The text is whole, so a copy is too.
+ */
+function idParts(id: string): Array<HTMLElement | string> {
+  if (!/^[0-9a-f]{24}$/.test(id)) return [id];
+  return [h("span", { class: "id-time" }, id.slice(0, 12)), h("span", { class: "id-tail" }, id.slice(12))];
 }
