@@ -136,6 +136,8 @@ curl() {
   fi
 }
 npx() {
+  # In a subshell (npx … &, $(npx …)) node replaces it, so that $! is node's pid.
+  if [[ $1 == tabula-server && $BASHPID != $$ ]]; then shift; exec node "$DOCS_CLI" "$@"; fi
   if [[ $1 == tabula-server ]]; then shift; node "$DOCS_CLI" "$@"; return; fi
   echo "docs-examples: npx $1 is not run here" >&2
   return 97
@@ -207,16 +209,28 @@ for (const file of DOC_FILES) {
   });
 }
 
+/** Runs `script` in a process group of its own: whatever a block leaves running is killed with it. */
 function runBash(script: string, cwd: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn("bash", ["--noprofile", "--norc", script], { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn("bash", ["--noprofile", "--norc", script], { cwd, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    const killGroup = () => {
+      try {
+        process.kill(-child.pid!, "SIGKILL");
+      } catch {
+        // The group has already ended.
+      }
+    };
     let output = "";
+    let code: number | null = null;
     child.stdout.on("data", (chunk) => (output += chunk));
     child.stderr.on("data", (chunk) => (output += chunk));
-    const timer = setTimeout(() => child.kill("SIGKILL"), BLOCK_TIMEOUT_MS);
-    child.on("close", (code) => {
+    const timer = setTimeout(killGroup, BLOCK_TIMEOUT_MS);
+    // On exit, not close: a process the block left in the background would hold the pipes open.
+    child.on("exit", (exitCode) => {
+      code = exitCode;
       clearTimeout(timer);
-      resolve({ code, output });
+      killGroup();
     });
+    child.on("close", () => resolve({ code, output }));
   });
 }
