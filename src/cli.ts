@@ -207,9 +207,20 @@ function printBanner(server: TabulaServer, options: ServerOptions): void {
   process.stdout.write(lines.join("\n") + "\n");
 }
 
+/**
+ * A closed stdout or stderr (tabula … | head -1, a terminal gone) never stops the server or its
+ * shutdown: a write to it fails with EPIPE, emitted as an 'error' event that, unheard, would end
+ * the process. Nobody reads what was to be printed there, so it is dropped. (The request log
+ * writes to fd 1 itself and counts what it drops.)
+ */
+function keepServingWhenOutputCloses(): void {
+  for (const stream of [process.stdout, process.stderr]) stream.on("error", () => {});
+}
+
 async function main(): Promise<void> {
   const command = COMMANDS.find((candidate) => candidate.name === process.argv[2]);
   if (command) return runCommand(command, process.argv.slice(3));
+  keepServingWhenOutputCloses();
   let options: ReturnType<typeof toOptions>;
   try {
     const parsed = parseArgs(process.argv.slice(2));
