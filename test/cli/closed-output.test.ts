@@ -80,7 +80,7 @@ for (const [closed] of closings) {
     await sleep(LOG_FLUSHED_MS);
     const listed = await fetch(`${url}/api/entities/Task`, { headers: { "X-Api-Key": SECRET_KEY } });
     assert.equal(listed.status, 200, "still serving after its request log failed to write");
-    assert.equal((await listed.json()).length, 1);
+    assert.equal(((await listed.json()) as unknown[]).length, 1);
 
     child.kill("SIGTERM");
     assert.deepEqual(await exited, [0, null], `exit 0 after SIGTERM; stderr: ${stderr}`);
