@@ -1,5 +1,6 @@
 // The embedding API (`import { startServer } from "tabula-server"`): tabula as an in-process test
-// fixture. Memory mode (unless a store is given) and a free port by default; everything else as the CLI.
+// fixture. Memory mode (unless a store or a data folder is given) and a free port by default;
+// everything else as the CLI.
 
 import { createServer, type ServerOptions, type TabulaServer } from "./server.ts";
 
@@ -10,8 +11,14 @@ export type { ApiKey, ArrayField, BooleanField, Declarations, EntityDeclaration,
 
 type ServerStartOptions = Omit<ServerOptions, "memory" | "port"> & { readonly memory?: boolean; readonly port?: number };
 
-export function startServer(options: ServerStartOptions): Promise<TabulaServer> {
-  return createServer({ ...options, memory: options.memory ?? options.store === undefined, port: options.port ?? 0 });
+export async function startServer(options: ServerStartOptions): Promise<TabulaServer> {
+  // data names the file store, so it is not quietly dropped for the memory default; with memory:
+  // true as well the two ask for opposite things, and neither is picked over the other.
+  if (options.data !== undefined && options.memory === true) {
+    throw new Error(`startServer: data (${JSON.stringify(options.data)}) and memory: true each choose the store: data keeps records in that folder, memory: true keeps nothing on disk. Give one of them.`);
+  }
+  const memory = options.memory ?? (options.store === undefined && options.data === undefined);
+  return createServer({ ...options, memory, port: options.port ?? 0 });
 }
 
 // The implementation takes every option the public types allow and gives what they promise.

@@ -4,6 +4,7 @@
 import { createServer, VERSION, type ServerOptions, type TabulaServer } from "./server.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
 import { parseStoreUrl } from "./store/open-store.ts";
+import { DataFolderError } from "./store/file/lock.ts";
 import { runCommand, type Command } from "./commands/command.ts";
 import { exportCommand } from "./commands/export.ts";
 import { importCommand } from "./commands/import.ts";
@@ -176,6 +177,13 @@ function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv): ServerOptions & { re
   };
 }
 
+/** The data folder as the user named it (--data DIR, TABULA_DATA=DIR, the default), for a message about it. */
+function dataFolderGiven({ store, data, storeSource }: ReturnType<typeof toOptions>): string {
+  const value = store ?? data;
+  if (storeSource === "the default") return `The data folder ${value} (the default, as none of --store, --data and --memory was given)`;
+  return storeSource.startsWith("--") ? `${storeSource} ${value}` : `${storeSource}=${value}`;
+}
+
 function count(n: number): string {
   return n.toLocaleString("en-US");
 }
@@ -207,9 +215,20 @@ function printBanner(server: TabulaServer, options: ServerOptions): void {
   process.stdout.write(lines.join("\n") + "\n");
 }
 
+/**
+ * A closed stdout or stderr (tabula … | head -1, a terminal gone) never stops the server or its
+ * shutdown: a write to it fails with EPIPE, emitted as an 'error' event that, unheard, would end
+ * the process. Nobody reads what was to be printed there, so it is dropped. (The request log
+ * writes to fd 1 itself and counts what it drops.)
+ */
+function keepServingWhenOutputCloses(): void {
+  for (const stream of [process.stdout, process.stderr]) stream.on("error", () => {});
+}
+
 async function main(): Promise<void> {
   const command = COMMANDS.find((candidate) => candidate.name === process.argv[2]);
   if (command) return runCommand(command, process.argv.slice(3));
+  keepServingWhenOutputCloses();
   let options: ReturnType<typeof toOptions>;
   try {
     const parsed = parseArgs(process.argv.slice(2));
@@ -217,7 +236,7 @@ async function main(): Promise<void> {
     if (parsed.version) return void process.stdout.write(VERSION + "\n");
     options = toOptions(parsed, process.env);
   } catch (error) {
-    process.stderr.write(`tabula: ${(error as Error).message}\nRun tabula --help for the options.\n`);
+    process.stderr.write(`tabula: ${(error as Error).message} (tabula --help lists the options)\n`);
     process.exit(1);
   }
   let server: TabulaServer;
@@ -236,7 +255,8 @@ async function main(): Promise<void> {
       },
     });
   } catch (error) {
-    process.stderr.write(`tabula: ${(error as Error).message}\n`);
+    const message = error instanceof DataFolderError ? error.namedBy(dataFolderGiven(options)) : (error as Error).message;
+    process.stderr.write(`tabula: ${message}\n`);
     if (storeSource === "DATABASE_URL") {
       process.stderr.write("tabula: the store was DATABASE_URL's, read because none of --store, --data, --memory, TABULA_STORE and TABULA_DATA was given; give one of them to choose the store.\n");
     }

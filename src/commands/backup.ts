@@ -10,7 +10,7 @@ import { stat } from "node:fs/promises";
 import { checkBackupTarget, releaseFiles, writeBackup, type BackupPoint, type BackupSummary } from "../store/file/backup.ts";
 import { checkDataFolder } from "../store/file/folder-check.ts";
 import { holdFolderPoint } from "../store/file/folder-point.ts";
-import { acquireLock, findLockHolder } from "../store/file/lock.ts";
+import { acquireLock, DataFolderError, findLockHolder } from "../store/file/lock.ts";
 import { UsageError, type Command, type CommandArgs } from "./command.ts";
 
 /** nice 19. */
@@ -73,7 +73,7 @@ async function backupFolder(dir: string, to: string): Promise<BackupSummary> {
   } catch {
     // Lowering one's own priority is allowed to anyone; should it fail anyway, the copy runs as it is.
   }
-  const lock = holder === undefined ? await acquireLock(dir) : null;
+  const lock = holder === undefined ? await acquireLock(dir).catch(unlessReadOnly) : null;
   const { point, bytes } = await copyFolder(dir, target, holder !== undefined).finally(() => lock?.release());
   // Read back as a server would start from it: proof that it is whole, and its records.
   const check = await checkDataFolder(target);
@@ -82,6 +82,15 @@ async function backupFolder(dir: string, to: string): Promise<BackupSummary> {
   const records = Object.fromEntries([...check.entities].map(([entity, { live }]) => [entity, live]));
   const files = [...point.files.map((file) => file.name), ...(point.keysJson ? ["keys.json"] : [])];
   return { to: target, seq: point.seq, bytes, files, records, ms: Math.round(performance.now() - startedAt) };
+}
+
+/**
+ * A folder this process may not write in (read-only media, another user's) cannot take the lock,
+ * and needs none: no server was found holding it, and none of this user's can start there.
+ */
+function unlessReadOnly(error: unknown): null {
+  if (!(error instanceof DataFolderError && error.problem === "not_writable")) throw error;
+  return null;
 }
 
 async function copyFolder(dir: string, target: string, isLive: boolean): Promise<{ point: BackupPoint; bytes: number }> {

@@ -5,6 +5,8 @@
 
 import { existsSync } from "node:fs";
 import { createServer, type TabulaServer } from "../server.ts";
+import { DataFolderError } from "../store/file/lock.ts";
+import { parseStoreUrl } from "../store/open-store.ts";
 import { UsageError, type CommandArgs } from "./command.ts";
 
 /** The options every command that reads or writes records takes. */
@@ -38,6 +40,7 @@ export async function openTarget(args: CommandArgs, mustExist: boolean, env: Nod
   }
   if (args.values.has("key")) throw new UsageError("--key goes with --url; a data folder the command opens needs none.");
   if (args.values.has("data") && args.values.has("store")) throw new UsageError("Give --data DIR or --store URL, not both.");
+  if (args.values.has("store")) parseStoreUrl(args.values.get("store")!, "--store");
   const dataDir = args.values.get("data") ?? (args.values.has("store") ? null : "./data");
   if (mustExist && dataDir !== null && !existsSync(dataDir)) {
     throw new UsageError(`There is no data folder ${dataDir}. Give --data DIR (a folder a server wrote), or --url URL --key K for a running server.`);
@@ -53,6 +56,12 @@ export async function openTarget(args: CommandArgs, mustExist: boolean, env: Nod
       warn: () => {},
     });
   } catch (error) {
+    if (error instanceof DataFolderError) {
+      const given = args.values.has("store") ? `--store ${args.values.get("store")}` : `--data ${dataDir}`;
+      // Reading a folder one may not write in: a backup of it needs no lock, and can be read instead.
+      const copyFirst = mustExist && error.problem === "not_writable" ? ` Or copy it with tabula backup --data ${dataDir ?? "DIR"} --to COPY, which writes nothing there, and read the copy.` : "";
+      throw new Error(error.namedBy(given) + copyFirst);
+    }
     const message = (error as Error).message;
     // The folder's lock names the process that holds it: that server can answer instead.
     if (/lock|in use/i.test(message)) throw new Error(`${message} Ask the running server instead: --url http://HOST:PORT --key K.`);

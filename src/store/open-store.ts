@@ -12,6 +12,7 @@ import { duplicatesMessage, type Store, type UniqueFields } from "./store.ts";
 import type { Schema } from "../schema/load.ts";
 import { keysFileVault, type KeyVault } from "../keys/api-keys.ts";
 import type { BackupSummary } from "./file/backup.ts";
+import { prepareDataFolder } from "./file/lock.ts";
 
 export type StoreLocation =
   | { readonly kind: "memory" }
@@ -25,7 +26,7 @@ const SCHEME_RE = /^([a-z][a-z0-9+.-]*):/i;
 
 /**
  * Reads a store URL; `source` names where it came from (a flag, a variable) for the message. A
- * refusal never repeats the URL, which may hold a database password: only its scheme.
+ * refusal never repeats a database password: only the scheme, or the URL without its password.
  */
 export function parseStoreUrl(url: string, source = "The store URL"): StoreLocation {
   const scheme = SCHEME_RE.exec(url)?.[1]!.toLowerCase();
@@ -38,6 +39,7 @@ export function parseStoreUrl(url: string, source = "The store URL"): StoreLocat
       return { kind: "file", dir: fileDirOf(rest, source) };
     case "postgres":
     case "postgresql":
+      checkPostgresUrl(url, source);
       return { kind: "postgres", url };
     case undefined:
       if (url === "") throw new Error(`${source} is empty; give ${STORE_URL_FORMS}.`);
@@ -58,6 +60,46 @@ function fileDirOf(rest: string, source: string): string {
   } catch (error) {
     throw new Error(`${source} is not a usable file URL (${(error as Error).message}); write file:<dir>, such as file:./data or file:///srv/tabula.`);
   }
+}
+
+const POSTGRES_URL_FORM = "write postgres://user:password@host:port/database, such as postgres://tabula:secret@127.0.0.1:5432/tabula";
+
+/**
+ * Refuses a PostgreSQL URL the driver could not read (it would say only "Invalid URL"), the way
+ * the driver reads it: several hosts may be given as host1:5432,host2:5432.
+ */
+function checkPostgresUrl(url: string, source: string): void {
+  const refuse = (why: string) => new Error(`${source} ${withoutPassword(url)}: ${why}; ${POSTGRES_URL_FORM}.`);
+  const start = url.indexOf("://");
+  if (start === -1) throw refuse("it does not start with postgres://");
+  const authority = url.slice(start + 3).split(/[?/]/)[0]!;
+  const malformed = "it is not a well-formed URL (in a user name or password, write % as %25, @ as %40, / as %2F, ? as %3F, : as %3A and # as %23)";
+  // An @ past the host may end a password holding a / or ?: what looks like a port is then part of it.
+  const mayHoldPassword = url.lastIndexOf("@") >= start + 3 + authority.length;
+  const hosts = authority.slice(authority.indexOf("@") + 1);
+  for (const host of hosts.split(",")) {
+    const port = /^(?:\[[^\]]*\]|[^:]*)(?::(.*))?$/.exec(host)?.[1];
+    if (port !== undefined && port !== "" && !(/^\d+$/.test(port) && Number(port) >= 1 && Number(port) <= 65535)) {
+      throw refuse(mayHoldPassword ? malformed : `its port "${port}" is not a number from 1 to 65535`);
+    }
+  }
+  try {
+    const parsed = new URL(url.replace(hosts, hosts.split(",")[0]!));
+    // The driver decodes these, and a stray % stops it with "URI malformed".
+    for (const part of [hosts, parsed.username, parsed.password]) decodeURIComponent(part);
+  } catch {
+    throw refuse(malformed);
+  }
+}
+
+/** The URL with any password as ***, to be repeated in a message. */
+function withoutPassword(url: string): string {
+  const start = url.indexOf("://");
+  // The last @: a password may hold an @ of its own, written unescaped.
+  const at = url.lastIndexOf("@");
+  if (start === -1 || at < start) return url;
+  const colon = url.indexOf(":", start + 3);
+  return colon === -1 || colon > at ? url : `${url.slice(0, colon + 1)}***${url.slice(at)}`;
 }
 
 /** Each entity's "unique" declarations, for the stores that enforce them. */
@@ -113,6 +155,7 @@ export async function openStore(location: StoreLocation, options: OpenStoreOptio
       return { store: new MemoryStore(options.valueIndexed, uniqueFieldsOf(options.schema), options.changesKeep), description: "in memory only: nothing is kept on disk", keyVault: null, dataDir: null, loaded: null, backup: MEMORY_BACKUP };
     case "file": {
       const openedAt = performance.now();
+      await prepareDataFolder(location.dir);
       const store = await FileStore.open({ dir: location.dir, ...options, unique: uniqueFieldsOf(options.schema) });
       const clashes = store.uniqueClashes();
       const clash = clashes[0];

@@ -3,6 +3,7 @@
 // like creates (an invalid one rejects naming entity, index and field).
 
 import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -235,6 +236,48 @@ test("store: a file: URL is the file store in that folder, and memory: keeps not
     }
   } finally {
     await rm(data, { recursive: true, force: true });
+  }
+});
+
+test("data alone is the file store in that folder: dataDir is it, keys.json is kept there, and a restart loads the records (issue 39)", async () => {
+  const parent = await mkdtemp(join(tmpdir(), "tabula-data-option-"));
+  const data = join(parent, "fixture-data");
+  try {
+    const first = await startServer({ schema: { Task: TASK }, data });
+    try {
+      assert.equal(first.dataDir, data, "data means the file store, with no memory: false needed");
+      assert.match(first.storeDescription, /write-ahead log/);
+      assert.ok(existsSync(join(data, "keys.json")), "the generated keys are kept in the folder");
+      assert.equal((await post(`${first.url}/api/entities/Task`, first.secretKey, { title: "kept" })).status, 201);
+    } finally {
+      await first.close();
+    }
+    const second = await startServer({ schema: { Task: TASK }, data });
+    try {
+      assert.equal(second.loaded?.records, 1);
+      assert.equal((await get(`${second.url}/api/entities/Task`, second.secretKey)).body[0].title, "kept");
+    } finally {
+      await second.close();
+    }
+  } finally {
+    await rm(parent, { recursive: true, force: true });
+  }
+});
+
+test("data with memory: true rejects naming both options, and writes nothing (issue 39)", async () => {
+  const parent = await mkdtemp(join(tmpdir(), "tabula-data-memory-"));
+  const data = join(parent, "fixture-data");
+  try {
+    await assert.rejects(startServer({ schema: { Task: TASK }, data, memory: true }), (error: Error) => {
+      assert.equal(
+        error.message,
+        `startServer: data (${JSON.stringify(data)}) and memory: true each choose the store: data keeps records in that folder, memory: true keeps nothing on disk. Give one of them.`,
+      );
+      return true;
+    });
+    assert.equal(existsSync(data), false, "no data folder is made");
+  } finally {
+    await rm(parent, { recursive: true, force: true });
   }
 });
 

@@ -8,7 +8,7 @@
 //   (a data folder they fill or restart on: idempotency.test.ts, write-path.test.ts,
 //   json-depth.test.ts, client-error.test.ts) and those that build a MemoryStore themselves
 //   (idempotency.test.ts's "store's side").
-// - test/api/ stays fixed: it tests startServer()'s own defaults (memory unless `memory: false`).
+// - test/api/ stays fixed: it tests startServer()'s own defaults (memory unless `data`, `store` or `memory: false`).
 // - test/keys/ stays on a data folder: keys.json is written there.
 // - test/cli/ and test/durability/ spawn the CLI with the flags they test (--memory, --data).
 // - test/browser/ runs once, on the memory store: it is about CORS and a browser, not the store.
