@@ -3,10 +3,12 @@
 // everything else as the CLI.
 
 import { createServer, type ServerOptions, type TabulaServer } from "./server.ts";
+import { PortInUseError } from "./http/listen.ts";
 
 import type * as Public from "./public-api.ts";
 
 // The types users see are public-api.ts's, which name nothing internal (dist/tabula-api.d.ts).
+export { PortInUseError } from "./http/listen.ts";
 export type { ApiKey, ArrayField, BooleanField, Declarations, EntityDeclaration, FeedChange, FieldDeclaration, LoadedData, NumberField, ObjectField, PublishableOperation, StartOptions, StringField, StringFormat, TabulaServer } from "./public-api.ts";
 
 type ServerStartOptions = Omit<ServerOptions, "memory" | "port"> & { readonly memory?: boolean; readonly port?: number };
@@ -23,3 +25,4 @@ export async function startServer(options: ServerStartOptions): Promise<TabulaSe
 
 // The implementation takes every option the public types allow and gives what they promise.
 startServer satisfies typeof Public.startServer;
+PortInUseError satisfies typeof Public.PortInUseError;

@@ -187,5 +187,13 @@ export interface TabulaServer {
   close(): Promise<void>;
 }
 
+/** What startServer rejects with when its port is taken: check `code === "EADDRINUSE"`. */
+export declare class PortInUseError extends Error {
+  constructor(port: number, host: string);
+  readonly code: "EADDRINUSE";
+  readonly port: number;
+  readonly host: string;
+}
+
 /** Starts a server: in memory on a free port unless told otherwise. */
 export declare function startServer(options: StartOptions): Promise<TabulaServer>;

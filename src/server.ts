@@ -14,6 +14,7 @@ import { addCorsHeaders, isPreflight, parseCorsPolicy, preflightReply, type Cors
 import { headerOf, parseJsonBody, presentedApiKey, readBody, DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
 import { sendReplyLingering } from "./http/linger.ts";
 import { MIN_COMPRESSED_BYTES } from "./http/compression.ts";
+import { listen } from "./http/listen.ts";
 import { keepTickShape } from "./http/tick-shape.ts";
 import { clientAddress, rateLimited, RateLimiter } from "./http/rate-limit.ts";
 import { plainReadOf, PLAIN_READ_ROUTE } from "./http/plain-read.ts";
@@ -41,6 +42,7 @@ import { EXPOSITION_CONTENT_TYPE } from "./metrics/exposition.ts";
 import { RequestMetrics, type SeriesHandle } from "./metrics/request-metrics.ts";
 import { renderMetrics } from "./metrics/server-metrics.ts";
 import { uiPageReply } from "./ui/page.ts";
+import { settingName } from "./option-names.ts";
 
 export const VERSION = "0.1.0";
 
@@ -151,13 +153,32 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
   const cors = parseCorsPolicy(options.cors ?? "*");
   const warn = options.warn ?? ((message: string) => process.stderr.write(`warning: ${message}\n`));
   // The store first: it creates the data folder and takes its lock before keys.json is written.
-  const changesKeep = checkCount("The changes kept (--changes-keep)", options.changesKeep ?? DEFAULT_CHANGES_KEEP, 0);
+  const changesKeep = checkCount(`The changes kept (${settingName("changesKeep")})`, options.changesKeep ?? DEFAULT_CHANGES_KEEP, 0);
   const feedLimits = {
-    maxStreams: checkCount("The most streams (--max-streams)", options.maxStreams ?? DEFAULT_FEED_LIMITS.maxStreams, 1),
+    maxStreams: checkCount(`The most streams (${settingName("maxStreams")})`, options.maxStreams ?? DEFAULT_FEED_LIMITS.maxStreams, 1),
     streamBufferBytes: options.streamBufferBytes ?? DEFAULT_FEED_LIMITS.streamBufferBytes,
     heartbeatMs: options.heartbeatMs ?? DEFAULT_FEED_LIMITS.heartbeatMs,
   };
-  const { store, description: storeDescription, keyVault, dataDir, loaded, backup } = await openStore(storeLocationOf(options), { schema, valueIndexed: valueIndexedFields(schema), pgSchema: options.pgSchema, changesKeep, warn });
+  const accessLog = logOf(options.log);
+  const location = storeLocationOf(options);
+  // The port before the store: a busy one stops the start-up before the data folder is made,
+  // locked or given keys.json. Requests that arrive before the store is open wait for it.
+  let app: App | null = null;
+  const waiting: Array<[IncomingMessage, ServerResponse]> = [];
+  const http = createHttpServer({ requireHostHeader: false }, (req, res) => (app === null ? void waiting.push([req, res]) : void app.handle(req, res)));
+  http.on("clientError", answerClientError);
+  http.on("connect", answerConnect);
+  http.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => sendReplyLingering(req, res, errorReply(expectationFailed(headerOf(req, "expect") ?? ""))));
+  await listen(http, options.port ?? 8080, options.host ?? "127.0.0.1");
+  let opened: Awaited<ReturnType<typeof openStore>>;
+  try {
+    opened = await openStore(location, { schema, valueIndexed: valueIndexedFields(schema), pgSchema: options.pgSchema, changesKeep, warn });
+  } catch (error) {
+    await stopListening(http);
+    await accessLog?.close();
+    throw error;
+  }
+  const { store, description: storeDescription, keyVault, dataDir, loaded, backup } = opened;
   try {
     const keys = await loadKeys({ vault: keyVault, secretKey: options.secretKey, publishableKey: options.publishableKey, keys: options.keys });
     const records = new Records(schema, store);
@@ -168,23 +189,16 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     const mounts = [nativeMount, sdkMount(options.appId ?? null)];
     const limiter = options.rateLimit === undefined ? null : new RateLimiter(checkRateLimit(options.rateLimit));
     const feed = await ChangeFeed.open(store, schema, feedLimits, warn);
-    const accessLog = logOf(options.log);
     const requests = new RequestMetrics();
-    const storeKind = storeLocationOf(options).kind;
+    const storeKind = location.kind;
     const metrics = () =>
       then(store.metrics(), (storeMetrics) =>
         renderMetrics({ version: VERSION, storeKind, requests, entities: [...schema.entities.keys()], store: storeMetrics, feed: feed.load, droppedLogLines: accessLog?.dropped ?? null }),
       );
-    const app = new App(records, feed, keys, mounts, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, cors, options.onFatal, limiter, options.trustProxy ?? false, { requests, log: accessLog, metrics }, options.ui ?? true, backup);
     // The Host check is App's, so that its refusal is JSON like every other.
-    const http = createHttpServer({ requireHostHeader: false }, (req, res) => void app.handle(req, res));
-    http.on("clientError", answerClientError);
-    http.on("connect", answerConnect);
-    http.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => sendReplyLingering(req, res, errorReply(expectationFailed(headerOf(req, "expect") ?? ""))));
-    await new Promise<void>((resolve, reject) => {
-      http.once("error", reject);
-      http.listen(options.port ?? 8080, options.host ?? "127.0.0.1", () => resolve());
-    });
+    const ready = new App(records, feed, keys, mounts, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, cors, options.onFatal, limiter, options.trustProxy ?? false, { requests, log: accessLog, metrics }, options.ui ?? true, backup);
+    app = ready;
+    for (const [req, res] of waiting.splice(0)) ready.handle(req, res);
     const { port, address, family } = http.address() as AddressInfo;
     const host = family === "IPv6" ? `[${address}]` : address;
     return {
@@ -212,6 +226,9 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
       },
     };
   } catch (error) {
+    for (const [, res] of waiting.splice(0)) res.destroy();
+    await stopListening(http);
+    await accessLog?.close();
     await store.close().catch(() => {});
     throw error;
   }
@@ -243,7 +260,7 @@ function storeLocationOf(options: ServerOptions): StoreLocation {
 
 function logOf(format: LogFormat | undefined): AccessLog | null {
   if (format === undefined || format === "off") return null;
-  if (!LOG_FORMATS.includes(format)) throw new Error(`The request log (--log) must be one of ${LOG_FORMATS.join(", ")} (got ${JSON.stringify(format)}).`);
+  if (!LOG_FORMATS.includes(format)) throw new Error(`The request log (${settingName("log")}) must be one of ${LOG_FORMATS.join(", ")} (got ${JSON.stringify(format)}).`);
   return new AccessLog(format);
 }
 

@@ -6,6 +6,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { headerOf } from "./request.ts";
 import type { Reply } from "./response.ts";
+import { settingName } from "../option-names.ts";
 
 export type CorsPolicy = { readonly anyOrigin: true } | { readonly anyOrigin: false; readonly origins: ReadonlySet<string> };
 
@@ -27,7 +28,7 @@ export function parseCorsPolicy(text: string): CorsPolicy | null {
   const origins = value.split(",").map((origin) => origin.trim().replace(/\/$/, ""));
   const bad = origins.find((origin) => !ORIGIN_RE.test(origin));
   if (bad !== undefined) {
-    throw new Error(`--cors takes *, off, or origins separated by commas such as https://app.example.com,http://localhost:5173 (got "${bad}").`);
+    throw new Error(`${settingName("cors")} takes *, off, or origins separated by commas such as https://app.example.com,http://localhost:5173 (got "${bad}").`);
   }
   return { anyOrigin: false, origins: new Set(origins.map((origin) => origin.toLowerCase())) };
 }

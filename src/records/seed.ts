@@ -10,6 +10,7 @@ import { isPlainObject, type Schema } from "../schema/load.ts";
 import { validateCreate } from "../schema/validate.ts";
 import { ConflictError } from "../store/store.ts";
 import type { Records } from "./records.ts";
+import { settingName } from "../option-names.ts";
 
 /** A seed file's path, or its content. */
 export type SeedSource = string | Readonly<Record<string, readonly unknown[]>>;
@@ -71,7 +72,7 @@ function readSeedFile(file: string): unknown {
   try {
     text = readFileSync(file, "utf8");
   } catch {
-    throw new SeedError(`Seed file ${file} cannot be read; check the path given to --seed.`);
+    throw new SeedError(`Seed file ${file} cannot be read; check the path given to ${settingName("seed")}.`);
   }
   try {
     return JSON.parse(text);

@@ -6,6 +6,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
 import { ACCESS_OPERATIONS, isPlatformField, type AccessOperation, type EntityDef, type FieldDef, type FieldType, type StringFormat } from "./fields.ts";
 import { checkFieldValue } from "./validate.ts";
+import { settingName } from "../option-names.ts";
 
 export interface Schema {
   readonly entities: ReadonlyMap<string, EntityDef>;
@@ -35,7 +36,7 @@ export function loadSchemaPath(path: string): Schema {
   try {
     isFolder = statSync(path).isDirectory();
   } catch {
-    throw new SchemaError(`Schema not found: ${path} does not exist. Pass --schema with a folder of <Entity>.json files or one JSON file.`);
+    throw new SchemaError(`Schema not found: ${path} does not exist. Give ${settingName("schema")} a folder of <Entity>.json files or one JSON file.`);
   }
   if (!isFolder) {
     const declarations = readJson(path);

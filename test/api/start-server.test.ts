@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { startServer } from "../../src/api.ts";
+import { PortInUseError, startServer } from "../../src/api.ts";
 
 const EXAMPLES = fileURLToPath(new URL("../../examples/entities", import.meta.url));
 
@@ -70,11 +70,11 @@ test("startServer with a schema folder resolves to url, both keys, reset and clo
 });
 
 test("startServer with declarations as objects serves them, and keys passed in are used", async () => {
-  const server = await startServer({ schema: { Task: TASK, Note: NOTE }, secretKey: "sk_given", publishableKey: "pk_given" });
+  const server = await startServer({ schema: { Task: TASK, Note: NOTE }, secretKey: "sk_given_key_pad", publishableKey: "pk_given_key_pad" });
   try {
-    assert.equal(server.secretKey, "sk_given");
-    assert.equal(server.publishableKey, "pk_given");
-    const created = await post(`${server.url}/api/entities/Note`, "pk_given", { body: "from objects" });
+    assert.equal(server.secretKey, "sk_given_key_pad");
+    assert.equal(server.publishableKey, "pk_given_key_pad");
+    const created = await post(`${server.url}/api/entities/Note`, "pk_given_key_pad", { body: "from objects" });
     assert.equal(created.status, 201);
     assert.equal(created.body.body, "from objects");
     assert.equal("created_by_id" in created.body, false, "a publishable key never sees created_by_id");
@@ -85,16 +85,16 @@ test("startServer with declarations as objects serves them, and keys passed in a
 
 test("startServer takes several keys of each kind through keys", async () => {
   const keys = [
-    { id: "ci", kind: "secret" as const, key: "sk_ci" },
-    { id: "web", kind: "publishable" as const, key: "pk_web" },
-    { id: "app", kind: "publishable" as const, key: "pk_app" },
+    { id: "ci", kind: "secret" as const, key: "sk_ci_key_paddin" },
+    { id: "web", kind: "publishable" as const, key: "pk_web_key_paddi" },
+    { id: "app", kind: "publishable" as const, key: "pk_app_key_paddi" },
   ];
   const server = await startServer({ schema: { Task: TASK }, keys });
   try {
-    assert.equal(server.secretKey, "sk_ci");
-    assert.equal(server.publishableKey, "pk_web");
-    const created = await post(`${server.url}/api/entities/Task`, "pk_app", { title: "by app" });
-    const read = await get(`${server.url}/api/entities/Task/${created.body.id}`, "sk_ci");
+    assert.equal(server.secretKey, "sk_ci_key_paddin");
+    assert.equal(server.publishableKey, "pk_web_key_paddi");
+    const created = await post(`${server.url}/api/entities/Task`, "pk_app_key_paddi", { title: "by app" });
+    const read = await get(`${server.url}/api/entities/Task/${created.body.id}`, "sk_ci_key_paddin");
     assert.equal(read.body.created_by_id, "app");
   } finally {
     await server.close();
@@ -293,3 +293,41 @@ for (const [options, message] of badStoreOptions) {
     await assert.rejects(startServer({ schema: { Task: TASK }, ...options }), message);
   });
 }
+
+// Issue 40 item 6: the library speaks as a library.
+test("a busy port rejects with PortInUseError (code EADDRINUSE) before the data folder is made", async () => {
+  const busy = createNetServer();
+  await new Promise<void>((resolve) => busy.listen(0, "127.0.0.1", resolve));
+  const port = (busy.address() as { port: number }).port;
+  const dir = await mkdtemp(join(tmpdir(), "tabula-busy-"));
+  try {
+    const data = join(dir, "data");
+    await assert.rejects(startServer({ schema: { Task: TASK }, data, port }), (error: Error & { code?: string; port?: number }) => {
+      assert.ok(error instanceof PortInUseError);
+      assert.equal(error.code, "EADDRINUSE");
+      assert.equal(error.port, port);
+      assert.equal(error.message, `Port ${port} on 127.0.0.1 is in use; give another port, or port 0 for a free one.`);
+      return true;
+    });
+    assert.equal(existsSync(data), false, "nothing written: no data folder, lock or keys.json");
+  } finally {
+    busy.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test("start-up errors name the option, not the command line's flag", async () => {
+  const cases: Array<[options: Parameters<typeof startServer>[0], message: RegExp]> = [
+    [{ schema: "./no-such-folder" }, /Give the schema option a folder of <Entity>\.json files/],
+    [{ schema: { Task: TASK }, seed: "./no-such-seed.json" }, /check the path given to the seed option/],
+    [{ schema: { Task: TASK }, cors: "ftp://x" }, /^the cors option takes \*, off, or origins/],
+    [{ schema: { Task: TASK }, changesKeep: -1 }, /\(the changesKeep option\)/],
+  ];
+  for (const [options, message] of cases) {
+    await assert.rejects(startServer(options), (error: Error) => {
+      assert.match(error.message, message);
+      assert.doesNotMatch(error.message, /--[a-z]/, "no flag in a library's message");
+      return true;
+    });
+  }
+});

@@ -1,0 +1,27 @@
+// How a message names a setting: as the command line's flag (--schema) when tabula runs as the
+// command, as the embedding API's option (the schema option) when it is a library in someone's
+// process. The library's wording is the default; the command line switches once, at its start.
+
+const FLAGS = {
+  schema: "--schema",
+  seed: "--seed",
+  cors: "--cors",
+  changesKeep: "--changes-keep",
+  maxStreams: "--max-streams",
+  log: "--log",
+  pgSchema: "--pg-schema",
+  store: "--store",
+} as const;
+
+export type OptionName = keyof typeof FLAGS;
+
+let isCommandLine = false;
+
+/** cli.ts, before anything else: messages name flags from then on. */
+export function nameSettingsAsFlags(): void {
+  isCommandLine = true;
+}
+
+export function settingName(option: OptionName): string {
+  return isCommandLine ? FLAGS[option] : `the ${option} option`;
+}
