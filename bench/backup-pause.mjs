@@ -18,7 +18,7 @@ import { buildRequest, runLoad } from "./load.mjs";
 import { dataFiles, startChild, stopChild } from "./machine.mjs";
 import { createRandom, makeTask, TASK_SCHEMA } from "./task-schema.mjs";
 
-const SECRET_KEY = "sk_bench_secret";
+const SECRET_KEY = "sk_bench_secret_";
 const BULK_RECORDS = 1000;
 const POOL_SIZE = 4096;
 /** Creates run this long before a backup starts (the warm-up is before that). */

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 const RECORDS = Number(process.argv[2] ?? 1_000_000);
-const KEY = "sk_bench_export";
+const KEY = "sk_bench_export_";
 const dir = mkdtempSync(join(tmpdir(), "tabula-bench-export-"));
 const schema = join(dir, "schema.json");
 const seed = join(dir, "seed.json");

@@ -21,7 +21,7 @@ import { buildRequest, runLoad } from "./load.mjs";
 import { startChild, stopChild } from "./machine.mjs";
 import { createRandom, makeTask, TASK_SCHEMA, WORDS } from "./task-schema.mjs";
 
-const SECRET_KEY = "sk_bench_secret";
+const SECRET_KEY = "sk_bench_secret_";
 const BULK_RECORDS = 1000;
 const POOL_SIZE = 4096;
 const ROUNDS = 3;

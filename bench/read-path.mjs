@@ -19,7 +19,7 @@ import { Readable } from "node:stream";
 import { promisify } from "node:util";
 import { STATUSES, TASK_SCHEMA } from "./task-schema.mjs";
 
-const SECRET_KEY = "sk_bench_secret";
+const SECRET_KEY = "sk_bench_secret_";
 const POOL_SIZE = 4096;
 const BULK_RECORDS = 1000;
 const WARMUP_ROUNDS = 10;

@@ -25,7 +25,7 @@ import { buildRequest, runLoad } from "./load.mjs";
 import { createRandom, makeTask, TASK_SCHEMA, WORDS } from "./task-schema.mjs";
 import { dataFiles, measureDiskSync, readCpuMs, readRss, startChild, stopChild } from "./machine.mjs";
 
-const SECRET_KEY = "sk_bench_secret";
+const SECRET_KEY = "sk_bench_secret_";
 const BULK_RECORDS = 1000;
 const POOL_SIZE = 4096;
 /** W1 and the bare server take turns this many times by default (--w1-rounds), --duration split among the turns... */

@@ -1,6 +1,8 @@
 // The command line (CONTRACT §1): argv and env → ServerOptions, the start-up banner, signals.
 // A bad flag, schema, seed or key file exits 1 before listening, with a message naming the fault.
 
+import { existsSync } from "node:fs";
+import { nameSettingsAsFlags } from "./option-names.ts";
 import { createServer, VERSION, type ServerOptions, type TabulaServer } from "./server.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
 import { parseStoreUrl } from "./store/open-store.ts";
@@ -10,17 +12,26 @@ import { exportCommand } from "./commands/export.ts";
 import { importCommand } from "./commands/import.ts";
 import { backupCommand } from "./commands/backup.ts";
 import { verifyCommand } from "./commands/verify.ts";
+import { initCommand } from "./commands/init.ts";
+import { didYouMean } from "./commands/nearest.ts";
+import { DEMO_SCHEMA, DEMO_SCHEMA_NAME } from "./commands/demo.ts";
+import { PortInUseError } from "./http/listen.ts";
 import { LOG_FORMATS, type LogFormat } from "./metrics/access-log.ts";
 
-/** tabula <command> ... (CONTRACT §11); without one, tabula serves. */
-const COMMANDS: readonly Command[] = [exportCommand, importCommand, backupCommand, verifyCommand];
+/** npx tabula-server <command> ...; without one (or with serve), it serves. */
+const COMMANDS: readonly Command[] = [initCommand, exportCommand, importCommand, backupCommand, verifyCommand];
+const COMMAND_NAMES = ["serve", ...COMMANDS.map((command) => command.name), "help"];
 
 const HELP = `tabula ${VERSION}: each entity of a JSON schema served as a REST collection of records.
 
-Usage: tabula [options]          serve
-       tabula <command> --help   export, import, backup, verify: see each one's --help
+Usage: npx tabula-server [serve] [options]   serve the entities of --schema
+       npx tabula-server init                write entities/ with an example entity to start from
+       npx tabula-server --demo              serve the example entities, in memory
+       npx tabula-server <command> --help    export, import, backup, verify: see each one's help
+       npx tabula-server help [command]
 
   --schema PATH            folder of <Entity>.json declarations, or one JSON file   [TABULA_SCHEMA, default ./entities]
+  --demo                   serve the bundled example entities (Task, Note) in memory
   --store URL              the store: file:DIR (as --data DIR), memory: (as         [TABULA_STORE, DATABASE_URL]
                            --memory) or postgres://user:pass@host:5432/db (needs
                            npm install postgres); one of --store, --data, --memory
@@ -29,13 +40,13 @@ Usage: tabula [options]          serve
   --memory                 keep nothing on disk (tests, CI fixtures)
   --port N                 0 picks a free port                                      [TABULA_PORT or PORT, default 8080]
   --host H                                                                          [TABULA_HOST, default 127.0.0.1]
-  --secret-key K           a secret API key (else one is generated)                  [TABULA_SECRET_KEY]
-  --publishable-key K      a publishable API key (else one is generated)             [TABULA_PUBLISHABLE_KEY]
+  --secret-key K           a secret API key, 16 characters or more                  [TABULA_SECRET_KEY, default generated]
+  --publishable-key K      a publishable API key, 16 characters or more             [TABULA_PUBLISHABLE_KEY, default generated]
   --seed FILE              { "<Entity>": [records...] }, loaded when the store is empty
   --max-body SIZE          largest request body, in bytes or with kb/mb              [default 10mb]
   --cors ORIGINS           origins browsers may call from: *, off, or a list         [TABULA_CORS, default *]
                            such as https://app.example.com,http://localhost:5173
-  --app-id ID              serve /api/apps/<ID>/entities only for this id (the     [TABULA_APP_ID, default: any id]
+  --app-id ID              serve /api/apps/<ID>/entities only for this id (the     [TABULA_APP_ID, default any id]
                            appId given to @base44/sdk's createClient)
   --rate-limit N           requests per second per client address for publishable   [TABULA_RATE_LIMIT, default off]
                            keys (burst N; over it 429); secret keys are never limited
@@ -46,12 +57,23 @@ Usage: tabula [options]          serve
   --max-streams N          change feed streams and long polls held at once          [TABULA_MAX_STREAMS, default 1000]
   --log FORMAT             one line per request on stdout: text, json or off        [TABULA_LOG, default text]
   --no-ui                  serve no data browser at GET / (then a 404, as any unknown path)
-  --help, --version
+  -h, --help               this help
+  -v, --version            the version
 
 Without --store, --data or --memory the store comes from TABULA_STORE, else TABULA_DATA, else
 DATABASE_URL when it is a postgres:// URL (read last, as other programs set it too), else ./data.
 
-Every request under /api/ carries X-Api-Key (or Authorization: Bearer). Docs: GET /api/openapi.json, and the README.`;
+Every request under /api/ carries X-Api-Key (or Authorization: Bearer). Docs: GET /api/openapi.json,
+and the docs/ folder of the package (node_modules/tabula-server/docs).`;
+
+/** Without --schema (or TABULA_SCHEMA) and without ./entities: how to begin. */
+const FIRST_RUN = `tabula: there is no ./entities folder here, so there is nothing to serve yet. Either
+  npx tabula-server init     writes entities/ with one example entity to edit, then serve it, or
+  npx tabula-server --demo   serves the bundled example entities (Task, Note) in memory.
+`;
+
+/** Shorter keys are refused: a typo, or an unset variable in a CI file, must not become a guessable or an empty key. */
+const MIN_KEY_LENGTH = 16;
 
 /** After a fatal store failure, how long new requests are still answered (503) before closing. */
 const FATAL_GRACE_MS = 1000;
@@ -61,33 +83,44 @@ class UsageError extends Error {}
 const VALUE_FLAGS = ["schema", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "cors", "app-id", "rate-limit", "changes-keep", "max-streams", "log"] as const;
 type ValueFlag = (typeof VALUE_FLAGS)[number];
 
-interface Parsed {
+const SWITCHES = ["memory", "demo", "trust-proxy", "no-ui", "help", "version"] as const;
+type Switch = (typeof SWITCHES)[number];
+const SHORT_SWITCHES: Readonly<Record<string, Switch>> = { "-h": "help", "-v": "version" };
+
+interface Parsed extends Record<Switch, boolean> {
   values: Partial<Record<ValueFlag, string>>;
-  memory: boolean;
-  "trust-proxy": boolean;
-  "no-ui": boolean;
-  help: boolean;
-  version: boolean;
 }
 
 function parseArgs(argv: string[]): Parsed {
-  const parsed: Parsed = { values: {}, memory: false, "trust-proxy": false, "no-ui": false, help: false, version: false };
+  const parsed: Parsed = { values: {}, memory: false, demo: false, "trust-proxy": false, "no-ui": false, help: false, version: false };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
+    const short = SHORT_SWITCHES[arg];
+    if (short !== undefined) {
+      parsed[short] = true;
+      continue;
+    }
     if (!arg.startsWith("--")) throw new UsageError(`Unexpected argument "${arg}"; options start with --.`);
     const [name, inline] = arg.slice(2).split(/=(.*)/s, 2) as [string, string | undefined];
-    if (name === "memory" || name === "trust-proxy" || name === "no-ui" || name === "help" || name === "version") {
+    if ((SWITCHES as readonly string[]).includes(name)) {
       if (inline !== undefined) throw new UsageError(`--${name} takes no value.`);
-      parsed[name] = true;
+      parsed[name as Switch] = true;
     } else if ((VALUE_FLAGS as readonly string[]).includes(name)) {
       const value = inline ?? argv[++i];
       if (value === undefined || (inline === undefined && value.startsWith("--"))) throw new UsageError(`--${name} needs a value.`);
       parsed.values[name as ValueFlag] = value;
     } else {
-      throw new UsageError(`Unknown option --${name}.`);
+      throw new UsageError(`Unknown option --${name}.${didYouMean(name, [...VALUE_FLAGS, ...SWITCHES], "--")}`);
     }
   }
   return parsed;
+}
+
+/** A key from a flag or a variable: refused when empty or short, rather than replaced or guessable. */
+function keyOf(text: string | undefined, source: string): string | undefined {
+  if (text === undefined || text.length >= MIN_KEY_LENGTH) return text;
+  const what = text === "" ? "is empty (an unset variable?)" : `is ${text.length} characters long`;
+  throw new UsageError(`${source} ${what}: a key needs at least ${MIN_KEY_LENGTH} characters. Give a longer one, or leave ${source} out to have one generated and printed.`);
 }
 
 /** `source` is where the text came from (the flag or an environment variable), for the message. */
@@ -134,6 +167,10 @@ function chooseStore(parsed: Parsed, env: NodeJS.ProcessEnv): StoreChoice {
   const { values } = parsed;
   const given = [values.store !== undefined && "--store", values.data !== undefined && "--data", parsed.memory && "--memory"].filter(Boolean);
   if (given.length > 1) throw new UsageError(`${given.join(" and ")} each choose the store; give one of --store, --data and --memory.`);
+  if (parsed.demo) {
+    if (values.store !== undefined || values.data !== undefined) throw new UsageError(`--demo keeps its records in memory, so ${given[0]} has no place beside it; drop one of them.`);
+    return { memory: true, source: "--demo" };
+  }
   if (values.store !== undefined) return storeUrl(values.store, "--store");
   if (parsed.memory) return { memory: true, source: "--memory" };
   if (values.data !== undefined) return { data: values.data, source: "--data" };
@@ -156,14 +193,14 @@ function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv): ServerOptions & { re
     values.port !== undefined ? [values.port, "--port"] : env.TABULA_PORT !== undefined ? [env.TABULA_PORT, "TABULA_PORT"] : [env.PORT, "PORT"];
   const { source: storeSource, ...store } = chooseStore(parsed, env);
   return {
-    schema: values.schema ?? env.TABULA_SCHEMA ?? "./entities",
+    schema: parsed.demo ? demoSchema(values.schema) : (values.schema ?? env.TABULA_SCHEMA ?? "./entities"),
     ...store,
     storeSource,
     pgSchema: values["pg-schema"] ?? env.TABULA_PG_SCHEMA,
     port: port === undefined ? 8080 : parsePort(port, portSource),
     host: values.host ?? env.TABULA_HOST ?? "127.0.0.1",
-    secretKey: values["secret-key"] ?? env.TABULA_SECRET_KEY,
-    publishableKey: values["publishable-key"] ?? env.TABULA_PUBLISHABLE_KEY,
+    secretKey: values["secret-key"] !== undefined ? keyOf(values["secret-key"], "--secret-key") : keyOf(env.TABULA_SECRET_KEY, "TABULA_SECRET_KEY"),
+    publishableKey: values["publishable-key"] !== undefined ? keyOf(values["publishable-key"], "--publishable-key") : keyOf(env.TABULA_PUBLISHABLE_KEY, "TABULA_PUBLISHABLE_KEY"),
     seed: values.seed,
     maxBodyBytes: values["max-body"] === undefined ? DEFAULT_MAX_BODY_BYTES : parseSize(values["max-body"]),
     cors: values.cors ?? env.TABULA_CORS ?? "*",
@@ -175,6 +212,16 @@ function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv): ServerOptions & { re
     log: logFormatOf(values.log ?? env.TABULA_LOG, values.log !== undefined ? "--log" : "TABULA_LOG"),
     ...wholeNumberOf("maxStreams", values["max-streams"] ?? env.TABULA_MAX_STREAMS, values["max-streams"] !== undefined ? "--max-streams" : "TABULA_MAX_STREAMS", 1, "streams"),
   };
+}
+
+function demoSchema(given: string | undefined): ServerOptions["schema"] {
+  if (given !== undefined) throw new UsageError(`--demo serves the example entities, so --schema ${given} has no place beside it; drop one of them.`);
+  return DEMO_SCHEMA;
+}
+
+/** No schema named, and none where the default looks: how to begin, rather than a missing folder. */
+function isFirstRun(parsed: Parsed, env: NodeJS.ProcessEnv): boolean {
+  return !parsed.demo && parsed.values.schema === undefined && env.TABULA_SCHEMA === undefined && !existsSync("./entities");
 }
 
 /** The data folder as the user named it (--data DIR, TABULA_DATA=DIR, the default), for a message about it. */
@@ -192,25 +239,32 @@ function size(bytes: number): string {
   return bytes < 1048576 ? `${Math.ceil(bytes / 1024)} KiB` : `${(bytes / 1048576).toFixed(1)} MiB`;
 }
 
-function printBanner(server: TabulaServer, options: ServerOptions): void {
-  const lines = [`tabula ${VERSION}`];
-  const entities = [...server.schema.entities.values()].map((e) => `${e.name} (${e.fieldNames.length} fields)`);
-  lines.push(`schema     ${options.schema}: ${entities.join(", ")}`);
-  lines.push(`data       ${server.storeDescription}`);
+/** Labels as wide as the widest ("publishable key"), so that the values line up. */
+const LABEL_WIDTH = 17;
+
+function bannerLine(label: string, value: string): string {
+  return `${label.padEnd(LABEL_WIDTH)}${value}`;
+}
+
+function printBanner(server: TabulaServer, options: ServerOptions, isDemo: boolean): void {
+  const lines = [isDemo ? `tabula ${VERSION} (demo: the example entities, in memory; nothing is kept)` : `tabula ${VERSION}`];
+  const entities = [...server.schema.entities.values()].map((e) => `${e.name} (${e.fieldNames.length} field${e.fieldNames.length === 1 ? "" : "s"})`);
+  lines.push(bannerLine("schema", `${typeof options.schema === "string" ? options.schema : DEMO_SCHEMA_NAME}: ${entities.join(", ")}`));
+  lines.push(bannerLine("data", server.storeDescription));
   const loaded = server.loaded;
   if (loaded && loaded.records + loaded.deletedRecords > 0) {
     const deleted = loaded.deletedRecords > 0 ? ` (and ${count(loaded.deletedRecords)} deleted)` : "";
-    lines.push(`loaded     ${count(loaded.records)} record${loaded.records === 1 ? "" : "s"}${deleted} from ${size(loaded.bytes)} of snapshot and log in ${(loaded.ms / 1000).toFixed(2)} s`);
+    lines.push(bannerLine("loaded", `${count(loaded.records)} record${loaded.records === 1 ? "" : "s"}${deleted} from ${size(loaded.bytes)} of snapshot and log in ${(loaded.ms / 1000).toFixed(2)} s`));
   }
-  if (server.seeded > 0) lines.push(`seed       ${server.seeded} records loaded from ${options.seed}`);
-  for (const field of server.undeclaredFields) lines.push(`note       ${field} is stored but no longer declared: kept on disk, neither returned nor writable`);
+  if (server.seeded > 0) lines.push(bannerLine("seed", `${server.seeded} record${server.seeded === 1 ? "" : "s"} loaded from ${options.seed}`));
+  for (const field of server.undeclaredFields) lines.push(bannerLine("note", `${field} is stored but no longer declared: kept on disk, neither returned nor writable`));
   for (const apiKey of server.keys.keys) {
     const isNew = server.keys.generated.includes(apiKey);
     const shown = isNew || !server.keys.where ? apiKey.key : `${apiKey.key.slice(0, 7)}…`;
     const where = isNew && server.keys.where ? ` (generated, saved in ${server.keys.where})` : isNew ? " (generated)" : server.keys.where ? ` (full key in ${server.keys.where})` : "";
-    lines.push(`${apiKey.kind === "secret" ? "secret key " : "public key "} ${shown}  id ${apiKey.id}${where}`);
+    lines.push(bannerLine(`${apiKey.kind} key`, `${shown}  id ${apiKey.id}${where}`));
   }
-  if (options.ui !== false) lines.push(`browser    ${server.url}/ (the data browser: paste a key)`);
+  if (options.ui !== false) lines.push(bannerLine("browser", `${server.url}/ (the data browser: paste a key)`));
   lines.push(`listening on ${server.url}`);
   process.stdout.write(lines.join("\n") + "\n");
 }
@@ -225,19 +279,40 @@ function keepServingWhenOutputCloses(): void {
   for (const stream of [process.stdout, process.stderr]) stream.on("error", () => {});
 }
 
+/** `help` alone, or `help <command>`: the page asked for, or null for a name no command has. */
+function helpPage(name: string | undefined): string | null {
+  if (name === undefined || name === "serve" || name === "help") return HELP;
+  return COMMANDS.find((command) => command.name === name)?.help.trimEnd() ?? null;
+}
+
 async function main(): Promise<void> {
-  const command = COMMANDS.find((candidate) => candidate.name === process.argv[2]);
-  if (command) return runCommand(command, process.argv.slice(3));
+  nameSettingsAsFlags();
+  const [first, ...rest] = process.argv.slice(2);
+  const command = COMMANDS.find((candidate) => candidate.name === first);
+  if (command) return runCommand(command, rest);
+  if (first === "help") {
+    const page = helpPage(rest[0]);
+    if (page === null) return usageFailure(new UsageError(`No command is named "${rest[0]}".${didYouMean(rest[0]!, COMMAND_NAMES)} Commands: ${COMMAND_NAMES.join(", ")}.`));
+    return void process.stdout.write(page + "\n");
+  }
+  if (first !== undefined && !first.startsWith("-") && first !== "serve") {
+    return usageFailure(new UsageError(`No command is named "${first}".${didYouMean(first, COMMAND_NAMES)} Commands: ${COMMAND_NAMES.join(", ")}; without one, tabula serves.`));
+  }
   keepServingWhenOutputCloses();
   let options: ReturnType<typeof toOptions>;
+  let isDemo: boolean;
   try {
-    const parsed = parseArgs(process.argv.slice(2));
+    const parsed = parseArgs(first === "serve" ? rest : process.argv.slice(2));
     if (parsed.help) return void process.stdout.write(HELP + "\n");
     if (parsed.version) return void process.stdout.write(VERSION + "\n");
+    if (isFirstRun(parsed, process.env)) {
+      process.stderr.write(FIRST_RUN);
+      process.exit(1);
+    }
+    isDemo = parsed.demo;
     options = toOptions(parsed, process.env);
   } catch (error) {
-    process.stderr.write(`tabula: ${(error as Error).message} (tabula --help lists the options)\n`);
-    process.exit(1);
+    return usageFailure(error as Error);
   }
   let server: TabulaServer;
   let isStopping = false;
@@ -255,7 +330,8 @@ async function main(): Promise<void> {
       },
     });
   } catch (error) {
-    const message = error instanceof DataFolderError ? error.namedBy(dataFolderGiven(options)) : (error as Error).message;
+    const message =
+      error instanceof DataFolderError ? error.namedBy(dataFolderGiven(options)) : error instanceof PortInUseError ? `Port ${error.port} is in use; pass --port N, or --port 0 for a free one.` : (error as Error).message;
     process.stderr.write(`tabula: ${message}\n`);
     if (storeSource === "DATABASE_URL") {
       process.stderr.write("tabula: the store was DATABASE_URL's, read because none of --store, --data, --memory, TABULA_STORE and TABULA_DATA was given; give one of them to choose the store.\n");
@@ -277,7 +353,12 @@ async function main(): Promise<void> {
   // Before the banner: a client (or a supervisor) may signal as soon as it reads "listening on".
   process.on("SIGINT", () => stop("SIGINT"));
   process.on("SIGTERM", () => stop("SIGTERM"));
-  printBanner(server, options);
+  printBanner(server, options, isDemo);
+}
+
+function usageFailure(error: Error): never {
+  process.stderr.write(`tabula: ${error.message} (npx tabula-server --help lists the options)\n`);
+  process.exit(1);
 }
 
 void main();

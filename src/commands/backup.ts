@@ -16,14 +16,14 @@ import { UsageError, type Command, type CommandArgs } from "./command.ts";
 /** nice 19. */
 const LOWEST_PRIORITY = 19;
 
-const HELP = `Usage: tabula backup --to DIR2 [--data DIR]
-       tabula backup --to /abs/DIR2 --url URL [--key K]
+const HELP = `Usage: npx tabula-server backup --to DIR2 [--data DIR]
+       npx tabula-server backup --to /abs/DIR2 --url URL [--key K]
 
 Copies a data folder into DIR2 (a new or empty folder): the newest snapshot, the log up to its
 last whole entry, and keys.json, each fsynced; written into a temporary folder beside DIR2 and
 renamed into place at the end, so a half-made backup never bears DIR2's name. Writes go on
 meanwhile: every write answered before the backup began is in the copy. Start a server on the
-copy with tabula --data DIR2. The copy is read back and checked (as tabula verify does).
+copy with npx tabula-server --data DIR2. The copy is read back and checked (as verify does).
 
   --to DIR2    where the copy goes; must not exist, or be an empty folder
   --data DIR   the data folder to copy                           [TABULA_DATA, default ./data]
@@ -37,7 +37,7 @@ copy with tabula --data DIR2. The copy is read back and checked (as tabula verif
 
 Exit status 0 once the copy is whole and synced, 1 otherwise (one line saying why).
 Nightly from cron (% must be written \\% in a crontab):
-  15 3 * * * tabula backup --url http://127.0.0.1:8080 --key "$TABULA_SECRET_KEY" --to /var/backups/tabula/$(date +\\%F)`;
+  15 3 * * * npx tabula-server backup --url http://127.0.0.1:8080 --key "$TABULA_SECRET_KEY" --to /var/backups/tabula/$(date +\\%F)`;
 
 export const backupCommand: Command = {
   name: "backup",

@@ -3,6 +3,8 @@
 // the way the server's are parsed (--name value or --name=value), answers --help, and turns bad
 // input into one clear line on stderr and exit status 1.
 
+import { didYouMean } from "./nearest.ts";
+
 /** Bad input: the message is printed as one line, and the command exits 1. */
 export class UsageError extends Error {}
 
@@ -47,7 +49,7 @@ export function parseCommandArgs(command: Command, argv: readonly string[]): Com
       if (values.has(name)) throw new UsageError(`--${name} is given twice.`);
       values.set(name, value);
     } else {
-      throw new UsageError(`Unknown option --${name}.`);
+      throw new UsageError(`Unknown option --${name}.${didYouMean(name, [...command.values, ...command.switches], "--")}`);
     }
   }
   return { values, switches, positionals };
@@ -66,7 +68,7 @@ export async function runCommand(command: Command, argv: readonly string[]): Pro
   } catch (error) {
     // One line for bad input, and for failures a user can mend (a folder in use, a server away).
     const message = (error as Error).message.replace(/\s*\n\s*/g, " ");
-    process.stderr.write(`tabula ${command.name}: ${message}${error instanceof UsageError ? ` (tabula ${command.name} --help)` : ""}\n`);
+    process.stderr.write(`tabula ${command.name}: ${message}${error instanceof UsageError ? ` (npx tabula-server ${command.name} --help)` : ""}\n`);
     status = 1;
   }
   // Let stdout drain (a pipe to a slow reader) before exiting.

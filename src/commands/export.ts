@@ -8,21 +8,21 @@ import { EXPORT_FORMATS, isExportFormat } from "../records/export-format.ts";
 import { UsageError, type Command, type CommandArgs } from "./command.ts";
 import { apiFailure, openTarget, request, TARGET_HELP, TARGET_VALUES, type Target } from "./target.ts";
 
-const HELP = `Usage: tabula export [--url URL --key K | --data DIR] [--entity E] [--format ndjson|json|csv] > FILE
+const HELP = `Usage: npx tabula-server export [--url URL --key K | --data DIR] [--entity E] [--format ndjson|json|csv] > FILE
 
 Writes records to stdout, as they stood when the export began; writes go on meanwhile.
 
-  --entity E       one entity (default: every entity)
-  --format F       ndjson (default): a record per line; json: an array; csv: a header of the
+  --entity E       one entity                                                      [default every entity]
+  --format F       ndjson: a record per line; json: an array; csv: a header of the  [default ndjson]
                    declared fields, then a row per record (with --entity only)
 ${TARGET_HELP}
 
 Every entity at once: NDJSON lines are {"entity": "<E>", "record": {...}}, JSON is
-{"<E>": [records...], ...}. tabula import loads one entity's file back (--keep-ids keeps ids).
+{"<E>": [records...], ...}. npx tabula-server import loads one entity's file back (--keep-ids keeps ids).
 
 Examples:
-  tabula export --data ./data --entity Task > tasks.ndjson
-  tabula export --url http://127.0.0.1:8080 --key "$TABULA_SECRET_KEY" --entity Task --format csv > tasks.csv`;
+  npx tabula-server export --data ./data --entity Task > tasks.ndjson
+  npx tabula-server export --url http://127.0.0.1:8080 --key "$TABULA_SECRET_KEY" --entity Task --format csv > tasks.csv`;
 
 export const exportCommand: Command = {
   name: "export",

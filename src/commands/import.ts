@@ -18,7 +18,7 @@ const MAX_BATCH_BYTES = 8 * 1024 * 1024;
 /** Attempts of one batch when the server is away, busy (503) or limiting (429). */
 const MAX_ATTEMPTS = 5;
 
-const HELP = `Usage: tabula import FILE --entity E [--url URL --key K | --data DIR] [--keep-ids]
+const HELP = `Usage: npx tabula-server import FILE --entity E [--url URL --key K | --data DIR] [--keep-ids]
 
 Loads FILE (or - for stdin) into entity E: NDJSON (a record per line) or one JSON array.
 Records are validated as a create validates them and stored in batches of up to ${MAX_BATCH_RECORDS.toLocaleString("en-US")},
@@ -32,9 +32,9 @@ wrong; nothing of that batch is stored, and the batches before it are.
 ${TARGET_HELP}
 
 Examples:
-  tabula export --data ./data --entity Task > tasks.ndjson
-  tabula import tasks.ndjson --entity Task --data ./copy --keep-ids
-  tabula import people.json --entity Person --url http://127.0.0.1:8080 --key "$TABULA_SECRET_KEY"`;
+  npx tabula-server export --data ./data --entity Task > tasks.ndjson
+  npx tabula-server import tasks.ndjson --entity Task --data ./copy --keep-ids
+  npx tabula-server import people.json --entity Person --url http://127.0.0.1:8080 --key "$TABULA_SECRET_KEY"`;
 
 export const importCommand: Command = {
   name: "import",

@@ -14,7 +14,7 @@ export const TARGET_VALUES = ["url", "key", "data", "store", "schema"] as const;
 
 export const TARGET_HELP = `  --url URL        a running tabula, such as http://127.0.0.1:8080
   --key K          its secret key (or a publishable one, where that may do this)   [TABULA_SECRET_KEY]
-  --data DIR       instead of --url: a data folder no server is using               [default ./data]
+  --data DIR       instead of --url: a data folder no server is using               [TABULA_DATA, default ./data]
   --store URL      instead of --data: file:DIR or postgres://... (which several processes may share)
   --schema PATH    with --data or --store: the schema it was written with          [TABULA_SCHEMA, default ./entities]`;
 
@@ -41,7 +41,7 @@ export async function openTarget(args: CommandArgs, mustExist: boolean, env: Nod
   if (args.values.has("key")) throw new UsageError("--key goes with --url; a data folder the command opens needs none.");
   if (args.values.has("data") && args.values.has("store")) throw new UsageError("Give --data DIR or --store URL, not both.");
   if (args.values.has("store")) parseStoreUrl(args.values.get("store")!, "--store");
-  const dataDir = args.values.get("data") ?? (args.values.has("store") ? null : "./data");
+  const dataDir = args.values.get("data") ?? (args.values.has("store") ? null : (env.TABULA_DATA ?? "./data"));
   if (mustExist && dataDir !== null && !existsSync(dataDir)) {
     throw new UsageError(`There is no data folder ${dataDir}. Give --data DIR (a folder a server wrote), or --url URL --key K for a running server.`);
   }
@@ -49,7 +49,7 @@ export async function openTarget(args: CommandArgs, mustExist: boolean, env: Nod
   try {
     server = await createServer({
       schema: args.values.get("schema") ?? env.TABULA_SCHEMA ?? "./entities",
-      ...(args.values.has("store") ? { store: args.values.get("store")! } : { data: args.values.get("data") ?? "./data" }),
+      ...(args.values.has("store") ? { store: args.values.get("store")! } : { data: dataDir! }),
       host: "127.0.0.1",
       port: 0,
       log: "off",
@@ -59,7 +59,7 @@ export async function openTarget(args: CommandArgs, mustExist: boolean, env: Nod
     if (error instanceof DataFolderError) {
       const given = args.values.has("store") ? `--store ${args.values.get("store")}` : `--data ${dataDir}`;
       // Reading a folder one may not write in: a backup of it needs no lock, and can be read instead.
-      const copyFirst = mustExist && error.problem === "not_writable" ? ` Or copy it with tabula backup --data ${dataDir ?? "DIR"} --to COPY, which writes nothing there, and read the copy.` : "";
+      const copyFirst = mustExist && error.problem === "not_writable" ? ` Or copy it with npx tabula-server backup --data ${dataDir ?? "DIR"} --to COPY, which writes nothing there, and read the copy.` : "";
       throw new Error(error.namedBy(given) + copyFirst);
     }
     const message = (error as Error).message;

@@ -5,7 +5,7 @@
 import { checkDataFolder, type Finding, type FolderReport } from "../store/file/folder-check.ts";
 import type { Command, CommandArgs } from "./command.ts";
 
-const HELP = `Usage: tabula verify [--data DIR]
+const HELP = `Usage: npx tabula-server verify [--data DIR]
 
 Reads every snapshot and log segment of a data folder, checks every line's frame and checksum,
 the order of the log's entries and each snapshot's end marker, and prints the files, the records

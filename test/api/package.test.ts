@@ -86,7 +86,7 @@ test("require(\"tabula-server\") gives the same startServer as import", { skip: 
 
 test("npx tabula-server --help runs the tabula command from a clean install", { skip: !hasNpm && "npm is not available" }, async () => {
   const help = await run(NPX, ["--no", "--offline", "tabula-server", "--help"], { cwd: project });
-  assert.match(help.stdout, /Usage: tabula/);
+  assert.match(help.stdout, /Usage: npx tabula-server/);
   assert.match(help.stdout, /--schema/);
   const version = await run(NPX, ["--no", "--offline", "tabula-server", "--version"], { cwd: project });
   assert.match(version.stdout.trim(), /^\d+\.\d+\.\d+$/);
@@ -94,7 +94,7 @@ test("npx tabula-server --help runs the tabula command from a clean install", { 
 
 test("the installed tabula command serves the shipped example schema", { skip: !hasNpm && "npm is not available" }, async () => {
   const bin = join(project, "node_modules", ".bin", "tabula");
-  const child = spawn(bin, ["--schema", "node_modules/tabula-server/examples/entities", "--memory", "--port", "0", "--secret-key", "sk_pack"], { cwd: project });
+  const child = spawn(bin, ["--schema", "node_modules/tabula-server/examples/entities", "--memory", "--port", "0", "--secret-key", "sk_pack_key_padd"], { cwd: project });
   try {
     const url = await new Promise<string>((resolve, reject) => {
       let output = "";
@@ -105,13 +105,64 @@ test("the installed tabula command serves the shipped example schema", { skip: !
       });
       child.once("exit", (code) => reject(new Error(`tabula exited with ${code}: ${output}`)));
     });
-    const answer = await fetch(`${url}/api/entities/Task`, { headers: { "X-Api-Key": "sk_pack" } });
+    const answer = await fetch(`${url}/api/entities/Task`, { headers: { "X-Api-Key": "sk_pack_key_padd" } });
     assert.equal(answer.status, 200);
     assert.deepEqual(await answer.json(), []);
   } finally {
     const exited = new Promise((resolve) => child.once("exit", resolve));
     child.kill("SIGTERM");
     await exited;
+  }
+});
+
+/**
+ * Runs the command npx runs (node_modules/.bin/tabula-server) in `cwd`, resolving with its URL once
+ * it listens: through npx itself, SIGTERM would stop npm and leave the server running.
+ */
+function startInstalled(args: readonly string[], cwd: string): Promise<{ url: string; output: () => string; stop: () => Promise<number | null> }> {
+  const child = spawn(join(project, "node_modules", ".bin", "tabula-server"), args, { cwd });
+  let output = "";
+  const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+  return new Promise((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString("utf8");
+      const match = /listening on (http:\/\/\S+)/.exec(output);
+      if (match) resolve({ url: match[1]!, output: () => output, stop: () => (child.kill("SIGTERM"), exited) });
+      if (match) setTimeout(() => child.kill("SIGKILL"), 60_000).unref(); // never outlives a failed test for long
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
+    void exited.then((code) => reject(new Error(`npx tabula-server exited with ${code}: ${output}`)));
+  });
+}
+
+test("the first run from npm: the message, init and the server it prepared, then --demo", { skip: !hasNpm && "npm is not available" }, async () => {
+  const folder = join(project, "first-run");
+  mkdirSync(folder);
+  const bare = await run(NPX, ["--no", "--offline", "tabula-server"], { cwd: folder }).then(() => null, (error: { code: number; stderr: string }) => error);
+  assert.ok(bare, "with no entities/ it exits 1");
+  assert.equal(bare.code, 1);
+  assert.match(bare.stderr, /npx tabula-server init +writes entities\//);
+  assert.match(bare.stderr, /npx tabula-server --demo +serves the bundled example entities/);
+  const init = await run(NPX, ["--no", "--offline", "tabula-server", "init"], { cwd: folder });
+  assert.match(init.stdout, /Wrote \.\/entities\/Task\.json|Wrote entities\/Task\.json/);
+  const server = await startInstalled(["--port", "0"], folder);
+  try {
+    const key = /^secret key +(\S+)/m.exec(server.output())![1]!;
+    const created = await fetch(`${server.url}/api/entities/Task`, { method: "POST", headers: { "X-Api-Key": key, "Content-Type": "application/json" }, body: JSON.stringify({ title: "from npm" }) });
+    assert.equal(created.status, 201);
+    const { id } = (await created.json()) as { id: string };
+    const read = await fetch(`${server.url}/api/entities/Task/${id}`, { headers: { "X-Api-Key": key } });
+    assert.equal(((await read.json()) as { title: string }).title, "from npm");
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+  const demo = await startInstalled(["--demo", "--port", "0"], folder);
+  try {
+    assert.match(demo.output(), /\(demo: the example entities, in memory; nothing is kept\)/);
+    assert.equal((await fetch(`${demo.url}/health`)).status, 200);
+  } finally {
+    assert.equal(await demo.stop(), 0);
   }
 });
 

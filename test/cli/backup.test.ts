@@ -10,8 +10,8 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { cliInTempFolder, killSpawned, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
 
-const SECRET_KEY = "sk_backup_test";
-const PUBLISHABLE_KEY = "pk_backup_test";
+const SECRET_KEY = "sk_backup_test_k";
+const PUBLISHABLE_KEY = "pk_backup_test_k";
 const START_TIMEOUT_MS = 30_000;
 const WRITERS = 8;
 /** Records per bulk create: a backup holds all of a bulk or none of it. */
@@ -252,7 +252,7 @@ test("tabula backup refuses in one line: no --to, a folder with files, a folder 
   await mkdir(fileful);
   await writeFile(join(fileful, "notes.txt"), "mine");
   const cases: Array<[string[], RegExp]> = [
-    [["--data", dataDir], /^tabula backup: --to DIR2 is needed: .* \(tabula backup --help\)\n$/],
+    [["--data", dataDir], /^tabula backup: --to DIR2 is needed: .* \(npx tabula-server backup --help\)\n$/],
     [["--data", dataDir, "--to", fileful], /^tabula backup: The backup target .*fileful-cli exists and is not empty; give a new folder/],
     [["--data", join(root, "nowhere"), "--to", join(root, "y1")], /^tabula backup: There is no data folder .*nowhere;/],
     [["--url", server.url, "--to", join(root, "y2")], /^tabula backup: --key K is needed with --url/],
@@ -271,7 +271,7 @@ test("tabula backup refuses in one line: no --to, a folder with files, a folder 
 test("tabula backup of a folder no server holds takes its lock and copies it; --help exits 0", async () => {
   const help = await tabula("backup", "--help");
   assert.equal(help.code, 0);
-  assert.match(help.stdout, /^Usage: tabula backup --to DIR2 \[--data DIR\]/);
+  assert.match(help.stdout, /^Usage: npx tabula-server backup --to DIR2 \[--data DIR\]/);
   assert.match(help.stdout, /the SERVER writes DIR2, on ITS machine/);
   const count = (await call(server.url, "GET", "/api/entities/Task/count")).body.count as number;
   server.child.kill("SIGTERM");

@@ -372,7 +372,7 @@ describe("running", { concurrency: CONCURRENT_TESTS }, () => {
   });
 
   test("an invalid keys.json exits 1 naming the file", async () => {
-    const data = await folder({ "keys.json": [{ id: "k", kind: "admin", key: "sk_whatever_123" }] });
+    const data = await folder({ "keys.json": [{ id: "k", kind: "admin", key: "sk_whatever_123_" }] });
     const { code, stderr } = await run(["--schema", schemaDir, "--data", data, "--port", "0"]);
     assert.equal(code, 1);
     assert.ok(stderr.includes(join(data, "keys.json")), stderr);
@@ -381,24 +381,24 @@ describe("running", { concurrency: CONCURRENT_TESTS }, () => {
   for (const signal of ["SIGTERM"] as const) {
     test(`${signal} exits 0, and a record created before is there after a restart on the same --data`, async () => {
       const data = join(await folder(), "data");
-      const args = ["--schema", schemaDir, "--data", data, "--port", "0", "--secret-key", "sk_durable_0001"];
+      const args = ["--schema", schemaDir, "--data", data, "--port", "0", "--secret-key", "sk_durable_0001_"];
       const first = await start(args);
-      const created = await call(first, "sk_durable_0001", "POST", "/api/entities/Task", { title: "survives", tags: ["x"] });
+      const created = await call(first, "sk_durable_0001_", "POST", "/api/entities/Task", { title: "survives", tags: ["x"] });
       assert.equal(created.status, 201);
-      const deleted = await call(first, "sk_durable_0001", "POST", "/api/entities/Task", { title: "stays deleted" });
-      assert.equal((await call(first, "sk_durable_0001", "DELETE", `/api/entities/Task/${deleted.body.id}`)).status, 200);
+      const deleted = await call(first, "sk_durable_0001_", "POST", "/api/entities/Task", { title: "stays deleted" });
+      assert.equal((await call(first, "sk_durable_0001_", "DELETE", `/api/entities/Task/${deleted.body.id}`)).status, 200);
       assert.equal(await stop(first, signal), 0);
 
       const second = await start(args);
       try {
-        assert.match(second.output(), /^loaded {5}1 record \(and 1 deleted\) from [1-9]\d* KiB of snapshot and log in \d+\.\d\d s$/m);
-        const read = await call(second, "sk_durable_0001", "GET", `/api/entities/Task/${created.body.id}`);
+        assert.match(second.output(), /^loaded {11}1 record \(and 1 deleted\) from [1-9]\d* KiB of snapshot and log in \d+\.\d\d s$/m);
+        const read = await call(second, "sk_durable_0001_", "GET", `/api/entities/Task/${created.body.id}`);
         assert.equal(read.status, 200);
         assert.deepEqual(read.body, created.body);
-        assert.equal((await call(second, "sk_durable_0001", "GET", `/api/entities/Task/${deleted.body.id}`)).status, 404);
-        const list = await call(second, "sk_durable_0001", "GET", "/api/entities/Task");
+        assert.equal((await call(second, "sk_durable_0001_", "GET", `/api/entities/Task/${deleted.body.id}`)).status, 404);
+        const list = await call(second, "sk_durable_0001_", "GET", "/api/entities/Task");
         assert.deepEqual(list.body.map((r: { id: string }) => r.id), [created.body.id]);
-        const later = await call(second, "sk_durable_0001", "POST", "/api/entities/Task", { title: "after restart" });
+        const later = await call(second, "sk_durable_0001_", "POST", "/api/entities/Task", { title: "after restart" });
         assert.ok(later.body.id > created.body.id, "ids keep growing across restarts");
       } finally {
         assert.equal(await stop(second), 0);
@@ -418,15 +418,15 @@ describe("running", { concurrency: CONCURRENT_TESTS }, () => {
 
   test("--seed loads its records into an empty store", async () => {
     const dir = await folder({ "seed.json": { Task: [{ title: "first", priority: 1 }, { title: "second", status: "done" }], Note: [{ body: "hi" }] } });
-    const server = await start(["--schema", schemaDir, "--memory", "--port", "0", "--secret-key", "sk_seeded_00001", "--seed", join(dir, "seed.json")]);
+    const server = await start(["--schema", schemaDir, "--memory", "--port", "0", "--secret-key", "sk_seeded_00001_", "--seed", join(dir, "seed.json")]);
     try {
       assert.match(server.output(), /3 records/);
-      const tasks = await call(server, "sk_seeded_00001", "GET", "/api/entities/Task");
+      const tasks = await call(server, "sk_seeded_00001_", "GET", "/api/entities/Task");
       assert.deepEqual(tasks.body.map((r: { title: string }) => r.title).sort(), ["first", "second"]);
       const first = tasks.body.find((r: { title: string }) => r.title === "first");
       assert.equal(first.status, "todo", "defaults are filled in seeded records");
       assert.match(first.id, /^[0-9a-f]{24}$/);
-      const notes = await call(server, "sk_seeded_00001", "GET", "/api/entities/Note");
+      const notes = await call(server, "sk_seeded_00001_", "GET", "/api/entities/Note");
       assert.equal(notes.body.length, 1);
     } finally {
       await stop(server);
@@ -435,11 +435,11 @@ describe("running", { concurrency: CONCURRENT_TESTS }, () => {
 
   test("--seed is not loaded again when the store already holds records", async () => {
     const dir = await folder({ "seed.json": { Task: [{ title: "seeded once" }] } });
-    const args = ["--schema", schemaDir, "--data", join(dir, "data"), "--port", "0", "--secret-key", "sk_seeded_00002", "--seed", join(dir, "seed.json")];
+    const args = ["--schema", schemaDir, "--data", join(dir, "data"), "--port", "0", "--secret-key", "sk_seeded_00002_", "--seed", join(dir, "seed.json")];
     await stop(await start(args));
     const second = await start(args);
     try {
-      const tasks = await call(second, "sk_seeded_00002", "GET", "/api/entities/Task");
+      const tasks = await call(second, "sk_seeded_00002_", "GET", "/api/entities/Task");
       assert.deepEqual(tasks.body.map((r: { title: string }) => r.title), ["seeded once"]);
     } finally {
       await stop(second);
@@ -466,15 +466,15 @@ describe("running", { concurrency: CONCURRENT_TESTS }, () => {
 
   test("a second server on the same --data exits 1 with a clear message, and the first keeps serving", async () => {
     const data = join(await folder(), "data");
-    const first = await start(["--schema", schemaDir, "--data", data, "--port", "0", "--secret-key", "sk_locked_00001"]);
+    const first = await start(["--schema", schemaDir, "--data", data, "--port", "0", "--secret-key", "sk_locked_00001_"]);
     try {
-      const second = await run(["--schema", schemaDir, "--data", data, "--port", "0", "--secret-key", "sk_locked_00001"]);
+      const second = await run(["--schema", schemaDir, "--data", data, "--port", "0", "--secret-key", "sk_locked_00001_"]);
       assert.equal(second.code, 1);
       assert.ok(second.stderr.includes(data), second.stderr);
       assert.match(second.stderr, /in use|another/i);
       assert.match(second.stderr, new RegExp(`pid ${first.child.pid}`));
       assert.doesNotMatch(second.stdout, /listening on/);
-      assert.equal((await call(first, "sk_locked_00001", "GET", "/api/entities/Task")).status, 200);
+      assert.equal((await call(first, "sk_locked_00001_", "GET", "/api/entities/Task")).status, 200);
     } finally {
       assert.equal(await stop(first), 0);
     }
@@ -500,7 +500,7 @@ describe("choosing the store", { concurrency: CONCURRENT_TESTS }, () => {
       const { code, stdout, stderr } = await run(["--schema", schemaDir, "--port", "0", ...args], env);
       assert.equal(code, 1);
       for (const pattern of named) assert.match(stderr, pattern);
-      assert.match(stderr, /tabula --help/);
+      assert.match(stderr, /tabula-server --help/);
       assert.doesNotMatch(stdout + stderr, /listening on/);
     });
   }
@@ -534,7 +534,7 @@ describe("choosing the store", { concurrency: CONCURRENT_TESTS }, () => {
     test(`${[...Object.keys(env), ...args].join(" ")} beats a postgres:// DATABASE_URL`, async () => {
       const server = await start(["--schema", schemaDir, "--port", "0", ...args], { DATABASE_URL: "postgres://app:hunter2@db.example/app", ...env });
       try {
-        assert.match(server.output(), /^data {7}in memory only/m);
+        assert.match(server.output(), /^data {13}in memory only/m);
       } finally {
         assert.equal(await stop(server), 0);
       }
@@ -556,14 +556,14 @@ describe("choosing the store", { concurrency: CONCURRENT_TESTS }, () => {
     const first = await start(["--schema", schemaDir, "--port", "0", "--store", `file:${data}`, ...secret]);
     const created = await call(first, "sk_store_file_01", "POST", "/api/entities/Task", { title: "kept" });
     assert.equal(created.status, 201);
-    assert.ok(first.output().includes(`data       ${data} (write-ahead log`), first.output());
+    assert.ok(first.output().includes(`data             ${data} (write-ahead log`), first.output());
     assert.equal(await stop(first), 0);
     assert.ok(existsSync(join(data, "keys.json")));
 
     for (const [args, env] of [[[], { TABULA_STORE: pathToFileURL(data).href }], [["--data", data], {}]] as const) {
       const again = await start(["--schema", schemaDir, "--port", "0", ...secret, ...args], env);
       try {
-        assert.match(again.output(), /^loaded {5}1 record from/m);
+        assert.match(again.output(), /^loaded {11}1 record from/m);
         assert.deepEqual((await call(again, "sk_store_file_01", "GET", `/api/entities/Task/${created.body.id}`)).body, created.body);
       } finally {
         assert.equal(await stop(again), 0);
@@ -575,7 +575,7 @@ describe("choosing the store", { concurrency: CONCURRENT_TESTS }, () => {
     const dir = await folder();
     const args = ["--schema", schemaDir, "--port", "0", "--store", "memory:", "--secret-key", "sk_store_memory1"];
     const first = await start(args, {}, dir);
-    assert.match(first.output(), /^data {7}in memory only/m);
+    assert.match(first.output(), /^data {13}in memory only/m);
     assert.equal((await call(first, "sk_store_memory1", "POST", "/api/entities/Task", { title: "gone" })).status, 201);
     assert.equal((await call(first, "sk_store_memory1", "GET", "/api/entities/Task")).body.length, 1);
     assert.equal(await stop(first), 0);

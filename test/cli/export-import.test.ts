@@ -157,7 +157,7 @@ describe("tabula export and import", () => {
       [["export", "--url", source.url, "--key", KEY, "--format", "xml"], /^tabula export: --format must be one of ndjson, json, csv/],
       [["export", "--url", source.url, "--key", KEY, "--entity", "Nope"], /^tabula export: Exporting Nope: 404 No entity is named "Nope"/],
       [["export", "--url", source.url, "--key", "wrong", "--entity", "Task"], /^tabula export: Exporting Task: 401 /],
-      [["export", "--bogus"], /^tabula export: Unknown option --bogus\. \(tabula export --help\)\n$/],
+      [["export", "--bogus"], /^tabula export: Unknown option --bogus\. \(npx tabula-server export --help\)\n$/],
       [["import", "--entity", "Task"], /^tabula import: Name the file to import/],
       [["import", "missing.ndjson", "--entity", "Task", "--url", source.url, "--key", KEY], /^tabula import: Cannot read missing\.ndjson \(ENOENT\)/],
       [["import", "tasks.ndjson", "--url", source.url, "--key", KEY], /^tabula import: --entity E names the entity/],
@@ -175,7 +175,7 @@ describe("tabula export and import", () => {
     for (const name of ["export", "import"]) {
       const help = await run([name, "--help"]);
       assert.equal(help.code, 0);
-      assert.match(help.stdout, new RegExp(`^Usage: tabula ${name} `));
+      assert.match(help.stdout, new RegExp(`^Usage: npx tabula-server ${name} `));
     }
   });
 });

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { BUILT_CLI, copyCli, killSpawned, startSpawnedServer } from "../support/spawned-server.ts";
 
-const SECRET_KEY = "sk_test";
+const SECRET_KEY = "sk_test_key_padd";
 const STREAMS = 20;
 const TASK = { name: "Task", type: "object", properties: { title: { type: "string" }, blob: { type: "string" } }, required: ["title"] };
 

@@ -90,7 +90,7 @@ test("the CLI logs text by default: time, method, path, status, ms, key id; a cl
   const server = await start([]);
   const keyId = keyIdOf(server);
   assert.equal((await call(server, "GET", "/api/entities/Task/nothing")).status, 404);
-  assert.equal((await fetch(`${server.url}/api/entities/Task`, { headers: { "X-Api-Key": "sk_wrong" } })).status, 401);
+  assert.equal((await fetch(`${server.url}/api/entities/Task`, { headers: { "X-Api-Key": "sk_wrong_key_pad" } })).status, 401);
   // A client sends half of a body and hangs up.
   const { port } = new URL(server.url);
   await new Promise<void>((resolve) => {

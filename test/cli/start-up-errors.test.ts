@@ -148,7 +148,7 @@ describe("a PostgreSQL URL that cannot be read", () => {
   ];
   for (const [args, env, source] of cases) {
     test(`${source} with a port that is not a number: one line naming ${source}, the URL without its password and the form, exit 1`, async () => {
-      assertRefused(await run([...SERVE, ...args], env), `tabula: ${source} ${SHOWN}: its port "notaport" is not a number from 1 to 65535; ${POSTGRES_FORM}. (tabula --help lists the options)`);
+      assertRefused(await run([...SERVE, ...args], env), `tabula: ${source} ${SHOWN}: its port "notaport" is not a number from 1 to 65535; ${POSTGRES_FORM}. (npx tabula-server --help lists the options)`);
     });
   }
 
@@ -163,7 +163,7 @@ describe("a PostgreSQL URL that cannot be read", () => {
       const exit = await run([...SERVE, "--store", url]);
       assert.equal(exit.code, 1);
       assert.ok(exit.stderr.startsWith(`tabula: --store ${shown}: `), exit.stderr);
-      assert.ok(exit.stderr.endsWith(`; ${POSTGRES_FORM}. (tabula --help lists the options)\n`), exit.stderr);
+      assert.ok(exit.stderr.endsWith(`; ${POSTGRES_FORM}. (npx tabula-server --help lists the options)\n`), exit.stderr);
       assert.equal(exit.stderr.split("\n").length, 2, "one line");
       assert.doesNotMatch(exit.stderr, /hunt|er2/);
     });
@@ -199,7 +199,7 @@ describe("commands on a data folder", () => {
     const exported = await run(["export", "--data", "written", "--schema", "entities", "--entity", "Task"], {}, { isUnprivileged: true });
     assert.match(
       exported.stderr,
-      new RegExp(`^tabula export: --data written: this process \\(uid \\d+\\) may not write in it \\(EACCES\\), .* Or copy it with tabula backup --data written --to COPY, which writes nothing there, and read the copy\\.\\n$`),
+      new RegExp(`^tabula export: --data written: this process \\(uid \\d+\\) may not write in it \\(EACCES\\), .* Or copy it with npx tabula-server backup --data written --to COPY, which writes nothing there, and read the copy\\.\\n$`),
     );
     assert.equal(exported.code, 1);
     assert.equal(exported.stdout, "");

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { cliInTempFolder, killSpawned, startSpawnedServer } from "../support/spawned-server.ts";
 
-const SECRET_KEY = "sk_verify_test";
+const SECRET_KEY = "sk_verify_test_k";
 const START_TIMEOUT_MS = 30_000;
 const BULK = 5000;
 /** Two bulks of records this big make a log over 8 MiB, which the server compacts into a snapshot. */
@@ -162,6 +162,6 @@ test("a folder that does not exist: one clear line, exit 1", async () => {
 test("--help explains the exit status and exits 0", async () => {
   const run = await verify("--help");
   assert.equal(run.code, 0);
-  assert.match(run.stdout, /^Usage: tabula verify \[--data DIR\]/);
+  assert.match(run.stdout, /^Usage: npx tabula-server verify \[--data DIR\]/);
   assert.match(run.stdout, /Exit status: 0 when the folder is sound, 1 on damage/);
 });

@@ -12,7 +12,7 @@ import { after, before, test } from "node:test";
 import { BUILT_CLI, copyCli, killSpawned, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
 import { SseClient } from "../support/sse.ts";
 
-const SECRET_KEY = "sk_test";
+const SECRET_KEY = "sk_test_key_padd";
 const START_TIMEOUT_MS = 30_000;
 const TASK = { name: "Task", type: "object", properties: { title: { type: "string" }, step: { type: "integer" }, blob: { type: "string" } }, required: ["title"] };
 

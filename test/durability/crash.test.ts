@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { BUILT_CLI, copyCli, killSpawned, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
 
-const SECRET_KEY = "sk_test";
+const SECRET_KEY = "sk_test_key_padd";
 const CYCLES = 20;
 const WORKERS = 8;
 /**

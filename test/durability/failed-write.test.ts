@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { copyCli, killSpawned, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
 
-const SECRET_KEY = "sk_failed_write";
+const SECRET_KEY = "sk_failed_write_";
 const START_TIMEOUT_MS = 15_000;
 const TASK = { name: "Task", type: "object", properties: { title: { type: "string" } }, required: ["title"] };
 

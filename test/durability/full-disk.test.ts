@@ -12,7 +12,7 @@ import { after, before, test } from "node:test";
 import { copyCli, killSpawned, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
 import { fillDisk, mountTmpfs, unmountTmpfs } from "../support/tmpfs.ts";
 
-const SECRET_KEY = "sk_full_disk";
+const SECRET_KEY = "sk_full_disk_key";
 const TMPFS_BYTES = 4 * 1024 * 1024;
 /** Room left beside the filler: a few dozen log lines of NOTE_BYTES. */
 const ROOM_BYTES = 48 * 1024;

@@ -56,7 +56,7 @@ function assertError(answer: Answer, status: number, code: string): void {
 
 describe("health and keys", () => {
   test("GET /health answers 200 {status: ok} without a key, and with a wrong one", async () => {
-    for (const apiKey of [null, "sk_nonsense"]) {
+    for (const apiKey of [null, "sk_nonsense_key_"]) {
       const answer = await server.call("GET", "/health", { apiKey });
       assert.equal(answer.status, 200);
       assert.deepEqual(answer.body, { status: "ok" });
@@ -71,9 +71,9 @@ describe("health and keys", () => {
 
   const unauthorizedCases: Array<[string, string, string, string | null]> = [
     ["a list without a key", "GET", "/api/entities/Task", null],
-    ["a list with an unknown key", "GET", "/api/entities/Task", "sk_not_a_key"],
+    ["a list with an unknown key", "GET", "/api/entities/Task", "sk_not_a_key_key"],
     ["a create without a key", "POST", "/api/entities/Task", null],
-    ["a create with an unknown key", "POST", "/api/entities/Task", "pk_not_a_key"],
+    ["a create with an unknown key", "POST", "/api/entities/Task", "pk_not_a_key_key"],
     ["a read with an empty key", "GET", "/api/entities/Task/0123456789abcdef01234567", ""],
     ["an unknown path without a key", "GET", "/api/nothing-here", null],
   ];

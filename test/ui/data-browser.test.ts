@@ -135,9 +135,9 @@ describeInChromium("the data browser in Chromium", (chromiumPath) => {
 
   test("a pasted key opens the entities with their counts, and stays out of the URL", async () => {
     await page.goto(`${server.url}/`);
-    await page.getByLabel("API key").fill("sk_not_a_key");
+    await page.getByLabel("API key").fill("sk_not_a_key_key");
     await page.getByRole("button", { name: "Open" }).click();
-    assert.equal((await server.call("GET", "/api/entities", { apiKey: "sk_not_a_key" })).status, 401);
+    assert.equal((await server.call("GET", "/api/entities", { apiKey: "sk_not_a_key_key" })).status, 401);
     await eventually("the refusal of a wrong key", () => page.locator("#api-key-error").textContent(), (text) => text?.startsWith("This server knows no such key.") === true);
     await page.getByLabel("API key").fill(SECRET);
     await page.keyboard.press("Enter");

@@ -17,7 +17,7 @@ const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const START_TIMEOUT_MS = 10_000;
 /** Issue 22: the page adds at most 60 KB to the bundle. */
 const MAX_PAGE_BYTES = 60 * 1024;
-const KEYS = ["--secret-key", "sk_page_bundle", "--publishable-key", "pk_page_bundle"];
+const KEYS = ["--secret-key", "sk_page_bundle_k", "--publishable-key", "pk_page_bundle_k"];
 
 let root: string;
 let cli: string;
@@ -46,7 +46,7 @@ test("dist/tabula.mjs serves the page src/ui builds, with its CSP, in at most 60
     assert.ok(html === page.html, "dist/tabula.mjs holds another page than src/ui builds: run node build.mjs");
     const bytes = Buffer.byteLength(page.html) + Buffer.byteLength(page.csp);
     assert.ok(bytes <= MAX_PAGE_BYTES, `the page is ${bytes} bytes, over ${MAX_PAGE_BYTES}`);
-    assert.equal((await fetch(`${server.url}/api/entities`, { headers: { "X-Api-Key": "sk_page_bundle" } })).status, 200);
+    assert.equal((await fetch(`${server.url}/api/entities`, { headers: { "X-Api-Key": "sk_page_bundle_k" } })).status, 200);
   } finally {
     server.child.kill("SIGTERM");
     await server.exited;
@@ -63,7 +63,7 @@ test("--no-ui serves nothing at /: a JSON 404 as for any unknown path, and the A
       assert.equal(got.headers.get("content-security-policy"), null);
       if (method === "GET") assert.equal(((await got.json()) as { error: { code: string } }).error.code, "not_found");
     }
-    assert.equal((await fetch(`${server.url}/api/entities`, { headers: { "X-Api-Key": "sk_page_bundle" } })).status, 200);
+    assert.equal((await fetch(`${server.url}/api/entities`, { headers: { "X-Api-Key": "sk_page_bundle_k" } })).status, 200);
   } finally {
     server.child.kill("SIGTERM");
     await server.exited;
