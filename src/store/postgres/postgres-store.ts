@@ -15,6 +15,7 @@ import {
   ConflictError,
   StoreUnreachableError,
   uniqueClashInBatch,
+  WriteFailedError,
   uniqueKeyOf,
   UniqueViolation,
   type UniqueFields,
@@ -317,6 +318,10 @@ export class PostgresStore implements Store {
           throw error;
         });
       return { seq };
+    }).catch((error: unknown) => {
+      if (error instanceof ConflictError || error instanceof UniqueViolation || error instanceof StoreUnreachableError) throw error;
+      // Anything else failed this batch alone (it was rolled back): the server answers 500 and goes on.
+      throw new WriteFailedError(`The database refused a write: ${(error as Error).message}`, { cause: error });
     });
   }
 
