@@ -610,7 +610,7 @@ class App {
   private fail(error: Error): never {
     if (isOutOfSpace(error)) throw insufficientStorage();
     // The database went away: this request is answered 503, and the next may find it back.
-    if (error instanceof StoreUnreachableError) throw databaseUnreachable();
+    if (error instanceof StoreUnreachableError) throw databaseUnreachable(error.isOutcomeUnknown);
     // The database refused this write alone: a 500 for this request (replyToError logs it), not a shutdown.
     if (error instanceof WriteFailedError) throw error;
     if (!this.failure) {

@@ -379,10 +379,18 @@ export function duplicatesMessage(entity: string, fields: readonly string[], ids
 
 /**
  * The store's database cannot be reached (PostgreSQL): the request is answered 503 and the store
- * goes on, unlike a failed fsync. Nothing the failed call wrote was committed.
+ * goes on, unlike a failed fsync. Nothing the failed call wrote was committed, unless
+ * `isOutcomeUnknown`: the connection went while a commit was on its way, which may have happened.
  */
 export class StoreUnreachableError extends Error {
   override name = "StoreUnreachableError";
+
+  constructor(
+    message: string,
+    readonly isOutcomeUnknown = false,
+  ) {
+    super(message);
+  }
 }
 
 /**
