@@ -64,6 +64,12 @@ const CONNECT_TIMEOUT_S = 2;
  * each failure up to 20 s, which held the first requests after the database came back that long.
  */
 const RECONNECT_BACKOFF_S = 0.05;
+/**
+ * No look-up of array types on each new connection: the store reads no SQL array (json_agg
+ * instead), and postgres 3.4 leaves that look-up's failure unhandled when the database goes
+ * between the connection's start and the look-up, which would end the process.
+ */
+const FETCH_TYPES = false;
 const ID_ORDER: SortSpec = { field: "id", kind: "string", descending: false };
 /** How often the change feed's kept events are cut back to --changes-keep (any process may). */
 const FEED_TRIM_MS = 10_000;
@@ -174,6 +180,7 @@ export class PostgresStore implements Store {
         onnotice: () => {},
         connect_timeout: CONNECT_TIMEOUT_S,
         backoff: RECONNECT_BACKOFF_S,
+        fetch_types: FETCH_TYPES,
         // Revisions and seqs are bigint, read as numbers: they stay far below 2^53.
         types: { bigint: { to: 20, from: [20], serialize: (value: number) => String(value), parse: (value: string) => Number(value) } },
       }) as Sql;
@@ -767,7 +774,7 @@ function throwIfAbandoned(call: Call): void {
 
 /** Resolves when the database answers a statement on a connection of its own, made for the purpose. */
 async function probeDatabase(postgres: Awaited<ReturnType<typeof loadDriver>>, url: string): Promise<void> {
-  const probe = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: Math.ceil(PROBE_TIMEOUT_MS / 1000), backoff: RECONNECT_BACKOFF_S });
+  const probe = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: Math.ceil(PROBE_TIMEOUT_MS / 1000), backoff: RECONNECT_BACKOFF_S, fetch_types: FETCH_TYPES });
   try {
     await probe.unsafe("SELECT 1");
   } finally {

@@ -65,7 +65,7 @@ async function createUniqueIndex(tx: TransactionSql, table: string, entity: stri
   } catch (error) {
     if ((error as { code?: string }).code !== "23505") throw error;
     await tx.unsafe("ROLLBACK TO SAVEPOINT unique_index");
-    const groups = await tx.unsafe(`SELECT array_agg(id ORDER BY id) AS ids FROM ${table} WHERE ${where} GROUP BY ${values.join(", ")} HAVING count(*) > 1 LIMIT 10`);
+    const groups = await tx.unsafe(`SELECT json_agg(id ORDER BY id) AS ids FROM ${table} WHERE ${where} GROUP BY ${values.join(", ")} HAVING count(*) > 1 LIMIT 10`);
     throw new Error(duplicatesMessage(entity, fields, groups.flatMap((group) => group.ids as string[])));
   }
 }
