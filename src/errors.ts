@@ -147,11 +147,14 @@ export const idTaken = (entity: string, id: string, inBatch: boolean) =>
     { entity, fields: ["id"], values: [id], existing_id: id, id },
   );
 
-export const databaseUnreachable = () =>
+/** `isOutcomeUnknown`: the database went while this write's commit was on its way (see the README). */
+export const databaseUnreachable = (isOutcomeUnknown = false) =>
   new ApiError(
     503,
     "store_unavailable",
-    "The database behind the store cannot be reached, so nothing of this request was stored. Retry shortly; with an Idempotency-Key a retry is safe.",
+    isOutcomeUnknown
+      ? "The database behind the store cannot be reached, and went while this write was being committed: whether it was stored is unknown. Read it back once the database is back, or retry with the same Idempotency-Key, which answers as the stored write did if it was."
+      : "The database behind the store cannot be reached, so nothing of this request was stored. Retry shortly; with an Idempotency-Key a retry is safe.",
     {},
     { "Retry-After": "1" },
   );

@@ -31,7 +31,7 @@ import { isPlatformField } from "./schema/fields.ts";
 import type { ValueIndexedFields } from "./store/memory/memory-store.ts";
 import { openStore, parseStoreUrl, type LoadedData, type StoreLocation } from "./store/open-store.ts";
 import { BackupTargetError, type BackupSummary } from "./store/file/backup.ts";
-import { ConflictError, isOutOfSpace, StoreUnreachableError, UniqueViolation } from "./store/store.ts";
+import { ConflictError, isOutOfSpace, StoreUnreachableError, UniqueViolation, WriteFailedError } from "./store/store.ts";
 import { then, type Maybe } from "./maybe.ts";
 import { ChangeFeed, DEFAULT_FEED_LIMITS } from "./feed/change-feed.ts";
 import { DEFAULT_CHANGES_KEEP } from "./store/memory/memory-store.ts";
@@ -630,7 +630,9 @@ class App {
   private fail(error: Error): never {
     if (isOutOfSpace(error)) throw insufficientStorage();
     // The database went away: this request is answered 503, and the next may find it back.
-    if (error instanceof StoreUnreachableError) throw databaseUnreachable();
+    if (error instanceof StoreUnreachableError) throw databaseUnreachable(error.isOutcomeUnknown);
+    // The database refused this write alone: a 500 for this request (replyToError logs it), not a shutdown.
+    if (error instanceof WriteFailedError) throw error;
     if (!this.failure) {
       this.failure = error;
       this.onFatal?.(error);

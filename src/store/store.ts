@@ -223,9 +223,10 @@ export interface Store {
    * Checks what the batch expects and applies it, all or nothing; resolves once it is durable.
    * Rejects with ConflictError when an expectation failed (nothing was applied: read again and
    * rebuild the batch), with StorageFullError when the disk had no room (the batch, and every one
-   * applied after it, was taken back out; later writes may succeed again). Any other rejection
-   * means the store can make nothing durable any more (the file store), or could not reach its
-   * database (PostgreSQL: nothing was applied, and later writes may succeed).
+   * applied after it, was taken back out; later writes may succeed again), with WriteFailedError
+   * when the database refused this batch alone (PostgreSQL: nothing was applied, the store goes
+   * on). Any other rejection means the store can make nothing durable any more (the file store),
+   * or could not reach its database (StoreUnreachableError: later writes may succeed).
    */
   commit(batch: WriteBatch): Promise<Commit>;
   /** Resolves once every write applied so far is durable; null when it already is. */
@@ -378,10 +379,27 @@ export function duplicatesMessage(entity: string, fields: readonly string[], ids
 
 /**
  * The store's database cannot be reached (PostgreSQL): the request is answered 503 and the store
- * goes on, unlike a failed fsync. Nothing the failed call wrote was committed.
+ * goes on, unlike a failed fsync. Nothing the failed call wrote was committed, unless
+ * `isOutcomeUnknown`: the connection went while a commit was on its way, which may have happened.
  */
 export class StoreUnreachableError extends Error {
   override name = "StoreUnreachableError";
+
+  constructor(
+    message: string,
+    readonly isOutcomeUnknown = false,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The database refused one batch for a reason no retry mends (PostgreSQL: a statement failed):
+ * nothing of it was applied, the request is answered 500 with the cause logged, and the store goes
+ * on. Unlike a failed fsync it says nothing about later writes.
+ */
+export class WriteFailedError extends Error {
+  override name = "WriteFailedError";
 }
 
 /**

@@ -51,8 +51,10 @@ export function findPostgresBin() {
 }
 
 /**
- * Starts a cluster and resolves to { url, dir, stop }. stop() is synchronous (it also runs from this
- * process's 'exit' event, which runs no async code): it kills the server and deletes the folder.
+ * Starts a cluster and resolves to { url, dir, stop, halt, resume }. stop() is synchronous (it also
+ * runs from this process's 'exit' event, which runs no async code): it kills the server and deletes
+ * the folder. halt() stops the server as a crash would (immediate mode), resume() starts it again on
+ * its port, resolving once it accepts connections: an outage for a test.
  * A watchdog process does the same if this process dies without exiting (SIGKILL).
  */
 export async function startCluster({ durable = false } = {}) {
@@ -81,9 +83,12 @@ export async function startCluster({ durable = false } = {}) {
     await runIn(dir, ...asOwner("initdb", ["-D", dataDir, "-U", CLUSTER_USER, "-A", "trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"]));
     const settings = { ...SETTINGS, unix_socket_directories: `'${dir}'`, ...(durable ? {} : FAST_SETTINGS) };
     appendFileSync(join(dataDir, "postgresql.conf"), Object.entries(settings).map(([name, value]) => `${name} = ${value}\n`).join(""));
-    const port = await startOnFreePort(dir, (port) => asOwner("pg_ctl", ["-D", dataDir, "-l", join(dir, "server.log"), "-o", `-p ${port}`, "-w", "-t", String(START_TIMEOUT_S), "start"]));
+    const startCommand = (port) => asOwner("pg_ctl", ["-D", dataDir, "-l", join(dir, "server.log"), "-o", `-p ${port}`, "-w", "-t", String(START_TIMEOUT_S), "start"]);
+    const port = await startOnFreePort(dir, startCommand);
     await runIn(dir, join(bin, "createdb"), ["-h", "127.0.0.1", "-p", String(port), "-U", CLUSTER_USER, CLUSTER_DATABASE]);
-    return { url: `postgres://${CLUSTER_USER}@127.0.0.1:${port}/${CLUSTER_DATABASE}`, dir, stop };
+    const halt = () => runIn(dir, stopCommand, stopArgs);
+    const resume = () => runIn(dir, ...startCommand(port));
+    return { url: `postgres://${CLUSTER_USER}@127.0.0.1:${port}/${CLUSTER_DATABASE}`, dir, stop, halt, resume };
   } catch (error) {
     stop();
     throw error;

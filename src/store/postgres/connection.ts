@@ -52,11 +52,42 @@ export function connectionProblem(error: unknown, url: string): Error | null {
   return null;
 }
 
-function hostOf(url: string): string {
+/** host:port/database of a URL, never its password. */
+export function hostOf(url: string): string {
   try {
     const { hostname, port, pathname } = new URL(url);
     return `${hostname || "localhost"}:${port || "5432"}${pathname}`;
   } catch {
     return "the --store URL";
   }
+}
+
+/**
+ * sql.begin, safe from a connection lost mid-transaction. postgres 3.4 then sends the ROLLBACK (or
+ * COMMIT) that ends the work to the closed connection, from a timer: a TypeError no caller can
+ * catch, which would end the process. So the work's outcome reaches the driver only while the
+ * connection lives; once it is lost, begin() has already rejected with the loss, and the work's
+ * outcome is held back (a promise that never settles, dropped with the transaction). The check
+ * waits one turn of the event loop: the driver tells of a lost connection to the statement first
+ * and to begin() after it. A loss after the check finds the socket still open, or the write
+ * cancelled by the close: both harmless.
+ */
+export function beginSafely<T>(sql: Sql, options: string, work: (tx: TransactionSql) => Promise<T>): Promise<T> {
+  let isLost = false;
+  const unlessLost = async <R>(outcome: () => R): Promise<R> => {
+    await new Promise((resolve) => setImmediate(resolve));
+    return isLost ? new Promise<R>(() => {}) : outcome();
+  };
+  const transaction = sql.begin(options, (tx) =>
+    work(tx).then(
+      (value) => unlessLost(() => value),
+      (error: unknown) =>
+        unlessLost(() => {
+          throw error;
+        }),
+    ),
+  );
+  // Before the work has ended, begin() rejects only when the connection is lost.
+  transaction.catch(() => (isLost = true));
+  return transaction;
 }

@@ -15,6 +15,7 @@ import {
   ConflictError,
   StoreUnreachableError,
   uniqueClashInBatch,
+  WriteFailedError,
   uniqueKeyOf,
   UniqueViolation,
   type UniqueFields,
@@ -37,7 +38,8 @@ import {
   type WriteBatch,
 } from "../store.ts";
 import { checkStoredKeys, type KeyVault } from "../../keys/api-keys.ts";
-import { connectionProblem, loadDriver, type Sql, type TransactionSql } from "./connection.ts";
+import { beginSafely, connectionProblem, hostOf, loadDriver, type Sql, type TransactionSql } from "./connection.ts";
+import { DatabaseHealth, PROBE_TIMEOUT_MS, type Call } from "./health.ts";
 import { createTables, isUniqueIndexName, LEGACY_HORIZON_INDEX, type Names } from "./tables.ts";
 import { whereOf } from "./sql-filter.ts";
 import { openSnapshotPages } from "./snapshot-pages.ts";
@@ -52,6 +54,22 @@ const ANSWER_SWEEP_MS = 10 * 60 * 1000;
 const RESIDUAL_CHUNK = 1000;
 /** Connections in the pool; exports may hold half of them, so that writes always find one. */
 const POOL_SIZE = 10;
+/**
+ * A connection not made within this is given up (the driver's default is 30 s). Requests do not
+ * wait for it: DatabaseHealth answers them 503 within 2 s of a database going away.
+ */
+const CONNECT_TIMEOUT_S = 2;
+/**
+ * How long a connection that failed waits before it tries again. The driver's default grows with
+ * each failure up to 20 s, which held the first requests after the database came back that long.
+ */
+const RECONNECT_BACKOFF_S = 0.05;
+/**
+ * No look-up of array types on each new connection: the store reads no SQL array (json_agg
+ * instead), and postgres 3.4 leaves that look-up's failure unhandled when the database goes
+ * between the connection's start and the look-up, which would end the process.
+ */
+const FETCH_TYPES = false;
 const ID_ORDER: SortSpec = { field: "id", kind: "string", descending: false };
 /** How often the change feed's kept events are cut back to --changes-keep (any process may). */
 const FEED_TRIM_MS = 10_000;
@@ -116,9 +134,13 @@ export class PostgresStore implements Store {
   private revisionEnd: number;
   private spareBlock: Promise<number> | number | null = null;
   private readonly answerSweep: NodeJS.Timeout;
+  private readonly health: DatabaseHealth;
 
   private constructor(
-    private readonly sql: Sql,
+    /** The pool; replaced by a new one when the database comes back after an outage (replacePool). */
+    private sql: Sql,
+    private readonly openPool: () => Sql,
+    probe: () => Promise<void>,
     private readonly names: Names,
     private readonly options: PostgresStoreOptions,
     node: number,
@@ -126,6 +148,11 @@ export class PostgresStore implements Store {
     private readonly largestId: string | undefined,
   ) {
     this.idNode = node;
+    this.health = new DatabaseHealth(
+      probe,
+      (call) => new StoreUnreachableError(`PostgreSQL at ${hostOf(options.url)} did not answer.`, call.isCommitting),
+      () => this.replacePool(),
+    );
     this.unique = new Map([...options.schema.entities.values()].filter((entity) => entity.unique.length > 0).map((entity) => [entity.name, entity.unique]));
     this.nextRevision = revBlock * REV_BLOCK + 1;
     this.revisionEnd = (revBlock + 1) * REV_BLOCK;
@@ -147,18 +174,22 @@ export class PostgresStore implements Store {
    */
   static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
     const postgres = await loadDriver();
-    const sql = postgres(options.url, {
-      max: POOL_SIZE,
-      onnotice: () => {},
-      connect_timeout: 10,
-      // Revisions and seqs are bigint, read as numbers: they stay far below 2^53.
-      types: { bigint: { to: 20, from: [20], serialize: (value: number) => String(value), parse: (value: string) => Number(value) } },
-    }) as Sql;
+    const openPool = () =>
+      postgres(options.url, {
+        max: POOL_SIZE,
+        onnotice: () => {},
+        connect_timeout: CONNECT_TIMEOUT_S,
+        backoff: RECONNECT_BACKOFF_S,
+        fetch_types: FETCH_TYPES,
+        // Revisions and seqs are bigint, read as numbers: they stay far below 2^53.
+        types: { bigint: { to: 20, from: [20], serialize: (value: number) => String(value), parse: (value: string) => Number(value) } },
+      }) as Sql;
+    const sql = openPool();
     try {
       const names = await createTables(sql, options.schema, options.pgSchema);
       const [{ node, block }] = await sql.unsafe(`SELECT nextval('${names.nodes}')::int AS node, nextval('${names.revs}') AS block`);
       const largestId = await largestIdOf(sql, names, [...options.schema.entities.keys()]);
-      const store = new PostgresStore(sql, names, options, node, block, largestId);
+      const store = new PostgresStore(sql, openPool, () => probeDatabase(postgres, options.url), names, options, node, block, largestId);
       await store.listen();
       await store.trimChanges();
       return store;
@@ -184,7 +215,7 @@ export class PostgresStore implements Store {
     return {
       where,
       update: (addMissing) =>
-        this.sql.begin(async (tx) => {
+        beginSafely(this.sql, "", async (tx) => {
           // Processes starting together: the first generates, the others find its keys.
           await tx.unsafe(`LOCK TABLE ${this.names.keys} IN EXCLUSIVE MODE`);
           const stored = checkStoredKeys(await tx.unsafe(`SELECT id, kind, key FROM ${this.names.keys} ORDER BY id`), where);
@@ -277,24 +308,24 @@ export class PostgresStore implements Store {
   }
 
   commit(batch: WriteBatch): Promise<Commit> {
-    return this.guard(async () => {
+    return this.guard(async (call) => {
       const inBatch = uniqueClashInBatch(batch, this.unique);
       if (inBatch) throw inBatch;
-      const seq = await this.sql
-        .begin(async (tx) => {
-          // The answer first: a second request with the same key waits here until the first commits.
-          if (batch.answer) await insertAnswer(tx, this.names, batch.answer);
-          if (batch.matches?.length) await this.checkMatches(tx, batch.matches);
-          if (batch.puts.length === 0) return 0;
-          const [{ seq }] = await tx.unsafe(`SELECT pg_current_xact_id()::text::bigint AS seq`);
-          batch.puts.forEach(({ row }, index) => {
-            row.seq = seq as number;
-            row.index = index;
-          });
-          const types = await this.writePuts(tx, batch.puts);
-          await this.insertEvents(tx, batch.puts, types, seq as number);
-          return seq as number;
-        })
+      const seq = await beginSafely(this.sql, "", async (tx) => {
+        throwIfAbandoned(call);
+        // The answer first: a second request with the same key waits here until the first commits.
+        if (batch.answer) await insertAnswer(tx, this.names, batch.answer);
+        if (batch.matches?.length) await this.checkMatches(tx, batch.matches);
+        if (batch.puts.length === 0) return commitUnlessAbandoned(call, 0);
+        const [{ seq }] = await tx.unsafe(`SELECT pg_current_xact_id()::text::bigint AS seq`);
+        batch.puts.forEach(({ row }, index) => {
+          row.seq = seq as number;
+          row.index = index;
+        });
+        const types = await this.writePuts(tx, batch.puts);
+        await this.insertEvents(tx, batch.puts, types, seq as number);
+        return commitUnlessAbandoned(call, seq as number);
+      })
         .then((seq) => {
           if (seq > this.lastCommittedSeq) this.lastCommittedSeq = seq;
           // Cut back every tenth of the window written, besides the timer: the window stays near its size.
@@ -317,6 +348,10 @@ export class PostgresStore implements Store {
           throw error;
         });
       return { seq };
+    }).catch((error: unknown) => {
+      if (error instanceof ConflictError || error instanceof UniqueViolation || error instanceof StoreUnreachableError) throw error;
+      // Anything else failed this batch alone (it was rolled back): the server answers 500 and goes on.
+      throw new WriteFailedError(`The database refused a write: ${(error as Error).message}`, { cause: error });
     });
   }
 
@@ -439,6 +474,20 @@ export class PostgresStore implements Store {
     check();
   }
 
+  /**
+   * The database is back after an outage: a new pool, and the old one ended. The driver's
+   * connections that failed during the outage can hold a statement until their connect timeout
+   * once it is back (seen after a restart); new ones connect at once. No call is on the old pool:
+   * the health watch gave up every one when the database went, and let none start since.
+   */
+  private replacePool(): void {
+    const old = this.sql;
+    this.sql = this.openPool();
+    old.end({ timeout: 0 }).catch(() => {});
+    // Notifications missed meanwhile: tellFeedListeners runs once listening (and every FEED_POLL_MS).
+    this.listen().catch(() => {});
+  }
+
   private tellFeedListeners(): void {
     for (const listener of this.feedListeners) listener();
   }
@@ -471,7 +520,7 @@ export class PostgresStore implements Store {
   async reset(): Promise<void> {
     const tables = [...this.options.schema.entities.keys()].map((entity) => this.names.table(entity));
     await this.guard(() =>
-      this.sql.begin(async (tx) => {
+      beginSafely(this.sql, "", async (tx) => {
         // The feed forgets every event: a resume from before the reset catches up from what is stored.
         await tx.unsafe(
           `UPDATE ${this.names.feed} AS f SET horizon_seq = c.seq, horizon_idx = c.idx
@@ -483,6 +532,7 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
+    this.health.close();
     clearInterval(this.answerSweep);
     for (const timer of this.feedTimers) clearInterval(timer);
     if (this.trimAgain) clearTimeout(this.trimAgain);
@@ -663,19 +713,26 @@ export class PostgresStore implements Store {
     return types;
   }
 
-  /** Runs a database call; a lost connection becomes StoreUnreachableError (503, and the next call tries again). */
-  private async guard<T>(work: () => Promise<T>): Promise<T> {
-    try {
-      return await work();
-    } catch (error) {
-      if (error instanceof ConflictError || error instanceof UniqueViolation) throw error;
-      const code = (error as { code?: string }).code;
-      // Two transactions waited on each other, or a serialization failure: build the batch again.
-      if (code === "40001" || code === "40P01") throw new ConflictError("rev", "The database refused the batch for a concurrent one; build it again.");
-      const problem = connectionProblem(error, this.options.url);
-      if (problem) throw new StoreUnreachableError(problem.message);
-      throw error;
-    }
+  /**
+   * Runs a database call under the health watch (health.ts: 503 at once while the database is
+   * away, within 2 s once it goes); a lost connection becomes StoreUnreachableError (503, and the
+   * health probe decides whether the next call may try again).
+   */
+  private guard<T>(work: (call: Call) => Promise<T>): Promise<T> {
+    return this.health.run(async (call) => {
+      try {
+        return await work(call);
+      } catch (error) {
+        if (error instanceof ConflictError || error instanceof UniqueViolation || error instanceof StoreUnreachableError) throw error;
+        const code = (error as { code?: string }).code;
+        // Two transactions waited on each other, or a serialization failure: build the batch again.
+        if (code === "40001" || code === "40P01") throw new ConflictError("rev", "The database refused the batch for a concurrent one; build it again.");
+        const problem = connectionProblem(error, this.options.url);
+        if (!problem) throw error;
+        void this.health.check();
+        throw new StoreUnreachableError(problem.message, call.isCommitting);
+      }
+    });
   }
 
   private fetchSpareBlock(): void {
@@ -697,6 +754,31 @@ export class PostgresStore implements Store {
     this.nextRevision = block * REV_BLOCK + 1;
     this.revisionEnd = (block + 1) * REV_BLOCK;
     this.fetchSpareBlock();
+  }
+}
+
+/**
+ * A commit's transaction ends here: rolled back when its request was answered 503 meanwhile (so
+ * that "nothing was stored" stays true), else committed, from when its outcome is unknown should
+ * the connection be lost. Synchronous with the health watch's giving up: one or the other is first.
+ */
+function commitUnlessAbandoned<T>(call: Call, value: T): T {
+  throwIfAbandoned(call);
+  call.isCommitting = true;
+  return value;
+}
+
+function throwIfAbandoned(call: Call): void {
+  if (call.isAbandoned) throw new StoreUnreachableError("The request was answered 503 meanwhile: the transaction is rolled back.");
+}
+
+/** Resolves when the database answers a statement on a connection of its own, made for the purpose. */
+async function probeDatabase(postgres: Awaited<ReturnType<typeof loadDriver>>, url: string): Promise<void> {
+  const probe = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: Math.ceil(PROBE_TIMEOUT_MS / 1000), backoff: RECONNECT_BACKOFF_S, fetch_types: FETCH_TYPES });
+  try {
+    await probe.unsafe("SELECT 1");
+  } finally {
+    probe.end({ timeout: 0 }).catch(() => {});
   }
 }
 

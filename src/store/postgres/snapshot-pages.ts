@@ -5,7 +5,7 @@
 
 import type { SortPosition } from "../../query/filter-tree.ts";
 import { EXPORT_PAGE_ROWS, type Row, type RowPages } from "../store.ts";
-import type { Sql, TransactionSql } from "./connection.ts";
+import { beginSafely, type Sql, type TransactionSql } from "./connection.ts";
 
 /** Reads up to `max` rows after `after` (null: from the first), in id order, inside `tx`. */
 export type ReadPage = (tx: TransactionSql, after: SortPosition | null, max: number) => Promise<Row[]>;
@@ -29,8 +29,7 @@ export async function openSnapshotPages(sql: Sql, readPage: ReadPage): Promise<R
     wake?.();
     wake = null;
   };
-  const finished = sql
-    .begin("isolation level repeatable read read only", async (tx) => {
+  const finished = beginSafely(sql, "isolation level repeatable read read only", async (tx) => {
       let after: SortPosition | null = null;
       let isDone = false;
       for (let entry = await nextAsk(); entry !== null; entry = await nextAsk()) {

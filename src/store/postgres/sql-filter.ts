@@ -15,6 +15,7 @@ import {
   numericParam,
   searchText,
   sortKeyExpression,
+  sortPrefixOf,
   TEXT_LAST,
   TEXT_PRESENT_PREFIX,
   textParam,
@@ -228,7 +229,10 @@ class Translation {
     const bound = kind === "string" ? textParam(this.params, TEXT_PRESENT_PREFIX + value) : numericParam(this.params, comparableBound(node));
     // Missing values sort last: the upper side of a range must leave them out.
     const last = kind === "string" ? TEXT_LAST : NUMERIC_LAST;
-    return range === ">" || range === ">=" ? `(${sortKey} ${range} ${bound} AND ${sortKey} < ${last})` : `${sortKey} ${range} ${bound}`;
+    const isLower = range === ">" || range === ">=";
+    const condition = isLower ? `(${sortKey} ${range} ${bound} AND ${sortKey} < ${last})` : `${sortKey} ${range} ${bound}`;
+    // A text key's index holds its prefix (sql-values.ts): the same bound on it, implied, is the index's range.
+    return kind === "string" ? `(${sortPrefixOf(sortKey)} ${isLower ? ">=" : "<="} ${sortPrefixOf(bound)} AND ${condition})` : condition;
   }
 
   /**

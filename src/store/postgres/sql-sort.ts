@@ -4,7 +4,7 @@
 
 import type { SortKey, SortPosition, SortSpec, ValueKind } from "../../query/filter-tree.ts";
 import { isScalar, kindOf, type EntityDef } from "../../schema/fields.ts";
-import { firstUnstorable, isStorable, NUMERIC_LAST, numericParam, searchText, sortKeyExpression, TEXT_LAST, TEXT_PRESENT_PREFIX, textParam, type SqlParams } from "./sql-values.ts";
+import { firstUnstorable, isStorable, NUMERIC_LAST, numericParam, searchText, sortKeyExpression, sortPrefixOf, TEXT_LAST, TEXT_PRESENT_PREFIX, textParam, type SqlParams } from "./sql-values.ts";
 
 /**
  * The expression ORDER BY sorts a field by: never null, missing values last ascending (first
@@ -16,10 +16,16 @@ export function sortExpression(sort: SortSpec): string {
   return sort.field === "id" ? "id" : sortKeyExpression(sort.kind, literalOf(sort.field));
 }
 
-/** ORDER BY's list: the sort key, then id in the same direction, as the memory store walks its index backwards. */
+/**
+ * ORDER BY's list: the sort key, then id in the same direction, as the memory store walks its index
+ * backwards. A text key is led by its indexed prefix (sortPrefixOf), which orders rows as the key does.
+ */
 export function orderByOf(sort: SortSpec): string {
   const direction = sort.descending ? "DESC" : "ASC";
-  return sort.field === "id" ? `id ${direction}` : `${sortExpression(sort)} ${direction}, id ${direction}`;
+  if (sort.field === "id") return `id ${direction}`;
+  const expression = sortExpression(sort);
+  const prefix = sort.kind === "string" ? `${sortPrefixOf(expression)} ${direction}, ` : "";
+  return `${prefix}${expression} ${direction}, id ${direction}`;
 }
 
 /**
@@ -47,8 +53,11 @@ export function afterOf(sort: SortSpec, after: SortPosition, params: SqlParams):
     encoded = key === null ? NUMERIC_LAST : numericParam(params, key);
   }
   const op = isAscending ? ">" : "<";
-  if (!isStorable(id)) return `(${expression} ${op} ${encoded} OR (${expression} = ${encoded} AND ${textBeyond("id", id, isAscending, params)}))`;
-  return `(${expression}, id) ${op} (${encoded}, ${textParam(params, id)})`;
+  const beyond = isStorable(id)
+    ? `(${expression}, id) ${op} (${encoded}, ${textParam(params, id)})`
+    : `(${expression} ${op} ${encoded} OR (${expression} = ${encoded} AND ${textBeyond("id", id, isAscending, params)}))`;
+  // A text key's index holds its prefix: the bound on it (implied by the rest) is the index's range.
+  return sort.kind === "string" ? `(${sortPrefixOf(expression)} ${op}= ${sortPrefixOf(encoded)} AND ${beyond})` : beyond;
 }
 
 /** Sorting by id, the key is the row's id: (id, id) after (key, id). */
@@ -87,8 +96,10 @@ function textBeyond(column: string, text: string, isAscending: boolean, params: 
 // ---------------------------------------------------------------- indexes
 
 export interface IndexSpec {
-  /** Unique within an entity's table, from schema names: sort_<field>, equality, search. */
+  /** Unique within an entity's table, from schema names: sort_<field>, order_<field>, equality, search. */
   readonly name: string;
+  /** An index this one replaces, dropped at start-up when found: an older definition under another name. */
+  readonly replaces?: string;
   /** What follows `CREATE INDEX <name> ON <table>`. */
   readonly definition: string;
   /** Needs `CREATE EXTENSION pg_trgm`; without the index, a search scans. */
@@ -98,7 +109,9 @@ export interface IndexSpec {
 /**
  * The indexes of an entity's table, over its live rows (lists that exclude deleted records say
  * `NOT deleted`, which these need). A btree per sortable field on (sortExpression, id) serves its
- * sorts both ways and their cursors, and ranges and date equality on it; one GIN jsonb_path_ops
+ * sorts both ways and their cursors, and ranges and date equality on it; a text field's holds its
+ * key's prefix instead (order_<field>: sortPrefixOf), as a key of any length would not fit, and
+ * replaces the sort_<field> index that held the whole key; one GIN jsonb_path_ops
  * index on data serves $eq and $in on string, number and boolean fields and on arrays of them
  * (`data @> …`); a trigram index serves search. Filters name their fields with parameters: run
  * them unprepared (sql.unsafe's default), so that each plan sees the names as constants and
@@ -108,7 +121,9 @@ export function indexesOf(entity: EntityDef): IndexSpec[] {
   const sortable = [...entity.fieldNames.filter((name) => isScalar(entity.fields.get(name)!)), "created_date", "updated_date", "created_by_id"];
   const indexes: IndexSpec[] = sortable.map((field) => {
     const kind: ValueKind = ["created_date", "updated_date"].includes(field) ? "date" : field === "created_by_id" ? "string" : kindOf(entity.fields.get(field)!);
-    return { name: `sort_${field}`, definition: `(${sortExpression({ field, kind, descending: false })}, id) WHERE NOT deleted`, needsTrigram: false };
+    const expression = sortExpression({ field, kind, descending: false });
+    if (kind === "string") return { name: `order_${field}`, replaces: `sort_${field}`, definition: `(${sortPrefixOf(expression)}, id) WHERE NOT deleted`, needsTrigram: false };
+    return { name: `sort_${field}`, definition: `(${expression}, id) WHERE NOT deleted`, needsTrigram: false };
   });
   indexes.push({ name: "equality", definition: "USING gin (data jsonb_path_ops) WHERE NOT deleted", needsTrigram: false });
   if (entity.textFields.length > 0) {

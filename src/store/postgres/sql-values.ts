@@ -90,6 +90,20 @@ export const TEXT_LAST = "'b'";
 export const TEXT_PRESENT_PREFIX = "a";
 
 /**
+ * How many characters of a text sort key its index holds. A btree row holds at most 2,704 bytes, and
+ * a text may be as long as a request body: the index holds the key's first 512 characters (at most
+ * 2,048 bytes of UTF-8) and the id (at most 128), and ORDER BY sorts rows whose prefixes tie by the
+ * whole key (an incremental sort, in memory, over each run of equal prefixes). Comparing prefixes
+ * first keeps code point order: a prefix that sorts before another is the start of a key that does.
+ */
+export const SORT_PREFIX_CHARS = 512;
+
+/** The indexed part of a text sort key (SQL); `(prefix, key)` sorts as `key` alone. */
+export function sortPrefixOf(textKey: string): string {
+  return `(left(${textKey}, ${SORT_PREFIX_CHARS}) COLLATE "C")`;
+}
+
+/**
  * The sort key of top-level field `key` (SQL of its name: a quoted literal, or a text parameter
  * that a custom plan folds into one) in the order of toSortKey and compareSortKeys: strings by
  * code point (COLLATE "C" compares UTF-8 bytes, which is code point order), numbers numerically,

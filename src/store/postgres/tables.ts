@@ -65,7 +65,7 @@ async function createUniqueIndex(tx: TransactionSql, table: string, entity: stri
   } catch (error) {
     if ((error as { code?: string }).code !== "23505") throw error;
     await tx.unsafe("ROLLBACK TO SAVEPOINT unique_index");
-    const groups = await tx.unsafe(`SELECT array_agg(id ORDER BY id) AS ids FROM ${table} WHERE ${where} GROUP BY ${values.join(", ")} HAVING count(*) > 1 LIMIT 10`);
+    const groups = await tx.unsafe(`SELECT json_agg(id ORDER BY id) AS ids FROM ${table} WHERE ${where} GROUP BY ${values.join(", ")} HAVING count(*) > 1 LIMIT 10`);
     throw new Error(duplicatesMessage(entity, fields, groups.flatMap((group) => group.ids as string[])));
   }
 }
@@ -157,6 +157,8 @@ export async function createTables(sql: Sql, schema: Schema, pgSchema: string): 
       await tx.unsafe(`CREATE SEQUENCE IF NOT EXISTS ${names.legacy}`);
       await tx.unsafe(`UPDATE ${table} SET idx = nextval('${names.legacy}') WHERE seq = 0 AND idx = 0`);
       for (const index of indexesOf(entity)) {
+        // Under the setup lock, so that processes starting together drop and create each once.
+        if (index.replaces) await tx.unsafe(`DROP INDEX IF EXISTS ${quoteIdent(pgSchema)}.${quoteIdent(indexNameOf(name, index.replaces))}`);
         if (index.needsTrigram && !hasTrigram) continue;
         await tx.unsafe(`CREATE INDEX IF NOT EXISTS ${quoteIdent(indexNameOf(name, index.name))} ON ${table} ${index.definition}`);
       }
