@@ -36,7 +36,7 @@ function readTestStore(value: string | undefined): TestStore {
   throw new Error(`TABULA_TEST_STORE=${value} names no store; use one of ${TEST_STORES.join(", ")}`);
 }
 
-export const SECRET = "sk_test_secret";
+export const SECRET = "sk_test_secret_key";
 export const PUBLISHABLE = "pk_test_publishable";
 
 export const TASK = {
