@@ -1,4 +1,4 @@
-// The pause writes see while a backup is taken (issue 21, CONTRACT §11). tabula runs as a child on
+// The pause writes see while a backup is taken (issue 21, docs/operating.md). tabula runs as a child on
 // a fresh data folder (file store, fsync before every answer), seeded through POST /bulk; durable
 // creates then run at a fixed concurrency, first alone (the baseline), then while a backup is taken
 // by POST /api/admin/backup (the server copies its own folder), then while `tabula backup --data`

@@ -1,4 +1,4 @@
-// The command line (CONTRACT §1): argv and env → ServerOptions, the start-up banner, signals.
+// The command line (docs/operating.md): argv and env → ServerOptions, the start-up banner, signals.
 // A bad flag, schema, seed or key file exits 1 before listening, with a message naming the fault.
 
 import { existsSync } from "node:fs";
@@ -162,7 +162,7 @@ const POSTGRES_URL_RE = /^postgres(ql)?:/i;
 /** The store's options, and where they came from (a flag or a variable), for messages. */
 type StoreChoice = Pick<ServerOptions, "store" | "memory" | "data"> & { readonly source: string };
 
-/** CONTRACT §10. --data and --memory are shorthands of --store, so two of the three conflict. */
+/** docs/operating.md: --data and --memory are shorthands of --store, so two of the three conflict. */
 function chooseStore(parsed: Parsed, env: NodeJS.ProcessEnv): StoreChoice {
   const { values } = parsed;
   const given = [values.store !== undefined && "--store", values.data !== undefined && "--data", parsed.memory && "--memory"].filter(Boolean);

@@ -1,4 +1,4 @@
-// The one error type of the API and the helpers that build it (CONTRACT §5).
+// The one error type of the API and the helpers that build it (docs/errors.md).
 // Codes identify an error permanently; messages may change and always say how to mend it.
 
 export type ErrorCode =
@@ -56,7 +56,7 @@ export class ApiError extends Error {
     return { error: { code: this.code, message: this.message, details: this.details } };
   }
 
-  /** The same error for the record at `index` of a batch (CONTRACT §4: details.index). */
+  /** The same error for the record at `index` of a batch (docs/api.md: details.index). */
   atIndex(index: number): ApiError {
     return new ApiError(
       this.status,
@@ -68,7 +68,7 @@ export class ApiError extends Error {
   }
 }
 
-/** A request HTTP itself refuses (README "Decisions": CONTRACT §5 has no code for it). */
+/** A request HTTP itself refuses (docs/errors.md, "Requests HTTP refuses"). */
 export const invalidRequest = (message: string, details: ErrorDetails = {}) =>
   new ApiError(400, "invalid_request", message, details);
 
@@ -147,7 +147,7 @@ export const idTaken = (entity: string, id: string, inBatch: boolean) =>
     { entity, fields: ["id"], values: [id], existing_id: id, id },
   );
 
-/** `isOutcomeUnknown`: the database went while this write's commit was on its way (see the README). */
+/** `isOutcomeUnknown`: the database went while this write's commit was on its way (see docs/postgresql.md). */
 export const databaseUnreachable = (isOutcomeUnknown = false) =>
   new ApiError(
     503,
@@ -223,7 +223,7 @@ export const tooManyExports = (max: number) =>
     { "Retry-After": "5" },
   );
 
-/** POST /api/admin/backup into a folder that holds files (CONTRACT §11): a backup never mixes with other files. */
+/** POST /api/admin/backup into a folder that holds files (docs/operating.md): a backup never mixes with other files. */
 export const backupTargetExists = (message: string, to: string) => new ApiError(409, "backup_target_exists", message, { to });
 
 /** POST /api/admin/backup on a store whose data is not a folder of this server's (memory, PostgreSQL). */

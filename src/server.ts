@@ -53,7 +53,7 @@ export interface ServerOptions {
   /** A schema folder or file, declarations as objects, or a loaded Schema. */
   readonly schema: string | Declarations | Schema;
   /**
-   * The store, as a URL (CONTRACT §10): file:<dir> or memory:. Instead of memory and data, which
+   * The store, as a URL (docs/operating.md): file:<dir> or memory:. Instead of memory and data, which
    * are its shorthands; giving it with either is an error.
    */
   readonly store?: string;
@@ -70,16 +70,16 @@ export interface ServerOptions {
   readonly keys?: readonly ApiKey[];
   readonly seed?: SeedSource;
   readonly maxBodyBytes?: number;
-  /** CORS (CONTRACT §7): "*" (the default), origins separated by commas, or "off". */
+  /** CORS (docs/api.md): "*" (the default), origins separated by commas, or "off". */
   readonly cors?: string;
   /**
-   * Requests per second per client address for publishable keys (CONTRACT §9); off when not given.
+   * Requests per second per client address for publishable keys (docs/api.md); off when not given.
    * Secret keys are never limited.
    */
   readonly rateLimit?: number;
   /** Read the client's address from X-Forwarded-For (the last one, which the proxy added). */
   readonly trustProxy?: boolean;
-  /** Events the change feed keeps, across restarts and compactions (--changes-keep; CONTRACT §8). Default 100,000. */
+  /** Events the change feed keeps, across restarts and compactions (--changes-keep; docs/change-feed.md). Default 100,000. */
   readonly changesKeep?: number;
   /** Change feed streams and long polls held at once (--max-streams). Default 1,000. */
   readonly maxStreams?: number;
@@ -87,11 +87,11 @@ export interface ServerOptions {
   readonly streamBufferBytes?: number;
   /** How often a change feed stream gets a comment to keep proxies from closing it. Default 15 s. */
   readonly heartbeatMs?: number;
-  /** One line per request on stdout (--log; CONTRACT §11): "text", "json" or "off" (the default here; the CLI's is text). */
+  /** One line per request on stdout (--log; docs/operating.md): "text", "json" or "off" (the default here; the CLI's is text). */
   readonly log?: LogFormat;
-  /** The app id served at /api/apps/<appId>/entities (CONTRACT §7); any id when not given. */
+  /** The app id served at /api/apps/<appId>/entities (docs/base44-sdk.md); any id when not given. */
   readonly appId?: string;
-  /** The data browser at GET / (CONTRACT §12; --no-ui turns it off). Default true. */
+  /** The data browser at GET / (docs/data-browser.md; --no-ui turns it off). Default true. */
   readonly ui?: boolean;
   /** Warnings (a torn log tail cut off, fields no longer declared). Default: stderr. */
   readonly warn?: (message: string) => void;
@@ -104,7 +104,7 @@ export interface ServerOptions {
 
 export type { LoadedData } from "./store/open-store.ts";
 
-/** One change, as the feed's JSON replies carry it (CONTRACT §8). */
+/** One change, as the feed's JSON replies carry it (docs/change-feed.md). */
 export interface FeedChange {
   readonly type: "create" | "update" | "delete" | "restore" | "sync";
   readonly entity: string;
@@ -341,7 +341,7 @@ interface Observability {
 
 /**
  * The change feed's routes also take the key as ?key=: a browser's EventSource cannot send
- * headers (README). Nowhere else, so that keys stay out of the URLs of ordinary requests.
+ * headers (docs/change-feed.md). Nowhere else, so that keys stay out of the URLs of ordinary requests.
  */
 function feedKeyOf(path: string, query: string): string | undefined {
   if (!path.endsWith("/changes") && !path.endsWith("/changes/")) return undefined;
@@ -541,7 +541,7 @@ class App {
     return text instanceof Promise ? text.then(reply) : reply(text);
   }
 
-  /** POST /api/admin/backup {"to"}: a copy of the data folder on this server's machine, for a secret key only (CONTRACT §11). */
+  /** POST /api/admin/backup {"to"}: a copy of the data folder on this server's machine, for a secret key only (docs/operating.md). */
   private async backup(req: IncomingMessage, method: string, note: RequestNote): Promise<Reply> {
     if (method !== "POST") throw methodNotAllowed(method, ["POST"]);
     const caller = this.keys.authenticate(presentedApiKey(req));

@@ -1,6 +1,6 @@
 // `npm test`: every test file once on the memory store, then the HTTP suites again on each other
-// store (issue 18, CONTRACT §10: on every store all of SPEC.md and the contract hold, through the
-// same acceptance tests). test/support/server.ts reads TABULA_TEST_STORE and says which tests follow it.
+// store (issue 18, docs/postgresql.md: every store answers as docs/ says, through the same
+// acceptance tests). test/support/server.ts reads TABULA_TEST_STORE and says which tests follow it.
 // One throwaway PostgreSQL cluster serves every run (TABULA_TEST_PG_URL); each test server takes a
 // schema of its own in it.
 //

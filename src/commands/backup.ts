@@ -1,4 +1,4 @@
-// tabula backup (CONTRACT §11): a consistent copy of a data folder that `tabula --data` starts from.
+// tabula backup (docs/operating.md): a consistent copy of a data folder that `tabula --data` starts from.
 // From the folder itself (locked when no server holds it, read beside the server when one does),
 // or with --url by asking the running server (POST /api/admin/backup), which writes the copy on
 // its own machine. The copying is store/file/'s; this module chooses how and prints the outcome.

@@ -1,4 +1,4 @@
-// The subcommands of the command line (CONTRACT §11: tabula export, import, backup, verify): each
+// The subcommands of the command line (docs/operating.md: tabula export, import, backup, verify): each
 // is a Command, run by cli.ts when the first argument names it. This module parses their options
 // the way the server's are parsed (--name value or --name=value), answers --help, and turns bad
 // input into one clear line on stderr and exit status 1.

@@ -1,4 +1,4 @@
-// tabula export (CONTRACT §11): an entity's records, or every entity's, on stdout, as the export
+// tabula export (docs/operating.md): an entity's records, or every entity's, on stdout, as the export
 // route streams them (GET /api/entities/<E>/export), from a running server or a data folder.
 
 import { Readable } from "node:stream";

@@ -1,4 +1,4 @@
-// tabula import (CONTRACT §11): NDJSON or a JSON array into one entity, as all-or-nothing batches
+// tabula import (docs/operating.md): NDJSON or a JSON array into one entity, as all-or-nothing batches
 // of up to 5,000 records through the bulk routes, so every record is validated as a create is.
 // A refused batch stops the import naming the file's line, the field and the API's words; the
 // batches before it stay stored, and the summary says how far it got. Each batch carries an

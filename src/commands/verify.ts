@@ -1,4 +1,4 @@
-// tabula verify --data DIR (CONTRACT §11): reads every file of a data folder (folder-check.ts),
+// tabula verify --data DIR (docs/operating.md): reads every file of a data folder (folder-check.ts),
 // prints what it holds and any damage, and exits 1 on damage. It writes nothing and takes no lock,
 // so it runs beside a server using the folder.
 
@@ -53,7 +53,7 @@ export function formatReport(dir: string, report: FolderReport): string {
   lines.push(
     report.damage.length === 0
       ? `sound${warned}`
-      : `DAMAGED: ${report.damage.length} problem${report.damage.length === 1 ? "" : "s"}; restore the folder from a backup (tabula backup), or see the README's "Operating tabula"`,
+      : `DAMAGED: ${report.damage.length} problem${report.damage.length === 1 ? "" : "s"}; restore the folder from a backup (tabula backup), or see "Backups" in docs/operating.md`,
   );
   return lines.join("\n") + "\n";
 }

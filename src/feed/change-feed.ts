@@ -1,4 +1,4 @@
-// The change feed's hub (CONTRACT §8): one per server, between the store's events and the readers.
+// The change feed's hub (docs/change-feed.md): one per server, between the store's events and the readers.
 //
 // A reader starts at a resume point and reads the store page by page (catching up), from the
 // window of kept events, or, when its point is older than the window, from the latest versions

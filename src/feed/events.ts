@@ -1,4 +1,4 @@
-// The change feed's wire forms (CONTRACT §8): event ids ("seq.index"), an event as the JSON object
+// The change feed's wire forms (docs/change-feed.md): event ids ("seq.index"), an event as the JSON object
 // clients get (shaped for the caller's key kind, as records are), and as a Server-Sent Event.
 
 import { invalidCursor } from "../errors.ts";

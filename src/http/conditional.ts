@@ -1,4 +1,4 @@
-// ETags and conditional requests (SPEC §4.14, CONTRACT §6): strong, quoted, opaque tags derived
+// ETags and conditional requests (docs/api.md): strong, quoted, opaque tags derived
 // from the row's revision, which changes on every write of the record.
 
 import { preconditionFailed } from "../errors.ts";

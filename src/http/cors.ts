@@ -1,4 +1,4 @@
-// CORS (CONTRACT §7), so that a browser app on another origin can call tabula with a publishable
+// CORS (docs/api.md), so that a browser app on another origin can call tabula with a publishable
 // key: the preflight, and the headers every answer to a cross-origin request carries. The policy
 // comes from --cors: "*" (the default), a list of origins, or "off". Requests without an Origin
 // header (servers, curl, the benchmark) are answered exactly as without CORS.

@@ -1,4 +1,4 @@
-// GET /api/entities/<E>/export (CONTRACT §11): the records as they stood when the request came,
+// GET /api/entities/<E>/export (docs/operating.md): the records as they stood when the request came,
 // streamed a page at a time as fast as the client reads (memory stays flat: one page in hand),
 // while writes go on. The store holds the snapshot (Store.openExport); here it becomes a body.
 

@@ -1,4 +1,4 @@
-// The change feed's request (CONTRACT §8) → a subscription and a resume point: which entities
+// The change feed's request (docs/change-feed.md) → a subscription and a resume point: which entities
 // (the route's, or entities= on /api/changes, within what the key may read), q (checked like a
 // list's, against each entity), since or Last-Event-ID, limit and wait.
 
@@ -15,7 +15,7 @@ import { accessOf } from "./list-params.ts";
 
 export const DEFAULT_FEED_LIMIT = 100;
 export const MAX_FEED_LIMIT = 1000;
-/** A long poll waits at most this long (CONTRACT §8: wait ≤ 30 seconds). */
+/** A long poll waits at most this long (docs/change-feed.md: wait ≤ 30 seconds). */
 export const MAX_FEED_WAIT_S = 30;
 
 const STREAM_PARAMETERS = ["q", "since", "key"];

@@ -1,4 +1,4 @@
-// Idempotency-Key (SPEC §4.13, CONTRACT §6): the first successful answer to a write is stored with
+// Idempotency-Key (docs/api.md): the first successful answer to a write is stored with
 // the write itself (one batch, one log entry) and replayed for 24 hours. Keys are scoped to the API
 // key. Errors are not stored, so a refused request may be retried with the same key.
 

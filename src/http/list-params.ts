@@ -1,6 +1,6 @@
-// The list parameters of SPEC §4.1 → a typed ListRequest, and those of a distinct (CONTRACT §7) →
+// The list parameters (docs/query-language.md) → a typed ListRequest, and those of a distinct (docs/aggregates.md) →
 // a DistinctRequest, plus what the next page's cursor and Link need. A cursor carries its walk
-// (CONTRACT §6): parameters it binds may be omitted on later pages, and sending different ones is
+// (docs/query-language.md): parameters it binds may be omitted on later pages, and sending different ones is
 // invalid_cursor.
 
 import { ApiError, forbidden, invalidCursor, invalidParameter } from "../errors.ts";
@@ -25,7 +25,7 @@ const COUNT_PARAMETERS = ["q", "search"];
 const EXPORT_PARAMETERS = ["format", "q", "search"];
 const DISTINCT_PARAMETERS = ["q", "limit", "cursor"];
 
-/** How a URL prefix spells a list request (CONTRACT §4 natively, §7 on the SDK's prefix). */
+/** How a URL prefix spells a list request (docs/api.md natively, docs/base44-sdk.md on the SDK's prefix). */
 export interface ListDialect {
   /** The parameters it takes. */
   readonly parameters: readonly string[];

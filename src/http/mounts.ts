@@ -1,6 +1,6 @@
 // A mount is one URL prefix the entity routes are served under, with the request shapes and the
-// presenter of its clients: /api/entities/<E> for tabula's own API (CONTRACT §4), and
-// /api/apps/<appId>/entities/<E> for @base44/sdk 0.8.x (CONTRACT §7). Operations (routes.ts) are
+// presenter of its clients: /api/entities/<E> for tabula's own API (docs/api.md), and
+// /api/apps/<appId>/entities/<E> for @base44/sdk 0.8.x (docs/base44-sdk.md). Operations (routes.ts) are
 // shared; what differs is read here and presented by presenters.ts.
 
 import { ApiError, filterRequired, invalidJson } from "../errors.ts";

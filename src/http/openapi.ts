@@ -1,5 +1,5 @@
 // The OpenAPI 3.1 document served at GET /api/openapi.json, built from the loaded schema.
-// It only describes the API: statuses, headers and codes are decided by CONTRACT §3–§6 and the
+// It only describes the API: statuses, headers and codes are decided by docs/api.md, docs/errors.md and the
 // handlers, and a change there must be mirrored here (test/http/openapi.test.ts checks the shape).
 
 import type { ErrorCode } from "../errors.ts";
@@ -15,7 +15,7 @@ import { routesOf, type OperationName } from "./routes.ts";
 type Json = Record<string, unknown>;
 
 
-// CONTRACT §5, plus the router's `not_found` for a path that names no endpoint, and the codes of
+// docs/errors.md, plus the router's `not_found` for a path that names no endpoint, and the codes of
 // requests HTTP itself refuses (client-error.ts): `invalid_request`, `headers_too_large`,
 // `request_timeout` and `expectation_failed`.
 const ERROR_CODES = [
@@ -35,7 +35,7 @@ void HAS_EVERY_ERROR_CODE;
 const ERROR_RESPONSES: Record<number, [name: string, description: string]> = {
   400: ["BadRequest", "Refused: `invalid_json`, `unknown_field`, `read_only_field`, `invalid_field`, `invalid_filter`, `invalid_parameter`, `invalid_cursor`, `filter_required`, `batch_too_large` or `invalid_request` (HTTP itself refuses the request: a malformed request line, header or body framing, or no `Host`). `details` names the field, parameter or batch `index` at fault. A body or `q` nesting arrays and objects deeper than 64 levels is `invalid_json` or `invalid_filter` (`details.maxDepth`), a body that is not UTF-8 `invalid_json` (`details.offset`)."],
   401: ["Unauthorized", "`unauthorized`: the `X-Api-Key` header is missing or matches no key."],
-  403: ["Forbidden", "`forbidden`: a publishable key may not do this (CONTRACT §3); use a secret key."],
+  403: ["Forbidden", "`forbidden`: a publishable key may not do this; use a secret key."],
   404: ["NotFound", "`entity_not_found` (no such entity; names are case-sensitive), `record_not_found` (no such live record) or `not_found` (no such path)."],
   409: ["Conflict", "`ambiguous_match` (an upsert match fits several records), `idempotency_key_in_use` (the same Idempotency-Key is still being processed; retry later), `unique_violation` (the write would give two live records the same values in fields the entity declares `unique`; `details` names the entity, fields, values and the `existing_id` of the record holding them) or `backup_target_exists` (`POST /api/admin/backup` into a folder that exists and holds files)."],
   412: ["PreconditionFailed", "`precondition_failed`: `If-Match` differs from the record's current ETag; read it again and retry."],
@@ -97,7 +97,7 @@ export function buildOpenApi(schema: Schema, serverVersion: string, mounts: read
     tags: [
       // The space keeps this tag apart from every entity's tag: entity names cannot hold one.
       { name: SERVICE_TAG, description: "Health, entity declarations and this document." },
-      { name: SDK_TAG, description: "The same records at `/api/apps/{appId}/entities/<Entity>`, with the request and reply shapes of `@base44/sdk` 0.8.x (CONTRACT §7): `sort`, `/v2/list` pages, delete-many with a JSON body, update-many with `$set`/`$inc`/`$unset`, upsert by `key`." },
+      { name: SDK_TAG, description: "The same records at `/api/apps/{appId}/entities/<Entity>`, with the request and reply shapes of `@base44/sdk` 0.8.x (see docs/base44-sdk.md): `sort`, `/v2/list` pages, delete-many with a JSON body, update-many with `$set`/`$inc`/`$unset`, upsert by `key`." },
       ...entities.map((entity) => ({ name: entity.name, description: `Records of the ${entity.name} entity.` })),
     ],
     paths,
@@ -150,7 +150,7 @@ function securitySchemes(): Json {
   };
 }
 
-// Paths that exist whatever the schema declares. Only /health answers without a key (CONTRACT §1, §3).
+// Paths that exist whatever the schema declares. Only /health answers without a key (docs/api.md).
 function servicePaths(): Json {
   const get = (operationId: string, summary: string, description: string, schema: Json, responses: Json = errors(401)) => ({
     get: { operationId, tags: [SERVICE_TAG], summary, responses: { 200: { description, content: jsonContent(schema) }, ...responses } },
@@ -219,7 +219,7 @@ function entityPaths(entity: EntityDef, mount: Mount): Json {
   return paths;
 }
 
-/** An operation a publishable key may not use on this entity (its "access", CONTRACT §9) says so, and may answer 403. */
+/** An operation a publishable key may not use on this entity (its "access", docs/entities.md) says so, and may answer 403. */
 function withAccess(doc: Json, entity: EntityDef, needs: readonly AccessOperation[]): Json {
   const denied = needs.filter((operation) => !entity.publishableAccess.has(operation));
   if (denied.length === 0) return doc;
@@ -288,7 +288,7 @@ function exportOperation(entity: EntityDef): Json {
 }
 
 const FEED_DESCRIPTION =
-  "The change feed (CONTRACT §8): one event per record written (`create`, `update`, `delete`, `restore`), in commit order, each sent once its write is durable; its id is `<seq>.<index>`. " +
+  "The change feed (see docs/change-feed.md): one event per record written (`create`, `update`, `delete`, `restore`), in commit order, each sent once its write is durable; its id is `<seq>.<index>`. " +
   "With `Accept: text/event-stream`, a Server-Sent Events stream (`id:`, `event:`, `data:` lines; a comment every 15 s; `event: overflow` ends a stream that fell too far behind). It resumes after `Last-Event-ID` (or `since`), else starts from now. " +
   "Otherwise JSON: the changes after `since` (else from now), up to `limit`; with `wait`, a long poll. " +
   "A resume point older than the kept window (`--changes-keep`, `oldest` in JSON replies) first gets the latest version of each record written since (`sync`, with `deleted`), then every event. `since=0` catches up from the start. " +
@@ -459,7 +459,7 @@ function getOperation(entity: EntityDef): Json {
   });
 }
 
-// Every write takes an Idempotency-Key (SPEC §4.13) and may answer with a replay.
+// Every write takes an Idempotency-Key (docs/api.md) and may answer with a replay.
 function createOperation(entity: EntityDef): Json {
   return operation({
     verb: "create", entity, summary: `Create a ${entity.name} record`, parameters: [IDEMPOTENCY_KEY], body: ref(`${entity.name}Input`),
@@ -702,7 +702,7 @@ function recordSchema(entity: EntityDef): Json {
 }
 
 // Write bodies: declared fields only. In a create body a required field without a default must
-// be present; elsewhere `null` clears an optional field, so those accept null (CONTRACT §2).
+// be present; elsewhere `null` clears an optional field, so those accept null (docs/entities.md).
 function bodySchema(entity: EntityDef, isCreate: boolean): Json {
   const properties: Json = {};
   for (const field of entity.fields.values()) {
@@ -750,7 +750,7 @@ function sharedSchemas(): Json {
         message: { type: "string", description: "Names what is wrong and how to mend it; may change." },
         details: { type: "object", description: "Facts about the error: `field`, `fields`, `parameter`, `index`, ..." },
       }, "The refusal."),
-    }, "Every refusal (CONTRACT §5)."),
+    }, "Every refusal."),
     CountResult: object({ count: { type: "integer", minimum: 0 } }, "The number of matching live records."),
     Changes: {
       type: "object", required: ["changes", "next", "oldest"], description: "A page of the change feed.",
@@ -784,7 +784,7 @@ function sharedSchemas(): Json {
     Filter: { type: "object", description: FILTER_DESCRIPTION, examples: [{ status: "done" }, { $or: [{ priority: { $gte: 3 } }, { tags: "urgent" }] }] },
     EntityDeclaration: {
       type: "object", required: ["name", "type", "properties", "required"],
-      description: "An entity's declaration as JSON Schema (CONTRACT §2).",
+      description: "An entity's declaration as JSON Schema.",
       properties: {
         name: { type: "string" }, type: { const: "object" },
         properties: { type: "object", additionalProperties: { type: "object" } },

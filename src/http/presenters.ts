@@ -1,6 +1,6 @@
 // Presenters: how each URL prefix answers the typed Results of the operations. The native one
-// follows CONTRACT §4 (bare arrays, paging in headers, { count, ids }); the SDK one differs only
-// where @base44/sdk's types expect another shape (CONTRACT §7), and borrows the rest.
+// follows docs/api.md (bare arrays, paging in headers, { count, ids }); the SDK one differs only
+// where @base44/sdk's types expect another shape (docs/base44-sdk.md), and borrows the rest.
 
 import { etagOf, recordJson, recordJsonWith, recordsJson } from "../records/serialize.ts";
 import type { Caller } from "../records/caller.ts";

@@ -1,4 +1,4 @@
-// The rate limit for the key anyone can read (CONTRACT §9, issue 20): --rate-limit N requests per
+// The rate limit for the key anyone can read (docs/api.md, issue 20): --rate-limit N requests per
 // second per client address for publishable keys, a token bucket holding at most N (a burst of N).
 // Secret keys are never limited. Memory stays bounded however many addresses come: a bucket left
 // alone for a second has refilled, so forgetting it changes nothing, and every bucket idle that

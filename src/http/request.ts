@@ -140,7 +140,7 @@ const BEARER_RE = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 
 /**
  * The API key a request presents: `X-Api-Key`, or `Authorization: Bearer <key>` as the Base44 SDK
- * and most HTTP clients send it (CONTRACT §7). Both, naming different keys, is refused rather than
+ * and most HTTP clients send it (docs/api.md). Both, naming different keys, is refused rather than
  * one picked. Another Authorization scheme (Basic, added by a proxy) is left alone.
  */
 export function presentedApiKey(req: IncomingMessage): string | undefined {

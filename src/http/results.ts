@@ -1,6 +1,6 @@
 // What an operation answers, as typed data: the rows, pages, counts and ids it found or wrote. A
 // mount's presenter (presenters.ts) turns a Result into the reply its clients expect, so that one
-// operation serves both URL prefixes (CONTRACT §7) without building or re-parsing JSON text twice.
+// operation serves both URL prefixes (docs/base44-sdk.md) without building or re-parsing JSON text twice.
 
 import type { UpsertResult } from "../records/batch.ts";
 import type { RecordView } from "../records/read-cache.ts";

@@ -1,4 +1,4 @@
-// Every endpoint on one screen (SPEC §4, CONTRACT §4 and §7): the route table, and one operation
+// Every endpoint on one screen (docs/api.md, docs/base44-sdk.md): the route table, and one operation
 // per route. Operations return typed Results (results.ts); each mount (mounts.ts) reads the requests
 // and presents the results of its prefix, so both prefixes share every operation. The table also
 // feeds the OpenAPI document. An operation answers at once when the store does (a read from
@@ -64,8 +64,8 @@ export interface EntityRoute {
   readonly path: string;
   readonly operation: OperationName;
   /**
-   * What the caller must be allowed to do with the entity (its declaration's "access", CONTRACT
-   * §9), checked here for every route, so that no route can forget it.
+   * What the caller must be allowed to do with the entity (its declaration's "access", docs/entities.md),
+   * checked here for every route, so that no route can forget it.
    */
   readonly access: readonly AccessOperation[];
 }
@@ -270,7 +270,7 @@ async function updateRecord(ctx: RequestContext): Promise<Done> {
   return { result: { type: "record", entity, row: change.result, created: false }, change };
 }
 
-/** The route's operations must be in the entity's "access" for the caller's key kind (CONTRACT §9). */
+/** The route's operations must be in the entity's "access" for the caller's key kind (docs/entities.md). */
 function checkAccess(ctx: RequestContext, route: EntityRoute): void {
   if (ctx.caller.kind === "secret") return;
   const entity = ctx.records.entity(ctx.params.entity!);

@@ -1,4 +1,4 @@
-// API keys (CONTRACT §3): read from where the store keeps them (a KeyVault: <data>/keys.json, or a
+// API keys (docs/api.md): read from where the store keeps them (a KeyVault: <data>/keys.json, or a
 // table of the PostgreSQL store, which every process sharing the database reads) and from flags or
 // env, generated when a kind has none, and resolved from X-Api-Key into a Caller. Generated keys
 // are saved in the vault so that they are printed once; in memory mode they are made anew each start.

@@ -1,4 +1,4 @@
-// GET /metrics (CONTRACT §11): what an operator watches, in Prometheus text. Requests and their
+// GET /metrics (docs/operating.md): what an operator watches, in Prometheus text. Requests and their
 // latency are counted as they are answered; the rest is read when scraped.
 
 import type { StoreMetrics } from "../store/store.ts";

@@ -1,4 +1,4 @@
-// Cursors (CONTRACT §6): opaque base64url JSON carrying the walk they belong to (entity, sort,
+// Cursors (docs/query-language.md): opaque base64url JSON carrying the walk they belong to (entity, sort,
 // filter, search, fields, deleted) and the position of the last record of the page. The next page
 // resumes strictly after that position, so inserts and deletes never repeat or skip a record.
 // A distinct walk's cursor carries entity, field and filter, and the last value of its page.

@@ -1,4 +1,4 @@
-// Parses `fields` (SPEC §4.1, CONTRACT §6): names to return besides `id`, each a real field.
+// Parses `fields` (docs/query-language.md): names to return besides `id`, each a real field.
 
 import { invalidParameter } from "../errors.ts";
 import type { EntityDef } from "../schema/fields.ts";

@@ -1,4 +1,4 @@
-// One operator and its operand, typed by the target it compares (CONTRACT §6, §7): a compare node
+// One operator and its operand, typed by the target it compares (docs/query-language.md): a compare node
 // of the filter tree, or a refusal that says how to mend the operand. The structure around it
 // (fields, combinators, $not, $elemMatch) is filter.ts's.
 
@@ -159,7 +159,7 @@ function checkValue(target: Target, op: CompareOp, value: unknown, refuse: (expe
   if (!ok) throw refuse(describeKind(target));
   const allowed = target.field?.enum;
   // An enum is part of its field's type, so an operand outside it is "an operand of the wrong type"
-  // (CONTRACT §5), under $ne and $nin too, where it would match every record: it is a typo or a
+  // (invalid_filter), under $ne and $nin too, where it would match every record: it is a typo or a
   // stale value far more often than a wish for everything.
   if (allowed && (op === "$eq" || op === "$ne" || op === "$in" || op === "$nin" || op === "$all") && !allowed.includes(value)) {
     throw invalidFilter(

@@ -1,4 +1,4 @@
-// Parses `q` (SPEC §4.2, CONTRACT §6 and §7) into a typed filter tree, checked against the entity's
+// Parses `q` (docs/query-language.md) into a typed filter tree, checked against the entity's
 // declaration: unknown fields and operators and wrongly typed operands are refused here, once,
 // so that compiling and running the tree never meets a surprise. This file resolves names and
 // reads the filter's structure; filter-operand.ts types each operator's operand.
@@ -14,7 +14,7 @@ import type { FilterNode, ValueKind } from "./filter-tree.ts";
 const MAX_FILTER_DEPTH = 64;
 
 export interface FieldAccess {
-  /** False for publishable keys: created_by_id may be neither read nor filtered on (CONTRACT §3). */
+  /** False for publishable keys: created_by_id may be neither read nor filtered on (docs/api.md). */
   readonly mayUseCreatedBy: boolean;
 }
 
@@ -147,7 +147,7 @@ function parseCondition(target: Target, value: unknown, depth: number): FilterNo
   if (operators.some((op) => op.startsWith("$"))) {
     throw invalidFilter(`The condition on "${name}" mixes operators and plain keys; write either {"$op": value, ...} or a plain value.`, { field: name });
   }
-  // CONTRACT §7 and the SDK: a plain array means any of its values, on every field (MongoDB's
+  // docs/query-language.md and the SDK: a plain array means any of its values, on every field (MongoDB's
   // whole-array equality is written {"$eq": [...]}).
   if (Array.isArray(value)) return [compareNode(target, "$in", value, true)];
   return [compareNode(target, "$eq", value)];

@@ -1,4 +1,4 @@
-// Decides whether a `$regex` pattern (CONTRACT §7) may run: short, valid, and free of the shapes
+// Decides whether a `$regex` pattern (docs/query-language.md) may run: short, valid, and free of the shapes
 // that make a backtracking engine take exponential time. It reads patterns; parsing the filter is
 // filter.ts's job and running the compiled expression a store's (store/memory/predicate.ts).
 

@@ -1,5 +1,5 @@
-// Parses `sort_by` (SPEC §4.1): one field, a leading "-" for descending, typed by the schema.
-// Only the platform's time-ordered fields allow cursors (SPEC §4.1 paging rule 3).
+// Parses `sort_by` (docs/query-language.md): one field, a leading "-" for descending, typed by the schema.
+// Only the platform's time-ordered fields allow cursors (docs/query-language.md).
 
 import { invalidParameter } from "../errors.ts";
 import { kindOf, type EntityDef } from "../schema/fields.ts";

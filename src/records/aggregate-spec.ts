@@ -1,4 +1,4 @@
-// The body of an aggregate (the SDK's EntityAggregateSpec, CONTRACT §7) → a typed AggregateSpec:
+// The body of an aggregate (the SDK's EntityAggregateSpec, docs/aggregates.md) → a typed AggregateSpec:
 // every name resolved through the schema, every measure fitted to its field, `having` and `sort`
 // checked against the columns the rows will carry, so that computing it (aggregate.ts) meets no
 // surprise. A wrong shape is invalid_json, an undeclared field unknown_field, a field unfit for its
@@ -102,7 +102,7 @@ function filterOf(entity: EntityDef, query: unknown, access: FieldAccess): Filte
 
 type Resolve = (name: string, parameter: string) => FieldDef;
 
-/** A declared or platform field; created_by_id only for secret keys (CONTRACT §3). */
+/** A declared or platform field; created_by_id only for secret keys (docs/api.md). */
 function fieldOf(entity: EntityDef, name: string, parameter: string, access: FieldAccess): FieldDef {
   const field = resolveField(entity, name, access);
   if (field.type === "object") throw unfit(parameter, name, "it holds a JSON object; use a field holding one value");

@@ -1,4 +1,4 @@
-// Computes an aggregate (CONTRACT §7; the spec was checked by aggregate-spec.ts) over an entity's
+// Computes an aggregate (docs/aggregates.md; the spec was checked by aggregate-spec.ts) over an entity's
 // live records: one pass over the matching rows into groups, or none when the store can count by
 // value; then having, sort and limit over the rows. No HTTP here: each URL prefix shapes the reply.
 
@@ -258,7 +258,7 @@ function finite(measure: Measure, value: number, group: Record<string, unknown>)
   );
 }
 
-/** `having`'s conditions, ANDed, over a row's columns: the comparison rules of filters (CONTRACT §6). */
+/** `having`'s conditions, ANDed, over a row's columns: the comparison rules of filters (docs/query-language.md). */
 function compileHaving(tests: readonly HavingTest[]): (row: Record<string, unknown>) => boolean {
   const checks = tests.map((test): ((row: Record<string, unknown>) => boolean) => {
     const { column, kind, op } = test;
@@ -290,7 +290,7 @@ const RANGE_TESTS: Partial<Record<string, (order: number) => boolean>> = {
 /**
  * By the sort column when one is given, then by the group columns in row order, ascending: the
  * default order, and the tie-break that makes every order total. A missing value sorts after
- * every value ascending and before every value descending (CONTRACT §6).
+ * every value ascending and before every value descending (docs/aggregates.md).
  */
 function sortRows(spec: AggregateSpec, rows: Record<string, unknown>[]): Record<string, unknown>[] {
   const columns: Array<[name: string, kind: ValueKind, direction: number]> = spec.groups.map((column) => [column.name, spec.columns.get(column.name)!, 1]);

@@ -1,6 +1,6 @@
-// The batch writes of SPEC §4.9–4.12: bulk create and update, upsert, update-many and delete-many.
+// The batch writes (docs/api.md): bulk create and update, upsert, update-many and delete-many.
 // Each builds every row first and refuses the whole batch on the first bad record (naming its
-// index), so nothing is stored unless everything is (CONTRACT §4).
+// index), so nothing is stored unless everything is.
 
 import { ambiguousMatch, ApiError, recordNotFound, batchTooLarge, filterRequired, invalidField, invalidJson, readOnlyField, unknownField } from "../errors.ts";
 import type { CompareNode, FilterNode } from "../query/filter-tree.ts";
@@ -131,7 +131,7 @@ export interface ManyResult {
 }
 
 /**
- * What update-many changes, by operator, as the request named them (CONTRACT §4 and §7): `set`
+ * What update-many changes, by operator, as the request named them (docs/api.md, docs/base44-sdk.md): `set`
  * values as an update takes them, `inc` numbers to add (a missing field counts as 0), `unset`
  * fields to remove. `names` says how the request spelled them ("set" or "$set"), for errors.
  */

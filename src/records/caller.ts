@@ -1,4 +1,4 @@
-// Who is asking: the API key's id and kind, as keys/ resolved it from X-Api-Key (CONTRACT §3).
+// Who is asking: the API key's id and kind, as keys/ resolved it from X-Api-Key (docs/api.md).
 
 export type KeyKind = "secret" | "publishable";
 

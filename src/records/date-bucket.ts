@@ -1,4 +1,4 @@
-// The date buckets of an aggregate (CONTRACT §7), in UTC: a stored date or timestamp → the number
+// The date buckets of an aggregate (docs/aggregates.md), in UTC: a stored date or timestamp → the number
 // of its bucket, which groups without allocating and orders as the buckets do; a bucket's number →
 // its label: YYYY-MM-DD for day and for week (the week's Monday), YYYY-MM for month, YYYY for year.
 

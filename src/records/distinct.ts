@@ -1,5 +1,5 @@
-// The distinct values of one field among an entity's live records (CONTRACT §7), ascending by the
-// field's sort order (CONTRACT §6), a page at a time from strictly after a value. No HTTP here:
+// The distinct values of one field among an entity's live records (docs/aggregates.md), ascending by the
+// field's sort order (docs/query-language.md), a page at a time from strictly after a value. No HTTP here:
 // the native route answers a bare array with cursor headers, the SDK's prefix its own shape.
 
 import { invalidParameter } from "../errors.ts";

@@ -1,4 +1,4 @@
-// The formats of an export (CONTRACT §11): NDJSON (one record per line), a JSON array, and CSV
+// The formats of an export (docs/operating.md): NDJSON (one record per line), a JSON array, and CSV
 // (RFC 4180: a header of the record's fields, CRLF line ends, a value quoted when it holds a comma,
 // a quote or a line break; arrays and objects as their JSON text). Records are shaped for the
 // caller's key as every read shapes them (serialize.ts): publishable keys never see created_by_id.

@@ -1,6 +1,6 @@
 // POST /api/entities/<E>/import (issue 21, tabula import --keep-ids): a bulk create that keeps the
 // id, timestamps and creator a record carries, so that importing what an export wrote gives the
-// same records. Secret keys only: it writes what no other request may (CONTRACT §5 read_only_field).
+// same records. Secret keys only: it writes what no other request may (read_only_field, docs/errors.md).
 // All or nothing, like bulk create: the first bad record refuses the batch, named by its index.
 
 import { idTaken, invalidField, invalidJson } from "../errors.ts";

@@ -1,4 +1,4 @@
-// One function per single-record operation of SPEC §4 (read, list, count, create, update, delete,
+// One function per single-record operation of docs/api.md (read, list, count, create, update, delete,
 // restore): ids, timestamps, soft delete and visibility. No HTTP here. Writes return the rows to
 // store (a Change) without storing them, so that the caller can add its idempotent answer to the
 // same batch. Each new version names the revision it replaces, so the store refuses a Change built
@@ -177,7 +177,7 @@ export class Records {
   }
 
   /**
-   * A new record's row: its id carries its creation time (CONTRACT §4), unless an import `kept` the
+   * A new record's row: its id carries its creation time (docs/api.md), unless an import `kept` the
    * id, timestamps and creator the record had (import.ts). `values` are declared fields in
    * declaration order (validateCreate), so the data is in record order (see rowInRecordOrder).
    */
@@ -237,7 +237,7 @@ function hasUndeclaredField(entity: EntityDef, data: Readonly<Record<string, unk
 }
 
 /**
- * The data of `row` with `changes` merged in, laid out as the record JSON is (CONTRACT §4: id, declared
+ * The data of `row` with `changes` merged in, laid out as the record JSON is (docs/api.md: id, declared
  * fields in declaration order without empty ones, created_date, updated_date, created_by_id).
  */
 function recordOrderData(entity: EntityDef, row: Row, changes: ReadonlyMap<string, unknown>, updated: string): Record<string, unknown> {

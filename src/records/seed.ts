@@ -1,4 +1,4 @@
-// Seeds (CONTRACT §1 --seed, and `seed` in the embedding API): { "<Entity>": [records...] },
+// Seeds (--seed, docs/operating.md, and `seed` in the embedding API): { "<Entity>": [records...] },
 // validated like creates when loaded (an invalid seed stops start-up naming entity, index and
 // field) and stored, as one batch, only when the store holds no record at all.
 

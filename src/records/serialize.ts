@@ -1,4 +1,4 @@
-// A record as clients see it (CONTRACT §4): id, the declared fields in declaration order, then the
+// A record as clients see it (docs/api.md): id, the declared fields in declaration order, then the
 // platform timestamps, and created_by_id for secret keys only. Fields no longer declared stay in
 // the stored row but are never shown. The JSON of a row version is built once per key kind, or
 // taken from the data JSON a new version carries (records.ts); its ETag comes from its revision.
@@ -53,7 +53,7 @@ function cacheJson(row: Row, slot: "secretJson" | "publicJson", json: string): v
   else memo.publicJson = json;
 }
 
-/** A record version's ETag (SPEC §4.14, CONTRACT §6): strong, quoted, from its revision, which every write changes. */
+/** A record version's ETag (docs/api.md): strong, quoted, from its revision, which every write changes. */
 export function etagOf(row: Row): string {
   return `"${row.rev.toString(36)}"`;
 }

@@ -22,7 +22,7 @@ export interface FieldDef {
   readonly pattern?: RegExp;
 }
 
-/** What a key may do with an entity's records (CONTRACT §9): read covers get, list, count, aggregate, distinct. */
+/** What a key may do with an entity's records (docs/entities.md): read covers get, list, count, aggregate, distinct. */
 export type AccessOperation = "read" | "create" | "update" | "delete";
 export const ACCESS_OPERATIONS: readonly AccessOperation[] = ["read", "create", "update", "delete"];
 
@@ -37,7 +37,7 @@ export interface EntityDef {
   readonly textFields: readonly string[];
   /** What a publishable key may do ("access" in the declaration; all four by default). Secret keys may do everything. */
   readonly publishableAccess: ReadonlySet<AccessOperation>;
-  /** Sets of fields no two live records may hold the same values in ("unique", CONTRACT §9). */
+  /** Sets of fields no two live records may hold the same values in ("unique", docs/entities.md). */
   readonly unique: ReadonlyArray<readonly string[]>;
 }
 
@@ -212,7 +212,7 @@ export function compareSortKeys(a: SortKey, b: SortKey): number {
 
 /**
  * JavaScript compares strings by UTF-16 code unit, which puts U+E000..U+FFFF after astral
- * characters; CONTRACT §6 asks for code point order, so fix up the first differing unit.
+ * characters; docs/query-language.md promises code point order, so fix up the first differing unit.
  */
 export function compareCodePoints(a: string, b: string): number {
   const length = Math.min(a.length, b.length);

@@ -1,4 +1,4 @@
-// Loads entity declarations (CONTRACT §2) from a folder of <Entity>.json files, one JSON file
+// Loads entity declarations (docs/entities.md) from a folder of <Entity>.json files, one JSON file
 // holding { "<Entity>": declaration }, or objects given by an embedding program. Every refusal
 // names the file, the entity and the field at fault.
 

@@ -1,4 +1,4 @@
-// Checks written bodies against a declaration (SPEC §2 rules 1–3, CONTRACT §2 and §5) and returns
+// Checks written bodies against a declaration (docs/entities.md, docs/errors.md) and returns
 // the values to store. Pure: it never touches the store, so a refused write changes nothing.
 
 import { ApiError, invalidField, invalidJson, readOnlyField, unknownField } from "../errors.ts";

@@ -1,4 +1,4 @@
-// Record ids (CONTRACT §4): 24 lowercase hex = 12 hex digits of milliseconds + a 12-digit counter.
+// Record ids (docs/api.md): 24 lowercase hex = 12 hex digits of milliseconds + a 12-digit counter.
 // Ids only grow, even when the clock steps back or after a restart (seeded with the largest id
 // stored), so "later records have larger ids" holds and id order is creation order.
 //

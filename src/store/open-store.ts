@@ -1,4 +1,4 @@
-// The one place that knows every store (CONTRACT §10): a store URL (file:<dir>, memory:,
+// The one place that knows every store (docs/operating.md): a store URL (file:<dir>, memory:,
 // postgres://…) → where the store is, and then the open store. server.ts
 // opens and closes stores only through here; records/ is what calls them in between.
 
@@ -126,7 +126,7 @@ export interface OpenedStore {
   /** What the store held at start-up and how long reading it took; null when it read nothing. */
   readonly loaded: LoadedData | null;
   /**
-   * POST /api/admin/backup (CONTRACT §11): the file store copies its folder; for the others, the
+   * POST /api/admin/backup (docs/operating.md): the file store copies its folder; for the others, the
    * words saying what backs them up instead.
    */
   readonly backup: ((to: string) => Promise<BackupSummary>) | string;

@@ -25,7 +25,7 @@ export interface Row {
    */
   memo?: RowMemo;
   /**
-   * Where this version's write stands in the change feed (CONTRACT §8): its batch's seq and its
+   * Where this version's write stands in the change feed (docs/change-feed.md): its batch's seq and its
    * place in the batch, set by the store as it commits the row. Versions stored before the feed
    * existed have seq 0 and an index of their own.
    */
@@ -112,7 +112,7 @@ export interface FeedRead {
   readonly through: FeedPosition;
 }
 
-/** A stored answer to a write that carried an Idempotency-Key (CONTRACT §6). */
+/** A stored answer to a write that carried an Idempotency-Key (docs/api.md). */
 export interface IdempotentAnswer {
   /** API key id + "\n" + the Idempotency-Key header. */
   readonly scope: string;
@@ -255,13 +255,13 @@ export interface Store {
 
   /**
    * The live records of `entity` matching `filter`, as they stand now, read page by page however
-   * long the reader takes, while writes go on (an export, CONTRACT §11). Oldest id first.
+   * long the reader takes, while writes go on (an export, docs/operating.md). Oldest id first.
    */
   openExport(entity: string, filter: FilterNode | null): Maybe<RowPages>;
   /** Exports that may be open at once (PostgreSQL: each holds a connection of the pool); null: any number. */
   readonly maxOpenExports: number | null;
 
-  /** What GET /metrics reports of the store (CONTRACT §11): records per entity, and its files'. */
+  /** What GET /metrics reports of the store (docs/operating.md): records per entity, and its files'. */
   metrics(): Maybe<StoreMetrics>;
 
   /** Empties every entity and forgets every stored answer. */
@@ -317,7 +317,7 @@ export class ConflictError extends Error {
 export type UniqueFields = ReadonlyMap<string, ReadonlyArray<readonly string[]>>;
 
 /**
- * A batch would give two live records the same values in a unique set of fields (CONTRACT §9):
+ * A batch would give two live records the same values in a unique set of fields (docs/entities.md):
  * nothing was applied. Not a conflict to retry: the write is refused (409 unique_violation).
  */
 export class UniqueViolation extends Error {

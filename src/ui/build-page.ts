@@ -1,4 +1,4 @@
-// Builds the data browser's page (CONTRACT §12): the browser code (browser/) bundled and minified
+// Builds the data browser's page (docs/data-browser.md): the browser code (browser/) bundled and minified
 // by esbuild, then it and page.css inlined into page.html, with the Content-Security-Policy that
 // allows exactly those two by hash. build.mjs runs it for the bundle; page.ts runs it from source.
 

@@ -1,4 +1,4 @@
-// GET / (CONTRACT §12): the data browser's page as a Reply, with its Content-Security-Policy.
+// GET / (docs/data-browser.md): the data browser's page as a Reply, with its Content-Security-Policy.
 // The bundle has the page built in (build.mjs defines __TABULA_UI_PAGE__); run from source (the
 // tests, under tsx) it is built by build-page.ts on the first request. The page holds no data, so
 // it needs no key: the page asks for one, and sends it with each API request.

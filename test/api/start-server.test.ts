@@ -214,7 +214,7 @@ test("with a data folder, loaded says how many records the folder held at start-
   }
 });
 
-test("store: a file: URL is the file store in that folder, and memory: keeps nothing (CONTRACT §10)", async () => {
+test("store: a file: URL is the file store in that folder, and memory: keeps nothing", async () => {
   const data = await mkdtemp(join(tmpdir(), "tabula-store-"));
   try {
     const first = await startServer({ schema: { Task: TASK }, store: `file:${data}` });

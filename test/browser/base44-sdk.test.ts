@@ -1,4 +1,4 @@
-// The real @base44/sdk in a browser (CONTRACT §7): an app's page on another origin, with the SDK
+// The real @base44/sdk in a browser (docs/base44-sdk.md): an app's page on another origin, with the SDK
 // bundled for browsers as its build would bundle it, calls tabula with the publishable key, in
 // Debian's chromium. test/sdk/ runs the same SDK from Node; this file adds what only a browser
 // does: CORS preflights for the SDK's own headers, axios's browser adapter, and the SDK's start-up

@@ -1,4 +1,4 @@
-// CORS as a browser does it (CONTRACT §7, issue 17): a page served from one origin calls tabula on
+// CORS as a browser does it (docs/api.md, issue 17): a page served from one origin calls tabula on
 // another with the publishable key, from its own script, in Debian's chromium. Chromium sends the
 // preflight, then the request with Origin, and shows the page only what CORS lets it read.
 // test/http/cors.test.ts checks the headers themselves; this file checks that a browser agrees.
@@ -104,7 +104,7 @@ describeInChromium("CORS in Chromium, from a page on another origin", (chromiumP
       const link = /^<([^>]+)>; rel="next"$/.exec(first.headers["link"] ?? "");
       assert.ok(link, `Link is readable: ${first.headers["link"]}`);
       assert.ok(page.preflights.includes(url), `a preflight went first: ${page.preflights.join(" ")}`);
-      // The README's walk: the next page by the Link the page was given.
+      // docs/query-language.md's walk: the next page by the Link the page was given.
       const second = answered(await page.call(link[1]!, { headers: KEY }));
       assert.equal(second.status, 200);
       assert.deepEqual(second.body.map((record: { title: string }) => record.title), ["three"]);

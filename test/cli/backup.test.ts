@@ -1,4 +1,4 @@
-// tabula backup and POST /api/admin/backup (CONTRACT §11), spawned as users run them: backups taken
+// tabula backup and POST /api/admin/backup (docs/operating.md), spawned as users run them: backups taken
 // while clients keep writing hold every write answered before the backup began, as answered (data
 // and ETag), and no batch in part; a server starts from each. Then the refusals.
 

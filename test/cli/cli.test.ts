@@ -1,6 +1,6 @@
-// The command line (CONTRACT §1, issue 2), spawned as users run it: `node dist/tabula.mjs`. Flags,
+// The command line (docs/operating.md, issue 2), spawned as users run it: `node dist/tabula.mjs`. Flags,
 // env, the banner, bad input exiting 1 before listening, keys.json, signals, seeds, the data lock,
-// and choosing the store (CONTRACT §10).
+// and choosing the store.
 
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";

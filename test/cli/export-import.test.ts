@@ -1,4 +1,4 @@
-// tabula export and tabula import (CONTRACT §11, issue 21), run as a user runs them: the built CLI
+// tabula export and tabula import (docs/operating.md, issue 21), run as a user runs them: the built CLI
 // against a running server (--url, --key) and against a data folder (--data). What export wrote,
 // imported with --keep-ids, exports again byte for byte; a bad record stops an import naming its
 // line and field, with nothing of its batch stored.

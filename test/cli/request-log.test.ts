@@ -1,4 +1,4 @@
-// --log text|json|off (CONTRACT §11, issue 21): one line per request on stdout with its time,
+// --log text|json|off (docs/operating.md, issue 21): one line per request on stdout with its time,
 // method, path, route, status, milliseconds and key id; never a key, a query string or a body; a
 // client that hung up is logged as 499; every line is out before a SIGTERM'd process exits.
 

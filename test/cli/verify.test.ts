@@ -1,4 +1,4 @@
-// tabula verify (CONTRACT §11), spawned as users run it: a folder a real server wrote (a snapshot
+// tabula verify (docs/operating.md), spawned as users run it: a folder a real server wrote (a snapshot
 // from a compaction, log entries after it) is sound; a byte flipped in the middle of the log, a
 // torn tail, and damage in the snapshot are each found by file and byte offset.
 

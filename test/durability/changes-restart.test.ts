@@ -1,4 +1,4 @@
-// The change feed across SIGKILL and restart (CONTRACT §8, issue 19): a stream cut by the kill
+// The change feed across SIGKILL and restart (docs/change-feed.md, issue 19): a stream cut by the kill
 // resumes from its last id on the restarted server and gets every acknowledged write it had not
 // seen, once; the kept window is the same after the restart, also once compaction has moved it
 // from the log into a snapshot. SIGTERM ends open streams cleanly, and the process exits at once.
@@ -102,7 +102,7 @@ test("the kept window is the same after a restart, once compaction has moved it 
   }
   // The window lets its oldest events go a turn of the event loop after a write is durable, so
   // that the streams told of the write read it first (change-window.ts); a request that comes in
-  // before that turn sees one more (CONTRACT §8 keeps "at least" --changes-keep). Ask until two
+  // before that turn sees one more (the feed keeps "at least" --changes-keep). Ask until two
   // answers agree: with no write since, the window then holds exactly --changes-keep events.
   let head = await call(server, "GET", `/api/changes`);
   for (let again = await call(server, "GET", `/api/changes`); again.oldest !== head.oldest; again = await call(server, "GET", `/api/changes`)) head = again;

@@ -1,5 +1,5 @@
 // kill -9 a real server under concurrent writes, restart it on the same --data folder, and check
-// that every write it had answered is there with the same id, timestamps and ETag (CONTRACT §6).
+// that every write it had answered is there with the same id, timestamps and ETag.
 
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";

@@ -1,4 +1,4 @@
-// A full disk (issue 16, defect 12; CONTRACT §5): on a small tmpfs, writes that find no room are
+// A full disk (issue 16, defect 12; docs/errors.md): on a small tmpfs, writes that find no room are
 // answered 507 `insufficient_storage` (never a reset), reads go on and show only stored writes,
 // writes work again once space is freed, and a kill -9 and restart finds exactly what was answered.
 // Mounting needs root: the test skips, saying so, when it is not root or the mount is refused.

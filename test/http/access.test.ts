@@ -1,4 +1,4 @@
-// Access per entity and key kind (CONTRACT §9, issue 20 item 2): a declaration's "access" says
+// Access per entity and key kind (docs/entities.md, issue 20 item 2): a declaration's "access" says
 // what a publishable key may do; everything else is 403 forbidden naming entity, operation and key
 // kind. The check is the router's, for every route: this test walks the route table of both
 // prefixes, so a new route that forgot it fails here.

@@ -1,4 +1,4 @@
-// POST /api/entities/<E>/aggregate over HTTP (CONTRACT §7, the SDK's EntityAggregateSpec): every
+// POST /api/entities/<E>/aggregate over HTTP (docs/aggregates.md, the SDK's EntityAggregateSpec): every
 // measure with its exact value, groups of 1 to 4 fields, array fields, date buckets of every unit
 // in UTC, having, sort, limit and truncated, records lacking fields, deleted records, publishable
 // keys, and every kind of bad spec with its code.
@@ -245,7 +245,7 @@ describe("having, sort and limit", () => {
       [{ groupBy: "status", sum: "priority", sort: "-sum_priority" }, [
         { status: "done", count: 1, sum_priority: 10 }, { status: "doing", count: 1, sum_priority: 5 }, { status: "todo", count: 3, sum_priority: 4 },
       ]],
-      // No value sorts last ascending and first descending (CONTRACT §6).
+      // No value sorts last ascending and first descending (docs/aggregates.md).
       [{ groupBy: "status", avg: "estimate", sort: "avg_estimate" }, [
         { status: "todo", count: 3, avg_estimate: 1.25 }, { status: "doing", count: 1, avg_estimate: 10 }, { status: "done", count: 1, avg_estimate: null },
       ]],
@@ -274,7 +274,7 @@ describe("having, sort and limit", () => {
   });
 });
 
-describe("publishable keys (CONTRACT §3)", () => {
+describe("publishable keys (docs/aggregates.md)", () => {
   test("may aggregate, and never see created_by_id", async () => {
     const answer = await aggregate({ groupBy: "status", countDistinct: "tags" }, PUBLISHABLE);
     assert.equal(answer.status, 200, answer.text);

@@ -1,4 +1,4 @@
-// Batch writes over HTTP (SPEC §4.9–4.12, CONTRACT §4, issue 4): bulk create and update, upsert,
+// Batch writes over HTTP (docs/api.md, issue 4): bulk create and update, upsert,
 // update-many and delete-many. Every refused batch is followed by a check that nothing was stored.
 
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// The change feed through HTTP (CONTRACT §8, issue 19): JSON pages and long polls, SSE streams that
+// The change feed through HTTP (docs/change-feed.md, issue 19): JSON pages and long polls, SSE streams that
 // resume after a dropped connection without missing or repeating a write, one event per record of
 // every write path, q and entities narrowing, shaping and access for publishable keys, the catch-up
 // of a resume point older than the kept window, order under concurrent writers, a slow consumer cut

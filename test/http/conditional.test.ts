@@ -1,4 +1,4 @@
-// ETags and conditional requests over HTTP (SPEC §4.14, CONTRACT §6, issue 5): a strong ETag on
+// ETags and conditional requests over HTTP (docs/api.md, issue 5): a strong ETag on
 // every single-record answer that changes on every write, If-None-Match on reads, If-Match on
 // update and delete, and racing conditional updates.
 

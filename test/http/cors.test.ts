@@ -1,4 +1,4 @@
-// Browsers (CONTRACT §7): a key in Authorization: Bearer, and CORS as a browser meets it, a
+// Browsers (docs/api.md): a key in Authorization: Bearer, and CORS as a browser meets it, a
 // preflight first, then the request with Origin, whose answer's headers the page may read.
 
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// Cursor paging over HTTP (SPEC §4.1 paging rules, CONTRACT §4 and §6): X-Next-Cursor and Link
+// Cursor paging over HTTP (docs/query-language.md): X-Next-Cursor and Link
 // exactly when another page exists, walks in every cursor sort, cursors bound to their walk, the
 // refusals, and a walk over thousands of records while others insert, update and delete.
 

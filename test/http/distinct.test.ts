@@ -1,4 +1,4 @@
-// GET /api/entities/<E>/distinct/<field> over HTTP (CONTRACT §6, §7): each field kind's values in
+// GET /api/entities/<E>/distinct/<field> over HTTP (docs/aggregates.md): each field kind's values in
 // its ascending order, array elements, records lacking the field, deleted records, the filter,
 // paging with cursors to the end, cursors bound to their walk, publishable keys, and refusals.
 

@@ -1,4 +1,4 @@
-// GET /api/entities/<E>/export (CONTRACT §11, issue 21): NDJSON, JSON and CSV, consistent as of the
+// GET /api/entities/<E>/export (docs/operating.md, issue 21): NDJSON, JSON and CSV, consistent as of the
 // request while writes go on, shaped for the key, narrowed by q and search. Runs on every store.
 
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// Idempotency keys over HTTP (SPEC §4.13, CONTRACT §6, issue 5): replay of the first answer on every
+// Idempotency keys over HTTP (docs/api.md, issue 5): replay of the first answer on every
 // write endpoint, scoping to the API key, reuse and in-flight refusals, errors not stored, expiry
 // after 24 hours, and survival across a restart of the file store.
 

@@ -1,4 +1,4 @@
-// GET /api/entities/<E> and /count over HTTP (SPEC §4.1–4.3, CONTRACT §3, §5, §6): every filter
+// GET /api/entities/<E> and /count over HTTP (docs/api.md, docs/query-language.md): every filter
 // operator on every field kind, search, typed sort, fields, limits, counts, skip paging, deleted
 // records, publishable keys, and the refusals with their codes and details.
 

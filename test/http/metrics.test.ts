@@ -1,4 +1,4 @@
-// GET /metrics (CONTRACT §11, issue 21): Prometheus text that a parser holding the format's rules
+// GET /metrics (docs/operating.md, issue 21): Prometheus text that a parser holding the format's rules
 // accepts, for a secret key only; requests counted by route template (never the raw path) and
 // status with a latency histogram, records per entity, open feed streams, and on the file store its
 // log, snapshot, fsync latency and compactions. Runs on every store.

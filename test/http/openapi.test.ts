@@ -1,5 +1,5 @@
 // The OpenAPI document must be valid OpenAPI 3.1 (official JSON schema), its Schema Objects valid
-// strict JSON Schema 2020-12, and it must describe what CONTRACT §3–§5 promise.
+// strict JSON Schema 2020-12, and it must describe what docs/api.md and docs/errors.md promise.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -10,7 +10,7 @@ import { buildOpenApi, describeEntity } from "../../src/http/openapi.ts";
 import { loadSchemaObject } from "../../src/schema/load.ts";
 import { TASK } from "../support/server.ts";
 
-// CONTRACT §2's example, and a second entity with bounds, a pattern, typed items and a default.
+// The example Task of docs/entities.md, and a second entity with bounds, a pattern, typed items and a default.
 const DECLARATIONS = {
   Task: TASK,
   "Project-Note": {
@@ -87,7 +87,7 @@ test("every Schema Object compiles as strict JSON Schema 2020-12", () => {
   for (const pointer of pointers) assert.doesNotThrow(() => compile(pointer), pointer);
 });
 
-test("info, servers and security follow CONTRACT §3 and §7 (Bearer)", () => {
+test("info, servers and security follow docs/api.md (Bearer)", () => {
   const doc = buildDocument();
   assert.equal(doc.openapi, "3.1.0");
   assert.deepEqual([doc.info.title, doc.info.version], ["tabula", "9.8.7"]);
@@ -127,7 +127,7 @@ test("operationIds are unique, even when entity names make them collide", () => 
   assert.ok(clashingIds.includes("listEntities") && clashingIds.includes("listEntities_2"));
 });
 
-test("the Error schema lists every CONTRACT §5 code, and every error response uses it", () => {
+test("the Error schema lists every code of docs/errors.md, and every error response uses it", () => {
   const doc = buildDocument();
   const error = doc.components.schemas.Error;
   assert.deepEqual(error.required, ["error"]);
@@ -145,7 +145,7 @@ test("the Error schema lists every CONTRACT §5 code, and every error response u
   }
 });
 
-test("list takes every SPEC §4.1 parameter, each described, and answers with the paging headers", () => {
+test("list takes every list parameter, each described, and answers with the paging headers", () => {
   const list = buildDocument().paths["/api/entities/Task"].get;
   const names = list.parameters.map((parameter: Json) => parameter.name);
   assert.deepEqual(names, ["q", "search", "sort_by", "fields", "limit", "cursor", "skip", "count", "deleted"]);
@@ -158,7 +158,7 @@ test("list takes every SPEC §4.1 parameter, each described, and answers with th
   assert.deepEqual(list.responses[200].content["application/json"].schema, { type: "array", items: { $ref: "#/components/schemas/Task" } });
 });
 
-test("statuses and headers of each write follow CONTRACT §4", () => {
+test("statuses and headers of each write follow docs/api.md", () => {
   const paths = buildDocument().paths;
   const headersOf = (op: Json, status: string) => Object.keys(op.responses[status].headers ?? {});
   const task = "/api/entities/Task";

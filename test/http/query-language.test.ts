@@ -1,4 +1,4 @@
-// CONTRACT §7's additions to the filter language, through the real HTTP interface: $regex (and its
+// The filter language's additions of issue 17 (docs/query-language.md), through the real HTTP interface: $regex (and its
 // guard against catastrophic patterns), $not, $nor, $all, $size, $elemMatch and the plain-array
 // shorthand, on lists, counts and update-many.
 

@@ -1,4 +1,4 @@
-// --rate-limit (CONTRACT §9, issue 20 item 3): publishable keys get N requests a second per client
+// --rate-limit (docs/api.md, issue 20 item 3): publishable keys get N requests a second per client
 // address, a burst of N, then 429 rate_limited with Retry-After; secret keys never; X-Forwarded-For
 // only with --trust-proxy; memory bounded however many addresses come.
 

@@ -496,7 +496,7 @@ describe("validation", () => {
   test("null on an optional field at create stores no value, not even the default", async () => {
     const record = (await create({ title: "nulls", priority: null, status: null })).body;
     assert.equal("priority" in record, false);
-    // CONTRACT §2: a default fills an omitted field; an explicit null is "no value", not omitted.
+    // docs/entities.md: a default fills an omitted field; an explicit null is "no value", not omitted.
     assert.equal("status" in record, false);
   });
 });

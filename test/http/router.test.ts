@@ -42,7 +42,7 @@ describe("router", () => {
     // More segments than any route has: no route, however many.
     [`/api${"/entities".repeat(40)}`, null],
     [`/api/entities/Task/${"x/".repeat(14)}x`, null],
-    // The SDK's prefix (CONTRACT §7) serves the same routes, and /v2/list only there.
+    // The SDK's prefix (docs/base44-sdk.md) serves the same routes, and /v2/list only there.
     ["/api/apps/app1/entities/Task", { appId: "app1", entity: "Task" }],
     ["/api/apps/app1/entities/Task/01a2b3c4d5e6000000000001", { appId: "app1", entity: "Task", id: "01a2b3c4d5e6000000000001" }],
     ["/api/apps/app1/entities/Task/v2/list", { appId: "app1", entity: "Task" }],

@@ -1,4 +1,4 @@
-// The SDK's prefix over plain HTTP (CONTRACT §7, issue 17): /api/apps/<appId>/entities/<E> serves
+// The SDK's prefix over plain HTTP (docs/base44-sdk.md, issue 17): /api/apps/<appId>/entities/<E> serves
 // every native route with @base44/sdk's request and reply shapes. test/sdk/ drives the real SDK;
 // this file pins the wire shapes, limits and refusals the SDK hides.
 

@@ -1,4 +1,4 @@
-// Unique values (CONTRACT §9, issue 20 item 1): "unique": [["email"], ["sku", "warehouse"]] holds on
+// Unique values (docs/entities.md, issue 20 item 1): "unique": [["email"], ["sku", "warehouse"]] holds on
 // every write path (create, update, bulk create and update, upsert, update-many, restore), answered
 // 409 unique_violation naming the fields and the record that holds the values, with nothing stored.
 // Records lacking a field never clash; deleted records hold no values. Runs on every store.

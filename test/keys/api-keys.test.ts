@@ -1,4 +1,4 @@
-// keys.json (CONTRACT §3): generated keys are kept in the data folder, written so that a crash
+// keys.json (docs/api.md): generated keys are kept in the data folder, written so that a crash
 // leaves either the old file or the whole new one (issue 16, defect 6).
 
 import assert from "node:assert/strict";

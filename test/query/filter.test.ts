@@ -1,4 +1,4 @@
-// parseFilter (SPEC §4.2, CONTRACT §6): `q` becomes a typed tree checked against the schema, and
+// parseFilter (docs/query-language.md): `q` becomes a typed tree checked against the schema, and
 // every refusal is decided here, before anything runs.
 
 import assert from "node:assert/strict";
@@ -55,7 +55,7 @@ const TREES: Array<[unknown, FilterNode | null]> = [
   [{ start_at: { $gte: "2026-01-01" } }, cmp("start_at", "$gte", "2026-01-01")],
   [{ start_at: { $lt: "2026-01-01T12:30:00.123+02:00" } }, cmp("start_at", "$lt", "2026-01-01T12:30:00.123+02:00")],
   [{ tags: "x" }, cmp("tags", "$eq", "x")],
-  // A plain array means any of its values (CONTRACT §7), on every field; whole-array equality is $eq.
+  // A plain array means any of its values (docs/query-language.md), on every field; whole-array equality is $eq.
   [{ tags: ["x", "y"] }, cmp("tags", "$in", ["x", "y"])],
   [{ tags: { $eq: ["x", "y"] } }, cmp("tags", "$eq", ["x", "y"])],
   [{ title: ["a", "b"] }, cmp("title", "$in", ["a", "b"])],

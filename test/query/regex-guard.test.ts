@@ -1,4 +1,4 @@
-// findRegexProblem (CONTRACT §7): which $regex patterns may run, as a table of
+// findRegexProblem (docs/query-language.md): which $regex patterns may run, as a table of
 // [pattern, options, the start of the refusal or null].
 
 import assert from "node:assert/strict";

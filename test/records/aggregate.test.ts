@@ -1,6 +1,6 @@
 // parseAggregateSpec, aggregate() and the date buckets as pure functions over a memory store: tables
 // of [input, expected], and a seeded comparison with a brute-force reference written from the
-// README's rules (nulls, empty measures, array groups, ordering), over random records with deletes.
+// rules of docs/aggregates.md (nulls, empty measures, array groups, ordering), over random records with deletes.
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
@@ -140,7 +140,7 @@ function randomRecord(next: () => number): Data & { deleted: boolean } {
   return record;
 }
 
-/** The README's rules, computed the slow and obvious way. */
+/** The rules of docs/aggregates.md, computed the slow and obvious way. */
 function reference(records: Array<Data & { deleted: boolean }>, groupBy: string[], arrayField: string | null): Data[] {
   const groups = new Map<string, { key: unknown[]; members: Data[] }>();
   for (const record of records.filter((r) => !r.deleted)) {

@@ -21,7 +21,7 @@ function refusal(run: () => unknown): SchemaError {
 }
 
 describe("loadSchemaObject: what a declaration becomes", () => {
-  test("CONTRACT §2's Task loads with every field, in declaration order, typed as declared", () => {
+  test("the example Task (docs/entities.md) loads with every field, in declaration order, typed as declared", () => {
     const task = loadSchemaObject({ Task: TASK }).entities.get("Task")!;
     assert.equal(task.name, "Task");
     assert.deepEqual(task.fieldNames, Object.keys(TASK.properties));

@@ -1,4 +1,4 @@
-// The real @base44/sdk against a real tabula (CONTRACT §7, issue 17): createClient pointed at a
+// The real @base44/sdk against a real tabula (docs/base44-sdk.md, issue 17): createClient pointed at a
 // server on port 0, every entities call but subscribe() and importEntities(), as a user writes them.
 
 import assert from "node:assert/strict";

@@ -1,6 +1,6 @@
 // Seeded property test of the memory store's planner (store/memory/plan.ts through memory-store.ts):
 // random records, random filters (parsed by query/filter.ts), sorts and pages, checked against a
-// brute-force reference written here from CONTRACT §6 alone: it reads the raw `q` JSON, not the
+// brute-force reference written here from docs/query-language.md alone: it reads the raw `q` JSON, not the
 // parsed tree, then filters → sorts → slices. Cursor walks must equal one big page.
 
 import assert from "node:assert/strict";
@@ -244,7 +244,7 @@ function matchesCondition(data: Data, name: string, op: string, operand: unknown
   return negated ? !any : any;
 }
 
-/** CONTRACT §7's operators, from their definitions; the others go to matchesCondition. */
+/** The operators of issue 17 (docs/query-language.md), from their definitions; the others go to matchesCondition. */
 function matchesOperators(data: Data, name: string, operators: Data): boolean {
   return Object.entries(operators).every(([op, operand]) => {
     switch (op) {
@@ -299,12 +299,12 @@ function matchesFilter(data: Data, filter: Data): boolean {
     if (isObject(condition) && Object.keys(condition).length > 0 && Object.keys(condition).every((op) => op.startsWith("$"))) {
       return matchesOperators(data, name, condition);
     }
-    // A plain array means any of its values (CONTRACT §7).
+    // A plain array means any of its values (docs/query-language.md).
     return matchesCondition(data, name, Array.isArray(condition) ? "$in" : "$eq", condition);
   });
 }
 
-/** Case-insensitive by a /iu regular expression (Unicode simple case folding), İ read as i (README "Filters"). */
+/** Case-insensitive by a /iu regular expression (Unicode simple case folding), İ read as i (docs/query-language.md, "Search"). */
 function containsFolded(text: string, needle: string): boolean {
   const dotless = (s: string) => s.replaceAll("\u0130", "i");
   return new RegExp(dotless(needle).replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "iu").test(dotless(text));

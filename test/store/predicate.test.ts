@@ -1,4 +1,4 @@
-// compileFilter (CONTRACT §6, README "Filters"): which records a parsed filter matches, as tables
+// compileFilter (docs/query-language.md): which records a parsed filter matches, as tables
 // of [filter, record data, matches].
 
 import assert from "node:assert/strict";

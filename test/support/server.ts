@@ -1,8 +1,8 @@
 // A listening tabula (port 0) on the store that TABULA_TEST_STORE names, and a small fetch client
-// for HTTP tests. test/run.mjs runs the HTTP suites once per store (issue 18, CONTRACT §10).
+// for HTTP tests. test/run.mjs runs the HTTP suites once per store (issue 18, docs/postgresql.md).
 //
-// Which tests follow TABULA_TEST_STORE. The rule: a test of what every store must do (SPEC.md and
-// the contract seen through HTTP) starts its server with startTestServer() and no store option, so
+// Which tests follow TABULA_TEST_STORE. The rule: a test of what every store must do (docs/api.md
+// and the other docs, seen through HTTP) starts its server with startTestServer() and no store option, so
 // it runs on every store; a test of one mode names it, and stays on that mode:
 // - test/http/ and test/sdk/ follow the store, except the tests that pass `memory`, `data` or `store`
 //   (a data folder they fill or restart on: idempotency.test.ts, write-path.test.ts,

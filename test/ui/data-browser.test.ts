@@ -1,9 +1,9 @@
-// The data browser at GET / (CONTRACT §12, issue 22), driven in Debian's chromium through every
+// The data browser at GET / (docs/data-browser.md, issue 22), driven in Debian's chromium through every
 // flow: a pasted key, entities with counts, sorting by a header, q (and the API's refusal of it),
 // search, paging, the form (a create, a refused write beside its field, an edit meeting a 412),
 // delete, restore, delete-many, a write arriving live, deleted=include, a publishable key's view.
 // One browser and one server for the file; the flows run in order on the same page. The same run
-// takes the README's screenshots (docs/ui-*.png) and checks the page broke no CSP rule.
+// takes docs/data-browser.md's screenshots (docs/ui-*.png) and checks the page broke no CSP rule.
 
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync } from "node:fs";

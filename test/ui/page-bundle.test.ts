@@ -1,4 +1,4 @@
-// The data browser as users get it (CONTRACT §12, issue 22): built into dist/tabula.mjs by
+// The data browser as users get it (docs/data-browser.md, issue 22): built into dist/tabula.mjs by
 // build.mjs and served by the bundle alone, the same page src/ui builds now, within 60 KB; nothing
 // of it with --no-ui or ui: false. (Its browser code is type-checked with the DOM's types by
 // npm run typecheck: tsc -p src/ui/browser.)

@@ -1,4 +1,4 @@
-// Backups of a data folder (CONTRACT §11): the files of one consistent point (the snapshot, the log
+// Backups of a data folder (docs/operating.md): the files of one consistent point (the snapshot, the log
 // segments after it up to a whole entry, keys.json) copied into a temporary folder beside the
 // target, fsynced, then renamed into place, so that a half-made backup never bears the target's
 // name. Which point, and holding its files open, is the caller's: the file store (a running

@@ -185,7 +185,7 @@ export class FileStore extends MemoryStore {
   }
 
   /**
-   * Copies the data folder into `to` while writes go on (CONTRACT §11). The point is taken in one
+   * Copies the data folder into `to` while writes go on (docs/operating.md). The point is taken in one
    * tick, so no write waits for the copy: the log's whole entries on disk then (every write answered
    * so far, none half), the snapshot they follow, each file opened at once, so that a compaction
    * deleting it meanwhile takes nothing away (an open file keeps its data). The log only grows

@@ -14,7 +14,7 @@
 //   {"event":[…],"row":{"id","rev","deleted","data"}}        one whose version was replaced since
 //   {"end":true,"rows":…,"answers":…,"events":…,"checksum":…,"crc":…}   the end marker, framed
 // A row line is parsed as its data object alone: no wrapper object, no per-line checksum. The
-// events are the feed's kept window before seq (CONTRACT §8), in commit order; the horizon is the
+// events are the feed's kept window before seq (docs/change-feed.md), in commit order; the horizon is the
 // newest event no longer kept. Format 3 is format 4 without positions, events and horizon: its
 // rows are given positions 0.1, 0.2… in file order. Formats 1 and 2 (framed JSON lines, a checksum
 // each) are still read.

@@ -1,6 +1,6 @@
 // The one case fold of case-insensitive matching ($contains and search; a SQL store must do the
 // same): Unicode simple case folding, one character to one character, with one exception, İ → i.
-// README "Filters" states the rule; test/store/case-fold.test.ts checks it against /iu.
+// docs/query-language.md ("Search") states the rule; test/store/case-fold.test.ts checks it against /iu.
 
 /**
  * Lower-case letters that toLowerCase leaves alone but that simple case folding maps to another

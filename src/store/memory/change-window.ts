@@ -1,4 +1,4 @@
-// The change feed's window in memory (CONTRACT §8): the last `keep` events, in commit order, each
+// The change feed's window in memory (docs/change-feed.md): the last `keep` events, in commit order, each
 // holding the version it wrote. The memory and file stores add an event for every row they apply;
 // an event may be read once its batch is durable (markDurable), and only then can it leave the
 // window, so a batch taken back out for lack of space (rollBack) was never seen by anyone.

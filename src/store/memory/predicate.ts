@@ -1,7 +1,7 @@
 // Compiles a typed filter tree into a predicate over stored rows: done once per tree (trees of
 // repeated `q` texts are shared, see filter.ts), so that testing a row is a few closure calls. The
 // tree was checked against the schema when parsed (filter.ts); this file only decides how values
-// compare (CONTRACT §6).
+// compare (docs/query-language.md).
 
 import { compareCodePoints, parseDateValue } from "../../schema/fields.ts";
 import type { Row } from "../store.ts";

@@ -1,5 +1,5 @@
 // The page's one way to the API: the key goes in Authorization (never in the page's URL), and a
-// refusal becomes an ApiFailure carrying the API's own code, message and details (CONTRACT §5).
+// refusal becomes an ApiFailure carrying the API's own code, message and details (docs/errors.md).
 
 export interface Answer<T> {
   readonly status: number;

@@ -1,4 +1,4 @@
-// The entity declarations as GET /api/entities describes them (CONTRACT §2), and what the page
+// The entity declarations as GET /api/entities describes them (docs/api.md), and what the page
 // makes of a field: its column, whether it sorts, its form input, and how a value goes to the
 // input and back. No DOM here.
 
@@ -13,7 +13,7 @@ export interface EntityDecl {
   readonly name: string;
   readonly properties: Readonly<Record<string, FieldDecl>>;
   readonly required: readonly string[];
-  /** Present when publishable keys may do less than everything (CONTRACT §9). */
+  /** Present when publishable keys may do less than everything (docs/entities.md). */
   readonly access?: { readonly publishable: readonly string[] };
 }
 
@@ -28,7 +28,7 @@ export function mayDo(entity: EntityDecl, kind: KeyKind, operation: "read" | "cr
   return kind === "secret" || !entity.access || entity.access.publishable.includes(operation);
 }
 
-/** The table's columns: id, the declared fields, the timestamps, and created_by_id for secret keys (CONTRACT §4). */
+/** The table's columns: id, the declared fields, the timestamps, and created_by_id for secret keys (docs/api.md). */
 export function columnsOf(entity: EntityDecl, kind: KeyKind): string[] {
   return ["id", ...Object.keys(entity.properties), ...PLATFORM_COLUMNS, ...(kind === "secret" ? ["created_by_id"] : [])];
 }

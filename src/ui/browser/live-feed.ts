@@ -1,4 +1,4 @@
-// Follows one entity's change feed (CONTRACT §8) as Server-Sent Events. EventSource cannot send
+// Follows one entity's change feed (docs/change-feed.md) as Server-Sent Events. EventSource cannot send
 // headers, so the key rides as ?key= on this request only, which the feed's routes accept; the
 // page's own URL never holds it. EventSource reconnects by itself, resuming with Last-Event-ID.
 

@@ -1,4 +1,4 @@
-// The data browser (CONTRACT §12): asks for a key, kept in this tab's sessionStorage and sent
+// The data browser (docs/data-browser.md): asks for a key, kept in this tab's sessionStorage and sent
 // in Authorization (never in the page's URL), lists the entities with their counts, and shows the
 // one named in the URL's fragment (#Task) in a RecordsView.
 

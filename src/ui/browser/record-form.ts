@@ -1,4 +1,4 @@
-// The create and edit form, made from the declaration (CONTRACT §2): one input per field by its
+// The create and edit form, made from the declaration (docs/entities.md): one input per field by its
 // type, required fields marked. The API does the validating: its refusal is shown beside the field
 // it names (details.field), worded for the form (wording.ts). An edit sends If-Match with the ETag
 // read when the form opened, so a record changed since is a 412, offered for reloading rather than
@@ -168,7 +168,7 @@ export function collectionPath(entity: EntityDecl): string {
   return `/api/entities/${encodeURIComponent(entity.name)}`;
 }
 
-/** The fields a refusal names: details.field, or details.fields of a unique_violation (CONTRACT §9). */
+/** The fields a refusal names: details.field, or details.fields of a unique_violation (docs/entities.md). */
 function namedFields(details: { [name: string]: unknown }): string[] {
   if (typeof details.field === "string") return [details.field];
   if (Array.isArray(details.fields) && details.fields.length <= 3) return details.fields.filter((name): name is string => typeof name === "string");

@@ -1,4 +1,4 @@
-// One entity's records in a table (SPEC §4.1): sort by a column header, q and search, cursor or
+// One entity's records in a table (docs/api.md, docs/query-language.md): sort by a column header, q and search, cursor or
 // skip paging by the Link header the API sends, counts by X-Total-Count, deleted=include|only for
 // secret keys; delete, restore and delete-many by ids; and the current page read again whenever
 // the change feed reports a write, its changed rows marked.
@@ -79,7 +79,7 @@ export class RecordsView {
 
   private renderHead(): HTMLElement {
     const { entity, kind } = this.ctx;
-    // Delete-many is for secret keys only (CONTRACT §3).
+    // Delete-many is for secret keys only (docs/api.md).
     const hasBulkDelete = kind === "secret" && mayDo(entity, kind, "delete");
     return h(
       "div",
@@ -102,7 +102,7 @@ export class RecordsView {
       { class: "filters", role: "search", onsubmit: (event: Event) => (event.preventDefault(), this.say(""), void this.applyFilters()) },
       h("div", { class: "filter" }, h("label", { for: "records-search" }, "Search"), this.searchInput),
       h("div", { class: "filter wide" }, h("label", { for: "records-q" }, "Filter ", h("code", {}, "q"), " (JSON)"), this.qInput),
-      // deleted= is for secret keys only (CONTRACT §3): a publishable key is not offered it.
+      // deleted= is for secret keys only (docs/api.md): a publishable key is not offered it.
       this.ctx.kind === "secret" ? h("div", { class: "filter" }, h("label", { for: "records-deleted" }, "Records"), this.deletedSelect) : null,
       h("button", { type: "submit" }, "Apply"),
       this.listError,
@@ -341,7 +341,7 @@ export class RecordsView {
   private async deleteOne(id: string): Promise<void> {
     try {
       await this.ctx.client.call("DELETE", `${collectionPath(this.ctx.entity)}/${encodeURIComponent(id)}`);
-      // A delete is soft (SPEC §3): a secret key can take it back at once.
+      // A delete is soft (docs/api.md): a secret key can take it back at once.
       const undo = this.ctx.kind === "secret" ? h("button", { type: "button", onclick: () => void this.restore(id) }, "Restore it") : undefined;
       this.say(`Deleted ${this.ctx.entity.name} ${id}.`, undo);
       this.afterWrite();
@@ -361,7 +361,7 @@ export class RecordsView {
     }
   }
 
-  /** Delete-many by ids (CONTRACT §4): the filter {"id": {"$in": [...]}} as q. */
+  /** Delete-many by ids (docs/api.md): the filter {"id": {"$in": [...]}} as q. */
   private async deleteSelected(): Promise<void> {
     const ids = [...this.selected];
     if (ids.length === 0) return;
