@@ -231,6 +231,19 @@ describeInChromium("the data browser's fixes of issue 39, in Chromium", (chromiu
     }
   });
 
+  // Issue 40 item 7: a refusal lists every bad field (details.errors); each is marked beside its own.
+  test("a record with two mistakes gets both marked in the form, each worded for its field", async () => {
+    await page.getByRole("button", { name: "New record" }).click();
+    await dialog().locator('[name="title"]').fill("");
+    await dialog().locator('[name="email"]').fill("not an address");
+    await dialog().getByRole("button", { name: "Create" }).click();
+    const emailError = (await eventually("the error beside email", () => fieldError("email").textContent(), (text) => (text ?? "") !== "")) ?? "";
+    assert.match(emailError, /^Must be an email address/);
+    assert.equal(await fieldError("title").textContent(), "Required: give it a value.");
+    await page.keyboard.press("Escape");
+    await dialog().waitFor({ state: "detached" });
+  });
+
   test("item 18: opening the page with either key logs no error in the console and meets no refusal", async () => {
     for (const [apiKey, kind] of [
       [PUBLISHABLE, "publishable"],

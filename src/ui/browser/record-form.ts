@@ -126,11 +126,11 @@ class RecordForm {
       this.showBanner("This record changed since you opened it. Reload it to see the new version (your edits here are discarded), then edit again.", h("button", { type: "button", onclick: () => void this.reload() }, "Reload the record"));
       return;
     }
-    const named = error instanceof ApiFailure ? namedFields(error.details) : [];
-    const controls = this.controls.filter((control) => named.includes(control.name));
-    if (controls.length === 0) return this.showBanner(wordFormRefusal(error, this.ctx.entity, false));
-    for (const control of controls) this.showFieldError(control, wordFormRefusal(error, this.ctx.entity, true));
-    controls[0]!.input.focus();
+    const refusals = error instanceof ApiFailure ? refusalsByField(error) : [];
+    const shown = refusals.flatMap(([name, refusal]) => this.controls.filter((control) => control.name === name).map((control) => [control, refusal] as const));
+    if (shown.length === 0) return this.showBanner(wordFormRefusal(error, this.ctx.entity, false));
+    for (const [control, refusal] of shown) this.showFieldError(control, wordFormRefusal(refusal, this.ctx.entity, true));
+    shown[0]![0].input.focus();
   }
 
   private async reload(): Promise<void> {
@@ -166,6 +166,22 @@ class RecordForm {
 
 export function collectionPath(entity: EntityDecl): string {
   return `/api/entities/${encodeURIComponent(entity.name)}`;
+}
+
+/**
+ * Each field a refusal names, with the refusal for it: details.errors lists every bad field of a
+ * record (docs/errors.md), each worded beside its own field; else the one it names.
+ */
+function refusalsByField(error: ApiFailure): Array<readonly [string, ApiFailure]> {
+  const entries = Array.isArray(error.details.errors) ? (error.details.errors as Array<{ field?: unknown; code?: unknown; message?: unknown }>) : [];
+  if (entries.length <= 1) return namedFields(error.details).map((name) => [name, error] as const);
+  return entries.flatMap((entry) => {
+    if (typeof entry.field !== "string") return [];
+    const message = String(entry.message);
+    // A required field left out has no value to show: wording.ts tells it apart by that.
+    const details = / is required/.test(message) ? { field: entry.field } : { field: entry.field, value: null };
+    return [[entry.field, new ApiFailure(error.status, String(entry.code), message, details)] as const];
+  });
 }
 
 /** The fields a refusal names: details.field, or details.fields of a unique_violation (docs/entities.md). */

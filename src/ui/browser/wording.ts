@@ -52,7 +52,7 @@ export function wordFormRefusal(error: unknown, entity: EntityDecl, isBesideFiel
   if (code === "unique_violation" && Array.isArray(details.fields)) {
     const fields = details.fields as string[];
     const which = fields.length === 1 ? `its ${fields[0]}` : `its ${fields.join(" and ")} together`;
-    return `Another ${entity.name} record (${String(details.id)}) has this value already, and ${which} must be unique. Use another value, or edit that record instead.`;
+    return `Another ${entity.name} record (${String(details.existing_id ?? details.id)}) has this value already, and ${which} must be unique. Use another value, or edit that record instead.`;
   }
   if (code === "unknown_field" || code === "read_only_field") {
     return `This form no longer matches how the server declares ${entity.name} (it refused the field "${field ?? "?"}"). Reload the page to get the current form.`;
