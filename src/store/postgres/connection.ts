@@ -1,4 +1,4 @@
-// The `postgres` driver, loaded only when a PostgreSQL store is asked for (CONTRACT §10: an
+// The `postgres` driver, loaded only when a PostgreSQL store is asked for (docs/postgresql.md: an
 // optional peer dependency, so the bundle keeps no runtime dependency), and the words for what
 // goes wrong reaching the database: each names what to fix.
 

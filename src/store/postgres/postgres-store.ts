@@ -1,4 +1,4 @@
-// The PostgreSQL store (CONTRACT §10): every entity a table of its own in one schema, rows as
+// The PostgreSQL store (docs/postgresql.md): every entity a table of its own in one schema, rows as
 // jsonb, filters and sorts translated to SQL (sql-query.ts), and every commit one transaction that
 // checks what its batch expects, so that several tabula processes can share the database. Nothing
 // is kept in this process but a block of revisions: reads ask the database every time.

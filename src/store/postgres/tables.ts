@@ -20,7 +20,7 @@ export interface Names {
   readonly revs: string;
   readonly nodes: string;
   readonly legacy: string;
-  /** The change feed's kept events (CONTRACT §8). */
+  /** The change feed's kept events (docs/change-feed.md). */
   readonly changes: string;
   /** One row: the newest event no longer kept. */
   readonly feed: string;
@@ -50,7 +50,7 @@ const ENTITY_COLUMNS: Readonly<Record<string, string>> = {
 
 /**
  * The unique index of a "unique" declaration: over live records that hold every field, so that two
- * processes cannot race past it (CONTRACT §9). Over stored duplicates it cannot be made, and the
+ * processes cannot race past it (docs/entities.md). Over stored duplicates it cannot be made, and the
  * start-up stops naming them.
  */
 async function createUniqueIndex(tx: TransactionSql, table: string, entity: string, fields: readonly string[]): Promise<void> {
