@@ -38,6 +38,7 @@ import {
   type WriteBatch,
 } from "../store.ts";
 import { checkStoredKeys, type KeyVault } from "../../keys/api-keys.ts";
+import { settingName } from "../../option-names.ts";
 import { beginSafely, connectionProblem, hostOf, loadDriver, type Sql, type TransactionSql } from "./connection.ts";
 import { DatabaseHealth, PROBE_TIMEOUT_MS, type Call } from "./health.ts";
 import { createTables, isUniqueIndexName, LEGACY_HORIZON_INDEX, type Names } from "./tables.ts";
@@ -205,7 +206,7 @@ export class PostgresStore implements Store {
       const { hostname, port, pathname } = new URL(this.options.url);
       return `${hostname || "localhost"}:${port || "5432"}${pathname}`;
     } catch {
-      return "(the --store URL)";
+      return `(the URL of ${settingName("store")})`;
     }
   }
 

@@ -5,6 +5,7 @@
 
 import type { Schema } from "../../schema/load.ts";
 import type { Sql, TransactionSql } from "./connection.ts";
+import { settingName } from "../../option-names.ts";
 import { duplicatesMessage } from "../store.ts";
 import { indexesOf } from "./sql-sort.ts";
 
@@ -102,7 +103,7 @@ function indexNameOf(entity: string, index: string): string {
 
 export function namesIn(pgSchema: string): Names {
   if (!PG_SCHEMA_RE.test(pgSchema)) {
-    throw new Error(`--pg-schema ${JSON.stringify(pgSchema)} is not a usable schema name: use letters, digits and "_", starting with a letter or "_", at most 63.`);
+    throw new Error(`The schema name ${JSON.stringify(pgSchema)} (${settingName("pgSchema")}) is not usable: use letters, digits and "_", starting with a letter or "_", at most 63.`);
   }
   const schema = quoteIdent(pgSchema);
   return {
@@ -137,7 +138,7 @@ export async function createTables(sql: Sql, schema: Schema, pgSchema: string): 
         if (wrong.length > 0) {
           throw new Error(
             `Table ${pgSchema}.${name} exists but is not one tabula made: it lacks ${wrong.map(([column, type]) => `${column} ${type}`).join(", ")}. ` +
-              `Give tabula a schema of its own with --pg-schema, or rename that table.`,
+              `Give tabula a schema of its own with ${settingName("pgSchema")}, or rename that table.`,
           );
         }
       }
