@@ -286,7 +286,7 @@ const badStoreOptions: Array<[Record<string, unknown>, RegExp]> = [
   [{ store: "memory:", memory: true }, /given twice: as store, and as memory/],
   [{ store: "file:x", data: "x" }, /given twice: as store, and as data/],
   [{ store: "s3://bucket" }, /"s3:".*file:<dir>.*memory:/],
-  [{ store: "postgres://app:hunter2@127.0.0.1:1/app" }, /^(?!.*hunter2).*Cannot reach PostgreSQL at 127\.0\.0\.1:1\/app .*Check that it is running/],
+  [{ store: "postgres://app:hunter2@127.0.0.1:1/app" }, /^(?!.*hunter2).*Cannot reach PostgreSQL at 127\.0\.0\.1:1\/app .*Check that it is running and that the host and port of the store option are right/],
 ];
 for (const [options, message] of badStoreOptions) {
   test(`startServer(${JSON.stringify(options)}) rejects: ${message.source}`, async () => {

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { loadSchemaObject, SchemaError } from "../../src/schema/load.ts";
+import { seeded } from "../support/random.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 
 const ITEM = {
@@ -17,6 +18,14 @@ const ITEM = {
   unique: [["email"], ["sku", "warehouse"]],
 };
 const PATH = "/api/entities/Item";
+const LETTERS_AND_DIGITS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+
+function randomText(length: number, seed: number): string {
+  const next = seeded(seed);
+  let text = "";
+  for (let i = 0; i < length; i++) text += LETTERS_AND_DIGITS[Math.floor(next() * LETTERS_AND_DIGITS.length)];
+  return text;
+}
 
 describe("unique values on every write path", () => {
   let server: TestServer;
@@ -99,6 +108,35 @@ describe("unique values on every write path", () => {
     const fresh = await create({ email: "fay@x.io" });
     assertViolation(await server.call("PUT", `${PATH}/${old}/restore`), ["email"], fresh);
     assert.equal((await server.call("GET", `${PATH}/${old}`)).status, 404, "still deleted");
+  });
+
+  // A PostgreSQL unique index once held whole values, and refused a text that did not compress
+  // below about 2,700 bytes (a 500): it now holds a digest of long ones, and equality stays that of
+  // the values. Random texts, as a repeated character would compress.
+  test("long values: the same 100,000 characters clash, naming the first holder; values apart only past a long prefix are all stored", async () => {
+    const prefix = randomText(99_999, 1);
+    const first = await create({ email: `${prefix}1` });
+    assertViolation(await server.call("POST", PATH, { body: { email: `${prefix}1`, note: "long dup" } }), ["email"], first);
+    const other = await create({ email: "other@x.io" });
+    assertViolation(await server.call("PATCH", `${PATH}/${other}`, { body: { email: `${prefix}1`, note: "long dup" } }), ["email"], first);
+    assert.equal(await count({ note: "long dup" }), 0);
+    // Lengths either side of what a key holds whole, and characters a digest must take byte for byte.
+    const short = randomText(1_030, 2);
+    const apart = [`${prefix}2`, prefix, `${prefix}\\`, `${prefix}\\\\`, `\\x41${prefix}`, `${prefix}😀`, `${prefix}\u0001`, short.slice(0, 1_000), short, `${short}n`];
+    for (const email of apart) {
+      const id = await create({ email });
+      assert.equal((await server.call("GET", `${PATH}/${id}`)).body.email, email);
+    }
+    for (const email of apart.slice(-3)) assert.equal((await server.call("POST", PATH, { body: { email } })).status, 409);
+    // A compound set: one long part, or two.
+    const sku = randomText(100_000, 3);
+    const a = await create({ sku, warehouse: "A" });
+    await create({ sku, warehouse: "B" });
+    assertViolation(await server.call("POST", PATH, { body: { sku, warehouse: "A" } }), ["sku", "warehouse"], a);
+    const warehouse = randomText(5_000, 4);
+    const both = await create({ sku: `${sku}x`, warehouse });
+    await create({ sku: `${sku}x`, warehouse: `${warehouse}w` });
+    assertViolation(await server.call("POST", `${PATH}/bulk`, { body: [{ sku: `${sku}x`, warehouse }] }), ["sku", "warehouse"], both);
   });
 
   test("GET /api/entities shows the declaration's unique sets", async () => {

@@ -1,4 +1,4 @@
-// Two tabula processes on one PostgreSQL database (CONTRACT §10): what one server guarantees holds
+// Two tabula processes on one PostgreSQL database (docs/postgresql.md#several-processes): what one server guarantees holds
 // across both. Races are sent to both processes at once, many rounds each, and every round must end
 // as it would on one server: one If-Match update wins and the other gets 412; two upserts of one
 // new key make one record; one idempotency key sent to both stores one record and answers twice

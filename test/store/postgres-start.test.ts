@@ -4,9 +4,14 @@
 // cutting a TCP proxy between tabula and the test cluster.
 
 import assert from "node:assert/strict";
+import { once } from "node:events";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { connect, createServer as createTcpServer, type Server, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, test } from "node:test";
 import { startServer } from "../../src/api.ts";
+import { BUILT_CLI, spawnCli } from "../support/spawned-server.ts";
 import { describeWithPostgres, dropPgSchema, freshPgSchema } from "../support/postgres.ts";
 import { SECRET, TASK } from "../support/server.ts";
 
@@ -65,17 +70,17 @@ describeWithPostgres("the PostgreSQL store's start-up refusals and lost connecti
 
   test("a user the database does not know: refused, naming the credentials", async () => {
     const stranger = withUrl((target) => (target.username = "nobody_here"));
-    await assert.rejects(startServer({ schema: { Task: TASK }, store: stranger }), /refused the credentials of --store/);
+    await assert.rejects(startServer({ schema: { Task: TASK }, store: stranger }), /refused the credentials of the store option/);
   });
 
-  test("a table of the entity's name that tabula did not make: refused, naming it and --pg-schema", async () => {
+  test("a table of the entity's name that tabula did not make: refused, naming it and the pgSchema option", async () => {
     const pgSchema = freshPgSchema();
     schemas.push(pgSchema);
     const { default: postgres } = await import("postgres");
     const sql = postgres(url, { max: 1, onnotice: () => {} });
     await sql.unsafe(`CREATE SCHEMA ${pgSchema}; CREATE TABLE ${pgSchema}."Task" (id integer PRIMARY KEY, name text)`);
     await sql.end();
-    await assert.rejects(startServer({ schema: { Task: TASK }, store: url, pgSchema }), new RegExp(`Table ${pgSchema}\\.Task exists but is not one tabula made.*--pg-schema`));
+    await assert.rejects(startServer({ schema: { Task: TASK }, store: url, pgSchema }), new RegExp(`Table ${pgSchema}\\.Task exists but is not one tabula made.*the pgSchema option`));
   });
 
   test("a unique declaration over stored duplicates: refused before listening, naming entity, fields and ids", async () => {
@@ -96,7 +101,30 @@ describeWithPostgres("the PostgreSQL store's start-up refusals and lost connecti
   });
 
   test("a schema name that PostgreSQL would need quoted is refused", async () => {
-    await assert.rejects(startServer({ schema: { Task: TASK }, store: url, pgSchema: "my schema" }), /--pg-schema "my schema" is not a usable schema name/);
+    await assert.rejects(startServer({ schema: { Task: TASK }, store: url, pgSchema: "my schema" }), /The schema name "my schema" \(the pgSchema option\) is not usable/);
+  });
+
+  // The library names its options (above); the command line names its flags.
+  test("from the command line, the same refusals name the flags", async () => {
+    const folder = await mkdtemp(join(tmpdir(), "tabula-pg-flags-"));
+    try {
+      await writeFile(join(folder, "Task.json"), JSON.stringify(TASK));
+      const cases: Array<[string[], string]> = [
+        [["--store", withUrl((target) => (target.username = "nobody_here"))], "refused the credentials of --store"],
+        [["--store", url, "--pg-schema", "my schema"], 'The schema name "my schema" (--pg-schema) is not usable'],
+      ];
+      for (const [args, expected] of cases) {
+        // The bundle in the repository, beside node_modules/postgres (a copy elsewhere finds no driver).
+        const child = spawnCli(BUILT_CLI, ["--schema", folder, "--port", "0", "--secret-key", "sk_pg_flags_0123456789", ...args]);
+        let stderr = "";
+        child.stderr!.on("data", (text: string) => (stderr += text));
+        const [code] = (await once(child, "close")) as [number];
+        assert.equal(code, 1, stderr);
+        assert.ok(stderr.includes(expected), stderr);
+      }
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
   });
 
   test("the database going away answers 503 store_unavailable, and service resumes once it is back, acknowledged writes kept", async () => {

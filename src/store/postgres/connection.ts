@@ -1,6 +1,8 @@
-// The `postgres` driver, loaded only when a PostgreSQL store is asked for (CONTRACT §10: an
+// The `postgres` driver, loaded only when a PostgreSQL store is asked for (docs/postgresql.md: an
 // optional peer dependency, so the bundle keeps no runtime dependency), and the words for what
-// goes wrong reaching the database: each names what to fix.
+// goes wrong reaching the database: each names what to fix, as the user gave it (option-names.ts).
+
+import { settingName } from "../../option-names.ts";
 
 /** What the store uses of a transaction: parameterized statements (values never in the text). */
 export interface TransactionSql {
@@ -45,10 +47,10 @@ export function connectionProblem(error: unknown, url: string): Error | null {
   const where = hostOf(url);
   const reason = (error as Error | null)?.message ?? String(error);
   if (CONNECTION_CODES.has(code) || code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03") {
-    return new Error(`Cannot reach PostgreSQL at ${where} (${reason}). Check that it is running and that the host and port of --store are right.`);
+    return new Error(`Cannot reach PostgreSQL at ${where} (${reason}). Check that it is running and that the host and port of ${settingName("store")} are right.`);
   }
-  if (code === "28P01" || code === "28000") return new Error(`PostgreSQL at ${where} refused the credentials of --store (${reason}). Check the user name and password in the URL.`);
-  if (code === "3D000") return new Error(`PostgreSQL at ${where} has no such database (${reason}). Create it (createdb) or name an existing one in --store.`);
+  if (code === "28P01" || code === "28000") return new Error(`PostgreSQL at ${where} refused the credentials of ${settingName("store")} (${reason}). Check the user name and password in the URL.`);
+  if (code === "3D000") return new Error(`PostgreSQL at ${where} has no such database (${reason}). Create it (createdb) or name an existing one in ${settingName("store")}.`);
   return null;
 }
 
@@ -58,7 +60,7 @@ export function hostOf(url: string): string {
     const { hostname, port, pathname } = new URL(url);
     return `${hostname || "localhost"}:${port || "5432"}${pathname}`;
   } catch {
-    return "the --store URL";
+    return `the URL of ${settingName("store")}`;
   }
 }
 

@@ -1,4 +1,4 @@
-// The PostgreSQL store (CONTRACT §10): every entity a table of its own in one schema, rows as
+// The PostgreSQL store (docs/postgresql.md): every entity a table of its own in one schema, rows as
 // jsonb, filters and sorts translated to SQL (sql-query.ts), and every commit one transaction that
 // checks what its batch expects, so that several tabula processes can share the database. Nothing
 // is kept in this process but a block of revisions: reads ask the database every time.
@@ -38,9 +38,10 @@ import {
   type WriteBatch,
 } from "../store.ts";
 import { checkStoredKeys, type KeyVault } from "../../keys/api-keys.ts";
+import { settingName } from "../../option-names.ts";
 import { beginSafely, connectionProblem, hostOf, loadDriver, type Sql, type TransactionSql } from "./connection.ts";
 import { DatabaseHealth, PROBE_TIMEOUT_MS, type Call } from "./health.ts";
-import { createTables, isUniqueIndexName, LEGACY_HORIZON_INDEX, type Names } from "./tables.ts";
+import { createTables, LEGACY_HORIZON_INDEX, uniqueIndexOf, type Names, type UniqueIndex } from "./tables.ts";
 import { whereOf } from "./sql-filter.ts";
 import { openSnapshotPages } from "./snapshot-pages.ts";
 import { afterOf, orderByOf } from "./sql-sort.ts";
@@ -118,6 +119,8 @@ interface DbRow {
 export class PostgresStore implements Store {
   readonly idNode: number;
   private readonly unique: UniqueFields;
+  /** Each unique index by its name, which a unique violation gives. */
+  private readonly uniqueIndexes: ReadonlyMap<string, UniqueIndex>;
   private readonly feedListeners: Array<() => void> = [];
   /** The newest seq announced by a commit's notification, not yet readable; 0 when none waits. */
   private awaitedSeq = 0;
@@ -154,6 +157,8 @@ export class PostgresStore implements Store {
       () => this.replacePool(),
     );
     this.unique = new Map([...options.schema.entities.values()].filter((entity) => entity.unique.length > 0).map((entity) => [entity.name, entity.unique]));
+    const uniqueIndexes = [...this.unique].flatMap(([entity, sets]) => sets.map((fields) => uniqueIndexOf(entity, fields)));
+    this.uniqueIndexes = new Map(uniqueIndexes.map((index) => [index.name, index]));
     this.nextRevision = revBlock * REV_BLOCK + 1;
     this.revisionEnd = (revBlock + 1) * REV_BLOCK;
     this.fetchSpareBlock();
@@ -205,7 +210,7 @@ export class PostgresStore implements Store {
       const { hostname, port, pathname } = new URL(this.options.url);
       return `${hostname || "localhost"}:${port || "5432"}${pathname}`;
     } catch {
-      return "(the --store URL)";
+      return `(the URL of ${settingName("store")})`;
     }
   }
 
@@ -344,7 +349,8 @@ export class PostgresStore implements Store {
         })
         .catch(async (error: { code?: string; constraint_name?: string }) => {
           // A unique index refused a row: find which record holds its values, now that the batch is rolled back.
-          if (error.code === "23505" && isUniqueIndexName(error.constraint_name)) throw await this.uniqueViolationOf(batch);
+          const index = error.code === "23505" ? this.uniqueIndexes.get(error.constraint_name ?? "") : undefined;
+          if (index) throw await this.uniqueViolationOf(batch, index);
           throw error;
         });
       return { seq };
@@ -610,21 +616,32 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * The live record that holds values a row of `batch` would take, the batch's own rows left out
-   * (their stored values are theirs to give up); a ConflictError when none does any more (it
-   * changed since the batch failed), so that the write is built again.
+   * The live record that holds values a row of `batch` would take in `index`, the batch's own rows
+   * left out (their stored values are theirs to give up); a ConflictError when none does any more
+   * (it changed since the batch failed), so that the write is built again. The look-up goes through
+   * the index by its key, then compares the values themselves: a holder whose long values only share
+   * their digest (tables.ts) is no clash, and the row cannot be stored (a 500, never a 409).
    */
-  private async uniqueViolationOf(batch: WriteBatch): Promise<UniqueViolation | ConflictError> {
-    for (const { entity, row } of batch.puts) {
-      const own = batch.puts.filter((put) => put.entity === entity).map((put) => put.row.id);
-      for (const fields of this.unique.get(entity) ?? []) {
-        if (uniqueKeyOf(row, fields) === null) continue;
-        const params = new SqlParams();
-        const matches = fields.map((field) => `data -> ${params.add(field)}::text = ${params.add(JSON.stringify(row.data[field]))}::text::jsonb`);
-        const text = `SELECT id FROM ${this.names.table(entity)} WHERE NOT deleted AND ${matches.join(" AND ")} AND NOT (id = ANY(${params.add(arrayLiteral(own))}::text[])) LIMIT 1`;
-        const [holder] = await this.sql.unsafe(text, params.values);
-        if (holder) return new UniqueViolation(entity, fields, fields.map((field) => row.data[field]), holder.id as string);
-      }
+  private async uniqueViolationOf(batch: WriteBatch, index: UniqueIndex): Promise<UniqueViolation | ConflictError> {
+    const { entity, fields } = index;
+    const puts = batch.puts.filter((put) => put.entity === entity);
+    const own = arrayLiteral(puts.map((put) => put.row.id));
+    let digestHolder: string | null = null;
+    for (const { row } of puts) {
+      if (uniqueKeyOf(row, fields) === null) continue;
+      const params = new SqlParams();
+      const given = fields.map((field) => `${params.add(JSON.stringify(row.data[field]))}::text::jsonb`);
+      const isSame = index.values.map((value, i) => `${value} = ${given[i]}`).join(" AND ");
+      const text =
+        `SELECT id, ${isSame} AS is_same FROM ${this.names.table(entity)} ` +
+        `WHERE ${index.where} AND ${index.keyOf(index.values)} = ${index.keyOf(given)} AND NOT (id = ANY(${params.add(own)}::text[])) ` +
+        `ORDER BY is_same DESC LIMIT 1`;
+      const [holder] = await this.sql.unsafe(text, params.values);
+      if (holder?.is_same) return new UniqueViolation(entity, fields, fields.map((field) => row.data[field]), holder.id as string);
+      if (holder) digestHolder = holder.id as string;
+    }
+    if (digestHolder !== null) {
+      throw new Error(`${entity} ${digestHolder} holds other values of ${fields.join(", ")} with the same SHA-256 as a row of this write, whose index cannot hold both.`);
     }
     return new ConflictError("rev", "A unique value was taken and given up again meanwhile; build the batch again.");
   }

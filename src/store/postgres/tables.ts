@@ -5,6 +5,7 @@
 
 import type { Schema } from "../../schema/load.ts";
 import type { Sql, TransactionSql } from "./connection.ts";
+import { settingName } from "../../option-names.ts";
 import { duplicatesMessage } from "../store.ts";
 import { indexesOf } from "./sql-sort.ts";
 
@@ -20,7 +21,7 @@ export interface Names {
   readonly revs: string;
   readonly nodes: string;
   readonly legacy: string;
-  /** The change feed's kept events (CONTRACT §8). */
+  /** The change feed's kept events (docs/change-feed.md). */
   readonly changes: string;
   /** One row: the newest event no longer kept. */
   readonly feed: string;
@@ -49,30 +50,79 @@ const ENTITY_COLUMNS: Readonly<Record<string, string>> = {
 };
 
 /**
- * The unique index of a "unique" declaration: over live records that hold every field, so that two
- * processes cannot race past it (CONTRACT §9). Over stored duplicates it cannot be made, and the
- * start-up stops naming them.
+ * A unique key's JSON text longer than this is indexed by its digest: a btree row holds at most
+ * 2,704 bytes, whatever the number of fields. The index's definition holds it: changing it needs a
+ * new index name, as the old definition would otherwise stay.
  */
-async function createUniqueIndex(tx: TransactionSql, table: string, entity: string, fields: readonly string[]): Promise<void> {
+const UNIQUE_KEY_INLINE_BYTES = 1024;
+
+/** The unique index of a "unique" declaration (docs/entities.md), as created and as looked up. */
+export interface UniqueIndex {
+  readonly entity: string;
+  readonly fields: readonly string[];
+  /** Its name, which PostgreSQL gives as the constraint of a unique violation. */
+  readonly name: string;
+  /** The index an older tabula made for the same declaration, over the whole values. */
+  readonly replaces: string;
+  /** The rows it holds: live records that hold every field. */
+  readonly where: string;
+  /** The fields' values in a row (jsonb), in the declaration's order. */
+  readonly values: readonly string[];
+  /** The key of given values (jsonb expressions): the indexed expression is keyOf(values). */
+  keyOf(values: readonly string[]): string;
+}
+
+/**
+ * A row's key in a unique index: the JSON text of its values while it is short, so that equality is
+ * that of the values; past UNIQUE_KEY_INLINE_BYTES (a text up to the body limit: docs/postgresql.md)
+ * "#" and the SHA-256 of that text, which no JSON text starts with. The texts of equal values are
+ * equal (jsonb prints a value one way; the values are written by JSON.stringify), so equal values
+ * always clash; two different values could only clash if they shared a SHA-256, which the store
+ * tells from a real clash when it looks for the holder. Every function here is immutable, as an
+ * index needs: sha256 takes bytes, and a text cast to bytea with its backslashes doubled is its
+ * bytes (convert_to is only stable).
+ */
+function uniqueKeyExpression(values: readonly string[]): string {
+  const text = `('[' || ${values.map((value) => `(${value})::text`).join(` || ',' || `)} || ']')`;
+  const digest = `'#' || encode(sha256(replace(${text}, E'\\\\', E'\\\\\\\\')::bytea), 'hex')`;
+  return `(CASE WHEN octet_length(${text}) <= ${UNIQUE_KEY_INLINE_BYTES} THEN ${text} ELSE ${digest} END)`;
+}
+
+export function uniqueIndexOf(entity: string, fields: readonly string[]): UniqueIndex {
   // Field names are declared names (letters, digits, "_"; schema/load.ts), so literals are safe here.
   const values = fields.map((field) => `(data -> '${field}')`);
-  const holdsAll = fields.map((field) => `jsonb_typeof(data -> '${field}') IS DISTINCT FROM 'null'`).join(" AND ");
-  const where = `NOT deleted AND ${fields.map((field) => `data ? '${field}'`).join(" AND ")} AND ${holdsAll}`;
+  const holdsAll = fields.map((field) => `data ? '${field}' AND jsonb_typeof(data -> '${field}') IS DISTINCT FROM 'null'`);
+  return {
+    entity,
+    fields,
+    // No field name holds "(" or ",": the name differs from every older one, and from another set's.
+    name: indexNameOf(entity, `unique_(${fields.join(",")})`),
+    replaces: indexNameOf(entity, `unique_${fields.join("_")}`),
+    where: `NOT deleted AND ${holdsAll.join(" AND ")}`,
+    values,
+    keyOf: uniqueKeyExpression,
+  };
+}
+
+/**
+ * The unique index of a "unique" declaration: over live records that hold every field, so that two
+ * processes cannot race past it (docs/entities.md). It replaces the whole-value index of an older
+ * tabula, which refused a text over about 2,700 bytes; under the setup lock, so that processes
+ * starting together drop and create each once. Over stored duplicates it cannot be made, and the
+ * start-up stops naming them.
+ */
+async function createUniqueIndex(tx: TransactionSql, table: string, pgSchema: string, index: UniqueIndex): Promise<void> {
+  await tx.unsafe(`DROP INDEX IF EXISTS ${quoteIdent(pgSchema)}.${quoteIdent(index.replaces)}`);
   try {
     await tx.unsafe("SAVEPOINT unique_index");
-    await tx.unsafe(`CREATE UNIQUE INDEX IF NOT EXISTS ${quoteIdent(indexNameOf(entity, `unique_${fields.join("_")}`))} ON ${table} (${values.join(", ")}) WHERE ${where}`);
+    await tx.unsafe(`CREATE UNIQUE INDEX IF NOT EXISTS ${quoteIdent(index.name)} ON ${table} (${index.keyOf(index.values)}) WHERE ${index.where}`);
     await tx.unsafe("RELEASE SAVEPOINT unique_index");
   } catch (error) {
     if ((error as { code?: string }).code !== "23505") throw error;
     await tx.unsafe("ROLLBACK TO SAVEPOINT unique_index");
-    const groups = await tx.unsafe(`SELECT json_agg(id ORDER BY id) AS ids FROM ${table} WHERE ${where} GROUP BY ${values.join(", ")} HAVING count(*) > 1 LIMIT 10`);
-    throw new Error(duplicatesMessage(entity, fields, groups.flatMap((group) => group.ids as string[])));
+    const groups = await tx.unsafe(`SELECT json_agg(id ORDER BY id) AS ids FROM ${table} WHERE ${index.where} GROUP BY ${index.values.join(", ")} HAVING count(*) > 1 LIMIT 10`);
+    throw new Error(duplicatesMessage(index.entity, index.fields, groups.flatMap((group) => group.ids as string[])));
   }
-}
-
-/** Index names that hold a unique declaration, as the store tells a unique violation from other errors. */
-export function isUniqueIndexName(name: string | undefined): boolean {
-  return name !== undefined && /_unique_/.test(name);
 }
 
 /**
@@ -102,7 +152,7 @@ function indexNameOf(entity: string, index: string): string {
 
 export function namesIn(pgSchema: string): Names {
   if (!PG_SCHEMA_RE.test(pgSchema)) {
-    throw new Error(`--pg-schema ${JSON.stringify(pgSchema)} is not a usable schema name: use letters, digits and "_", starting with a letter or "_", at most 63.`);
+    throw new Error(`The schema name ${JSON.stringify(pgSchema)} (${settingName("pgSchema")}) is not usable: use letters, digits and "_", starting with a letter or "_", at most 63.`);
   }
   const schema = quoteIdent(pgSchema);
   return {
@@ -137,7 +187,7 @@ export async function createTables(sql: Sql, schema: Schema, pgSchema: string): 
         if (wrong.length > 0) {
           throw new Error(
             `Table ${pgSchema}.${name} exists but is not one tabula made: it lacks ${wrong.map(([column, type]) => `${column} ${type}`).join(", ")}. ` +
-              `Give tabula a schema of its own with --pg-schema, or rename that table.`,
+              `Give tabula a schema of its own with ${settingName("pgSchema")}, or rename that table.`,
           );
         }
       }
@@ -162,7 +212,7 @@ export async function createTables(sql: Sql, schema: Schema, pgSchema: string): 
         if (index.needsTrigram && !hasTrigram) continue;
         await tx.unsafe(`CREATE INDEX IF NOT EXISTS ${quoteIdent(indexNameOf(name, index.name))} ON ${table} ${index.definition}`);
       }
-      for (const fields of entity.unique) await createUniqueIndex(tx, table, name, fields);
+      for (const fields of entity.unique) await createUniqueIndex(tx, table, pgSchema, uniqueIndexOf(name, fields));
     }
     await tx.unsafe(`CREATE TABLE IF NOT EXISTS ${names.answers} (
       scope text PRIMARY KEY,
