@@ -84,12 +84,20 @@ test("require(\"tabula-server\") gives the same startServer as import", { skip: 
   assert.equal(stdout.trim(), "201");
 });
 
-test("npx tabula-server --help runs the tabula command from a clean install", { skip: !hasNpm && "npm is not available" }, async () => {
-  const help = await run(NPX, ["--no", "--offline", "tabula-server", "--help"], { cwd: project });
-  assert.match(help.stdout, /Usage: npx tabula-server/);
-  assert.match(help.stdout, /--schema/);
-  const version = await run(NPX, ["--no", "--offline", "tabula-server", "--version"], { cwd: project });
-  assert.match(version.stdout.trim(), /^\d+\.\d+\.\d+$/);
+test("npx tabula-server --help, -h, --version and -v, typed as a user types them, reach the command", { skip: !hasNpm && "npm is not available" }, async () => {
+  // As typed, with no flag of npx's own before the name: with one (--no), npm 11 takes a later
+  // --version for itself and prints npm's. Offline and no installing come from the environment.
+  const env = { ...process.env, npm_config_offline: "true", npm_config_yes: "false" };
+  for (const flag of ["--help", "-h"]) {
+    const help = await run(NPX, ["tabula-server", flag], { cwd: project, env });
+    assert.match(help.stdout, /^Usage: npx tabula-server \[serve\] \[options\]/m, flag);
+    assert.match(help.stdout, /--schema/, flag);
+  }
+  const { version } = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string };
+  for (const flag of ["--version", "-v"]) {
+    const printed = await run(NPX, ["tabula-server", flag], { cwd: project, env });
+    assert.equal(printed.stdout, `${version}\n`, flag);
+  }
 });
 
 test("the installed tabula command serves the shipped example schema", { skip: !hasNpm && "npm is not available" }, async () => {
@@ -139,12 +147,13 @@ function startInstalled(args: readonly string[], cwd: string): Promise<{ url: st
 test("the first run from npm: the message, init and the server it prepared, then --demo", { skip: !hasNpm && "npm is not available" }, async () => {
   const folder = join(project, "first-run");
   mkdirSync(folder);
-  const bare = await run(NPX, ["--no", "--offline", "tabula-server"], { cwd: folder }).then(() => null, (error: { code: number; stderr: string }) => error);
+  const env = { ...process.env, npm_config_offline: "true", npm_config_yes: "false" };
+  const bare = await run(NPX, ["tabula-server"], { cwd: folder, env }).then(() => null, (error: { code: number; stderr: string }) => error);
   assert.ok(bare, "with no entities/ it exits 1");
   assert.equal(bare.code, 1);
   assert.match(bare.stderr, /npx tabula-server init +writes entities\//);
   assert.match(bare.stderr, /npx tabula-server --demo +serves the bundled example entities/);
-  const init = await run(NPX, ["--no", "--offline", "tabula-server", "init"], { cwd: folder });
+  const init = await run(NPX, ["tabula-server", "init"], { cwd: folder, env });
   assert.match(init.stdout, /Wrote \.\/entities\/Task\.json|Wrote entities\/Task\.json/);
   const server = await startInstalled(["--port", "0"], folder);
   try {
