@@ -134,7 +134,7 @@ function refusalOf(problems: readonly ApiError[]): ApiError {
   const first = problems[0]!;
   const errors = problems.map((problem) => ({ field: problem.details.field, code: problem.code, message: problem.message }));
   const others = problems.slice(1).map((problem) => `"${String(problem.details.field)}"`);
-  const message = others.length === 0 ? first.message : `${first.message} ${others.length === 1 ? "Field" : "Fields"} ${others.join(", ")} ${others.length === 1 ? "is" : "are"} refused too: details.errors lists each.`;
+  const message = others.length === 0 ? first.message : `${first.message} ${others.length === 1 ? "Field" : "Fields"} ${others.join(", ")} ${others.length === 1 ? "needs" : "need"} mending too: details.errors lists each.`;
   return new ApiError(first.status, first.code, message, { ...first.details, errors });
 }
 
