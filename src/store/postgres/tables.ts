@@ -130,6 +130,9 @@ async function createUniqueIndex(tx: TransactionSql, table: string, pgSchema: st
  * PostgreSQL's contrib, which Debian's postgresql includes); without it a search scans the rows.
  */
 async function enableTrigram(tx: TransactionSql): Promise<boolean> {
+  // An extension belongs to the database, not to a schema: processes setting up different schemas
+  // at once would race to create it (23505 on pg_extension_name_index), so they take turns.
+  await tx.unsafe(`SELECT pg_advisory_xact_lock(hashtextextended('tabula extension pg_trgm', 0))`);
   try {
     await tx.unsafe("SAVEPOINT trigram");
     await tx.unsafe("CREATE EXTENSION IF NOT EXISTS pg_trgm");
