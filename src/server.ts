@@ -25,11 +25,12 @@ import { nativeMount, sdkMount, type Mount } from "./http/mounts.ts";
 import type { Caller } from "./records/caller.ts";
 import { loadKeys, type ApiKey, type KeyRing } from "./keys/api-keys.ts";
 import { Records } from "./records/records.ts";
-import { loadSeed, type SeedSource } from "./records/seed.ts";
+import { loadSeed } from "./records/seed.ts";
 import { loadSchemaObject, loadSchemaPath, type Declarations, type Schema } from "./schema/load.ts";
 import { isPlatformField } from "./schema/fields.ts";
 import type { ValueIndexedFields } from "./store/memory/memory-store.ts";
-import { openStore, parseStoreUrl, type LoadedData, type StoreLocation } from "./store/open-store.ts";
+import { openStore, parseStoreUrl, type StoreLocation } from "./store/open-store.ts";
+import type * as Public from "./public-api.ts";
 import { BackupTargetError, type BackupSummary } from "./store/file/backup.ts";
 import { ConflictError, isOutOfSpace, StoreUnreachableError, UniqueViolation, WriteFailedError } from "./store/store.ts";
 import { then, type Maybe } from "./maybe.ts";
@@ -49,100 +50,22 @@ export const VERSION = "0.1.0";
 /** A write refused this many times because others came first is answered 503 (see App.run). */
 const MAX_WRITE_ATTEMPTS = 20;
 
-export interface ServerOptions {
-  /** A schema folder or file, declarations as objects, or a loaded Schema. */
+/**
+ * The options of the embedding API (public-api.ts, where each is described), and a loaded Schema
+ * too. createServer's own defaults differ from startServer's where startServer says so: port 8080
+ * here, and the file store unless memory or store is given.
+ */
+export interface ServerOptions extends Omit<Public.StartOptions, "schema"> {
   readonly schema: string | Declarations | Schema;
-  /**
-   * The store, as a URL (docs/operating.md): file:<dir> or memory:. Instead of memory and data, which
-   * are its shorthands; giving it with either is an error.
-   */
-  readonly store?: string;
-  /** The PostgreSQL schema for tabula's tables, with a postgres:// store (--pg-schema). Default "tabula". */
-  readonly pgSchema?: string;
-  /** Keep nothing on disk: the store memory:. */
-  readonly memory?: boolean;
-  /** The data folder (ignored with memory): the store file:<data>. Default ./data. */
-  readonly data?: string;
-  readonly port?: number;
-  readonly host?: string;
-  readonly secretKey?: string;
-  readonly publishableKey?: string;
-  readonly keys?: readonly ApiKey[];
-  readonly seed?: SeedSource;
-  readonly maxBodyBytes?: number;
-  /** CORS (docs/api.md): "*" (the default), origins separated by commas, or "off". */
-  readonly cors?: string;
-  /**
-   * Requests per second per client address for publishable keys (docs/api.md); off when not given.
-   * Secret keys are never limited.
-   */
-  readonly rateLimit?: number;
-  /** Read the client's address from X-Forwarded-For (the last one, which the proxy added). */
-  readonly trustProxy?: boolean;
-  /** Events the change feed keeps, across restarts and compactions (--changes-keep; docs/change-feed.md). Default 100,000. */
-  readonly changesKeep?: number;
-  /** Change feed streams and long polls held at once (--max-streams). Default 1,000. */
-  readonly maxStreams?: number;
-  /** Unsent bytes after which a change feed stream is cut off with event: overflow. Default 1 MiB. */
-  readonly streamBufferBytes?: number;
-  /** How often a change feed stream gets a comment to keep proxies from closing it. Default 15 s. */
-  readonly heartbeatMs?: number;
-  /** One line per request on stdout (--log; docs/operating.md): "text", "json" or "off" (the default here; the CLI's is text). */
-  readonly log?: LogFormat;
-  /** The app id served at /api/apps/<appId>/entities (docs/base44-sdk.md); any id when not given. */
-  readonly appId?: string;
-  /** The data browser at GET / (docs/data-browser.md; --no-ui turns it off). Default true. */
-  readonly ui?: boolean;
-  /** Warnings (a torn log tail cut off, fields no longer declared). Default: stderr. */
-  readonly warn?: (message: string) => void;
-  /**
-   * The store failed (a log write or fsync, not for lack of space): nothing more can be made
-   * durable. Called once, as the first waiting request is answered 503; the others follow.
-   */
-  readonly onFatal?: (error: Error) => void;
 }
 
-export type { LoadedData } from "./store/open-store.ts";
+export type { FeedChange, LoadedData } from "./public-api.ts";
+type FeedChange = Public.FeedChange;
 
-/** One change, as the feed's JSON replies carry it (docs/change-feed.md). */
-export interface FeedChange {
-  readonly type: "create" | "update" | "delete" | "restore" | "sync";
-  readonly entity: string;
-  readonly id: string;
-  readonly data: Record<string, unknown>;
-  readonly timestamp: string;
-  readonly seq: number;
-  /** Sync events only. */
-  readonly deleted?: boolean;
-  readonly event_id: string;
-}
-
-export interface TabulaServer {
-  readonly url: string;
-  readonly port: number;
+/** The server startServer resolves to, and what the command line reads from it for its banner. */
+export interface TabulaServer extends Public.TabulaServer {
   readonly schema: Schema;
   readonly keys: KeyRing;
-  readonly secretKey: string;
-  readonly publishableKey: string;
-  /** Where data lives: a folder, or null when not in one (memory, PostgreSQL). */
-  readonly dataDir: string | null;
-  /** Where the data is and how it is kept, in words (the banner's). */
-  readonly storeDescription: string;
-  /** Stored fields that the schema no longer declares, as "Entity.field" (kept, never shown). */
-  readonly undeclaredFields: readonly string[];
-  /** What the data folder held at start-up and how long loading it took; null in memory mode. */
-  readonly loaded: LoadedData | null;
-  readonly seeded: number;
-  /** Empties every entity, forgets idempotency keys, and loads the seed again. */
-  reset(): Promise<void>;
-  /**
-   * The change feed as an async iterator of changes as clients get them (secret-key shape), from
-   * `since` (an event id; default: from now), of `entities` (default: all); for tests that wait
-   * for a write. It ends when the server closes, or when the loop breaks.
-   */
-  changes(options?: { since?: string; entities?: readonly string[] }): AsyncIterableIterator<FeedChange>;
-  /** Stops accepting, finishes requests in flight, flushes the store. */
-  close(): Promise<void>;
 }
 
 export async function createServer(options: ServerOptions): Promise<TabulaServer> {

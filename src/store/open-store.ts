@@ -13,6 +13,7 @@ import type { Schema } from "../schema/load.ts";
 import { keysFileVault, type KeyVault } from "../keys/api-keys.ts";
 import type { BackupSummary } from "./file/backup.ts";
 import { prepareDataFolder } from "./file/lock.ts";
+import type { LoadedData } from "../public-api.ts";
 
 export type StoreLocation =
   | { readonly kind: "memory" }
@@ -105,14 +106,6 @@ function withoutPassword(url: string): string {
 /** Each entity's "unique" declarations, for the stores that enforce them. */
 function uniqueFieldsOf(schema: Schema): UniqueFields {
   return new Map([...schema.entities.values()].filter((entity) => entity.unique.length > 0).map((entity) => [entity.name, entity.unique]));
-}
-
-export interface LoadedData {
-  readonly records: number;
-  readonly deletedRecords: number;
-  /** Snapshot and log bytes read. */
-  readonly bytes: number;
-  readonly ms: number;
 }
 
 export interface OpenedStore {
