@@ -5,12 +5,11 @@
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdir, rm, writeFile } from "node:fs/promises";
-import { createServer as createNetServer } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { TASK } from "../support/server.ts";
-import { cliInTempFolder, killSpawned, spawnCli, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
+import { cliInTempFolder, freePort, killSpawned, spawnCli, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const START_TIMEOUT_MS = 10_000;
@@ -126,17 +125,6 @@ function printedKeys(output: string): { secret: string[]; publishable: string[] 
     secret: [...output.matchAll(/\b(sk_[A-Za-z0-9_-]{8,})(?![A-Za-z0-9_-])/g)].map((m) => m[1]!),
     publishable: [...output.matchAll(/\b(pk_[A-Za-z0-9_-]{8,})(?![A-Za-z0-9_-])/g)].map((m) => m[1]!),
   };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createNetServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 describe("flags", { concurrency: CONCURRENT_TESTS }, () => {

@@ -4,11 +4,10 @@
 
 import assert from "node:assert/strict";
 import { mkdir, rm, writeFile } from "node:fs/promises";
-import { createServer as createNetServer } from "node:net";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { cliInTempFolder, killSpawned, spawnCli } from "../support/spawned-server.ts";
+import { cliInTempFolder, freePort, killSpawned, spawnCli } from "../support/spawned-server.ts";
 
 const TASK = { name: "Task", type: "object", properties: { title: { type: "string" } }, required: ["title"] };
 const SECRET_KEY = "sk_closed_output_1";
@@ -29,17 +28,6 @@ after(async () => {
   killSpawned();
   await rm(root, { recursive: true, force: true });
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createNetServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 /** GET /health until it answers (the server prints nothing we can still read). */
 async function waitForHealth(url: string): Promise<void> {

@@ -5,20 +5,12 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { seeded } from "../support/random.ts";
+import { randomText } from "../support/random.ts";
 import { PUBLISHABLE, q, startTestServer, type TestServer } from "../support/server.ts";
 
 const PATH = "/api/entities/Task";
 /** The SDK's prefix pages every sort by cursor. */
 const SDK_PATH = "/api/apps/app1/entities/Task";
-const LETTERS_AND_DIGITS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-
-function randomText(length: number, seed: number): string {
-  const next = seeded(seed);
-  let text = "";
-  for (let i = 0; i < length; i++) text += LETTERS_AND_DIGITS[Math.floor(next() * LETTERS_AND_DIGITS.length)];
-  return text;
-}
 
 /** Code point order: that of UTF-8 bytes. */
 function compareCodePoints(a: string, b: string): number {

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { loadSchemaObject, SchemaError } from "../../src/schema/load.ts";
-import { seeded } from "../support/random.ts";
+import { randomText } from "../support/random.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 
 const ITEM = {
@@ -18,14 +18,6 @@ const ITEM = {
   unique: [["email"], ["sku", "warehouse"]],
 };
 const PATH = "/api/entities/Item";
-const LETTERS_AND_DIGITS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-
-function randomText(length: number, seed: number): string {
-  const next = seeded(seed);
-  let text = "";
-  for (let i = 0; i < length; i++) text += LETTERS_AND_DIGITS[Math.floor(next() * LETTERS_AND_DIGITS.length)];
-  return text;
-}
 
 describe("unique values on every write path", () => {
   let server: TestServer;

@@ -12,3 +12,13 @@ export function seeded(seed: number): Random {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+const LETTERS_AND_DIGITS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+
+/** `length` letters and digits from `seed`: a text that no index can compress away. */
+export function randomText(length: number, seed: number): string {
+  const next = seeded(seed);
+  let text = "";
+  for (let i = 0; i < length; i++) text += LETTERS_AND_DIGITS[Math.floor(next() * LETTERS_AND_DIGITS.length)];
+  return text;
+}

@@ -6,6 +6,7 @@ import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { copyFileSync, cpSync, existsSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { createServer as createNetServer } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -100,4 +101,16 @@ export function startSpawnedServer(cli: string, args: readonly string[], startTi
 /** SIGKILLs every process spawned here that is still running (in a test file's after()). */
 export function killSpawned(): void {
   for (const child of running) child.kill("SIGKILL");
+}
+
+/** A port free a moment ago, for a test that must name one before the server starts. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createNetServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
 }
