@@ -1,6 +1,6 @@
 // Whether the database answers, as a probe on a connection of its own finds out, and what that
 // means for the calls of the PostgreSQL store: while it does not answer, a call waits for one probe
-// (at most PROBE_TIMEOUT_MS) and fails unless that finds it back (503, see the README), and a
+// (at most PROBE_TIMEOUT_MS) and fails unless that finds it back (503, see docs/postgresql.md), and a
 // probe runs every PROBE_EVERY_MS besides. The store decides what a call is and how a failed one
 // reads; this file only keeps time.
 

@@ -498,7 +498,7 @@ export class PostgresStore implements Store {
     for (const listener of this.feedListeners) listener();
   }
 
-  /** Exact counts, in one statement for every entity: a scan of each table (GET /metrics; see the README). */
+  /** Exact counts, in one statement for every entity: a scan of each table (GET /metrics; see docs/postgresql.md). */
   metrics(): Promise<StoreMetrics> {
     return this.guard(async () => {
       const entities = [...this.options.schema.entities.keys()];
