@@ -151,6 +151,21 @@ export interface Put {
    * write (loading and unit tests): the row is then stored whatever is there.
    */
   readonly replaces?: number;
+  /**
+   * A migration rewrote the record (docs/schema-changes.md): the change feed names this version's
+   * event "sync", not "update", so that caches take it as the record's latest version.
+   */
+  readonly sync?: true;
+}
+
+/**
+ * A value tabula keeps about the store itself, beside its records: the declarations it last served,
+ * the migrations it ran (docs/schema-changes.md). Kept as durably as records and, on a shared store,
+ * shared by every process. Values are JSON; null removes the key.
+ */
+export interface MetaWrite {
+  readonly key: string;
+  readonly value: unknown;
 }
 
 /**
@@ -175,6 +190,22 @@ export interface WriteBatch {
   readonly puts: readonly Put[];
   readonly matches?: readonly MatchCheck[];
   readonly answer?: IdempotentAnswer;
+  /** Metadata written with the rows, in the same all-or-nothing commit. */
+  readonly meta?: readonly MetaWrite[];
+  /**
+   * Entities whose every row (deleted ones included) is removed before the puts are applied: a
+   * migration's renameEntity moves the rows to the new name and drops the old one. Their earlier
+   * events stay in the change feed's window.
+   */
+  readonly drops?: readonly string[];
+}
+
+/** Live records sharing the values of a declared unique set, found when the store opened. */
+export interface UniqueClashReport {
+  readonly entity: string;
+  readonly fields: readonly string[];
+  /** The ids of the records that share one set of values, the first holder first. */
+  readonly ids: readonly string[];
 }
 
 /** A batch the store has applied: `seq` numbers commits in the order they were made. */
@@ -208,6 +239,28 @@ export interface Store {
 
   /** Every stored field name of every entity that holds rows (for reporting fields no longer declared). */
   storedFieldNames(): Maybe<Map<string, Set<string>>>;
+  /**
+   * Calls `visit` with every stored row of `entity`, deleted ones included, declared or not (an
+   * entity no longer declared keeps its rows), in no particular order; nothing when it holds none.
+   * Migrations and the start-up check of a changed schema read rows through it.
+   */
+  forEachRow(entity: string, visit: (row: Row) => void): Maybe<void>;
+
+  /**
+   * Groups of live records that share the values of a declared unique set, as found when the store
+   * opened (a unique set declared over duplicates). The start-up refuses to serve while there are
+   * any (docs/schema-changes.md); a store must open, not fail, so that this can be reported.
+   */
+  uniqueClashes(): Maybe<UniqueClashReport[]>;
+
+  /** A metadata value (see MetaWrite); undefined when none is stored. Read from the store each call. */
+  meta(key: string): Maybe<unknown>;
+  /**
+   * Runs `task` while no other process sharing the store runs a task of the same `name` (PostgreSQL:
+   * a session advisory lock held on a connection of its own; other stores have one process, and just
+   * run it). Start-up runs migrations and the schema check under it, so each runs once.
+   */
+  exclusively<T>(name: string, task: () => Promise<T>): Promise<T>;
 
   /** A revision number no other row version has or will have, in this process or any other sharing the store. */
   nextRev(): number;
