@@ -13,13 +13,14 @@ import { importCommand } from "./commands/import.ts";
 import { backupCommand } from "./commands/backup.ts";
 import { verifyCommand } from "./commands/verify.ts";
 import { initCommand } from "./commands/init.ts";
+import { migrateCommand, schemaCommand } from "./commands/migrate.ts";
 import { didYouMean } from "./commands/nearest.ts";
 import { DEMO_SCHEMA, DEMO_SCHEMA_NAME } from "./commands/demo.ts";
 import { PortInUseError } from "./http/listen.ts";
 import { LOG_FORMATS, type LogFormat } from "./metrics/access-log.ts";
 
 /** npx tabula-server <command> ...; without one (or with serve), it serves. */
-const COMMANDS: readonly Command[] = [initCommand, exportCommand, importCommand, backupCommand, verifyCommand];
+const COMMANDS: readonly Command[] = [initCommand, exportCommand, importCommand, backupCommand, verifyCommand, migrateCommand, schemaCommand];
 const COMMAND_NAMES = ["serve", ...COMMANDS.map((command) => command.name), "help"];
 
 const HELP = `tabula ${VERSION}: each entity of a JSON schema served as a REST collection of records.
@@ -27,10 +28,14 @@ const HELP = `tabula ${VERSION}: each entity of a JSON schema served as a REST c
 Usage: npx tabula-server [serve] [options]   serve the entities of --schema
        npx tabula-server init                write entities/ with an example entity to start from
        npx tabula-server --demo              serve the example entities, in memory
-       npx tabula-server <command> --help    export, import, backup, verify: see each one's help
+       npx tabula-server migrate [--dry-run] run the pending migrations (docs/schema-changes.md)
+       npx tabula-server schema diff         what a start-up would do to the stored schema
+       npx tabula-server <command> --help    export, import, backup, verify, migrate, schema: each one's help
        npx tabula-server help [command]
 
   --schema PATH            folder of <Entity>.json declarations, or one JSON file   [TABULA_SCHEMA, default ./entities]
+  --migrations DIR         migrations run before serving, each once (see            [TABULA_MIGRATIONS, default migrations/
+                           docs/schema-changes.md)                                   beside the schema]
   --demo                   serve the bundled example entities (Task, Note) in memory
   --store URL              the store: file:DIR (as --data DIR), memory: (as         [TABULA_STORE, DATABASE_URL]
                            --memory) or postgres://user:pass@host:5432/db (needs
@@ -80,7 +85,7 @@ const FATAL_GRACE_MS = 1000;
 
 class UsageError extends Error {}
 
-const VALUE_FLAGS = ["schema", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "cors", "app-id", "rate-limit", "changes-keep", "max-streams", "log"] as const;
+const VALUE_FLAGS = ["schema", "migrations", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "cors", "app-id", "rate-limit", "changes-keep", "max-streams", "log"] as const;
 type ValueFlag = (typeof VALUE_FLAGS)[number];
 
 const SWITCHES = ["memory", "demo", "trust-proxy", "no-ui", "help", "version"] as const;
@@ -197,6 +202,8 @@ function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv): ServerOptions & { re
     ...store,
     storeSource,
     pgSchema: values["pg-schema"] ?? env.TABULA_PG_SCHEMA,
+    migrations: values.migrations ?? env.TABULA_MIGRATIONS,
+    progress: (line: string) => process.stdout.write(`${line}\n`),
     port: port === undefined ? 8080 : parsePort(port, portSource),
     host: values.host ?? env.TABULA_HOST ?? "127.0.0.1",
     secretKey: values["secret-key"] !== undefined ? keyOf(values["secret-key"], "--secret-key") : keyOf(env.TABULA_SECRET_KEY, "TABULA_SECRET_KEY"),
@@ -257,6 +264,7 @@ function printBanner(server: TabulaServer, options: ServerOptions, isDemo: boole
     lines.push(bannerLine("loaded", `${count(loaded.records)} record${loaded.records === 1 ? "" : "s"}${deleted} from ${size(loaded.bytes)} of snapshot and log in ${(loaded.ms / 1000).toFixed(2)} s`));
   }
   if (server.seeded > 0) lines.push(bannerLine("seed", `${server.seeded} record${server.seeded === 1 ? "" : "s"} loaded from ${options.seed}`));
+  for (const line of server.schemaLines) lines.push(bannerLine("schema", line));
   for (const field of server.undeclaredFields) lines.push(bannerLine("note", `${field} is stored but no longer declared: kept on disk, neither returned nor writable`));
   for (const apiKey of server.keys.keys) {
     const isNew = server.keys.generated.includes(apiKey);

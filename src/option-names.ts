@@ -4,6 +4,7 @@
 
 const FLAGS = {
   schema: "--schema",
+  migrations: "--migrations",
   seed: "--seed",
   cors: "--cors",
   changesKeep: "--changes-keep",

@@ -101,6 +101,11 @@ export interface StartOptions {
   readonly store?: string;
   /** The PostgreSQL schema tabula's tables live in. Default "tabula". */
   readonly pgSchema?: string;
+  /**
+   * A folder of migrations (NNNN-words.json), run before serving when not run yet. Default: the
+   * folder migrations/ beside the schema, when the schema is a path and that folder exists.
+   */
+  readonly migrations?: string;
   /** Default 0: a free port, read back from the server's `port` and `url`. */
   readonly port?: number;
   /** Default "127.0.0.1". */

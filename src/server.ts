@@ -30,6 +30,8 @@ import { loadSchemaObject, loadSchemaPath, type Declarations, type Schema } from
 import { isPlatformField } from "./schema/fields.ts";
 import type { ValueIndexedFields } from "./store/memory/memory-store.ts";
 import { openStore, parseStoreUrl, type StoreLocation } from "./store/open-store.ts";
+import { settleSchema } from "./schema/changes/settle.ts";
+import { migrationsDirOf } from "./migrations/migration-file.ts";
 import type * as Public from "./public-api.ts";
 import { BackupTargetError, type BackupSummary } from "./store/file/backup.ts";
 import { ConflictError, isOutOfSpace, StoreUnreachableError, UniqueViolation, WriteFailedError } from "./store/store.ts";
@@ -57,6 +59,8 @@ const MAX_WRITE_ATTEMPTS = 20;
  */
 export interface ServerOptions extends Omit<Public.StartOptions, "schema"> {
   readonly schema: string | Declarations | Schema;
+  /** Lines saying what a long start-up is doing (a migration running for more than a second). */
+  readonly progress?: (line: string) => void;
 }
 
 export type { FeedChange, LoadedData } from "./public-api.ts";
@@ -66,6 +70,8 @@ type FeedChange = Public.FeedChange;
 export interface TabulaServer extends Public.TabulaServer {
   readonly schema: Schema;
   readonly keys: KeyRing;
+  /** What start-up did to the schema (docs/schema-changes.md): migrations run, changes applied, one line each. */
+  readonly schemaLines: readonly string[];
 }
 
 export async function createServer(options: ServerOptions): Promise<TabulaServer> {
@@ -103,6 +109,8 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
   }
   const { store, description: storeDescription, keyVault, dataDir, loaded, backup } = opened;
   try {
+    const migrationsDir = migrationsDirOf(options.migrations, typeof options.schema === "string" ? options.schema : null);
+    const { lines: schemaLines } = await settleSchema(store, schema, { migrationsDir, progress: options.progress });
     const keys = await loadKeys({ vault: keyVault, secretKey: options.secretKey, publishableKey: options.publishableKey, keys: options.keys });
     const records = new Records(schema, store);
     const seed = options.seed === undefined ? null : loadSeed(schema, options.seed);
@@ -134,6 +142,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
       dataDir,
       storeDescription,
       undeclaredFields: await findUndeclaredFields(schema, records),
+      schemaLines,
       loaded,
       seeded,
       async reset() {
