@@ -75,6 +75,8 @@ export async function checkSchema(store: RowSource, stored: Schema | null, next:
         if (tally.problems.length < PROBLEMS_KEPT) tally.problems.push(problem);
       }
     });
+    // Ids are time-ordered: the oldest first, whatever order the store read them in.
+    for (const tally of found) tally.ids.sort();
     broken.push(...found.filter((tally) => tally.records > 0));
     for (const { fields, owners } of holders) {
       for (const ids of owners.values()) if (ids.length > 1) clashes.push({ entity, fields, ids: ids.sort() });

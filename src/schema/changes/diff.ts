@@ -47,7 +47,7 @@ export function diffSchemas(stored: Schema | null, next: Schema): SchemaChange[]
   }
   for (const entity of stored.entities.values()) {
     if (!next.entities.has(entity.name)) {
-      changes.push({ entity: entity.name, words: `${entity.name}: − entity (no longer declared: its records are kept, not served)`, removedEntity: true });
+      changes.push({ entity: entity.name, words: `${entity.name}: − entity`, removedEntity: true });
     }
   }
   return changes;

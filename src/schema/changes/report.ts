@@ -10,7 +10,8 @@ export function appliedLines(check: SchemaCheck): string[] {
   if (!check.compared) return [];
   return check.changes.map((change) => {
     const unserved = check.unserved.find((entry) => entry.entity === change.entity);
-    return change.removedEntity && unserved ? `${change.words}; ${unserved.live} live ${unserved.live === 1 ? "record" : "records"}` : change.words;
+    if (!change.removedEntity || !unserved || unserved.live === 0) return change.words;
+    return `${change.words} (no longer declared: its ${unserved.live === 1 ? "1 live record is" : `${unserved.live.toLocaleString("en-US")} live records are`} kept, not served)`;
   });
 }
 
