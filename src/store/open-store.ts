@@ -8,7 +8,7 @@ import { FileStore } from "./file/file-store.ts";
 import { MemoryStore, type ValueIndexedFields } from "./memory/memory-store.ts";
 import { PostgresStore } from "./postgres/postgres-store.ts";
 import { DEFAULT_PG_SCHEMA } from "./postgres/tables.ts";
-import { duplicatesMessage, type Store, type UniqueFields } from "./store.ts";
+import type { Store, UniqueFields } from "./store.ts";
 import type { Schema } from "../schema/load.ts";
 import { keysFileVault, type KeyVault } from "../keys/api-keys.ts";
 import type { BackupSummary } from "./file/backup.ts";
@@ -150,12 +150,6 @@ export async function openStore(location: StoreLocation, options: OpenStoreOptio
       const openedAt = performance.now();
       await prepareDataFolder(location.dir);
       const store = await FileStore.open({ dir: location.dir, ...options, unique: uniqueFieldsOf(options.schema) });
-      const clashes = store.uniqueClashes();
-      const clash = clashes[0];
-      if (clash) {
-        await store.close();
-        throw new Error(duplicatesMessage(clash.entity, clash.fields, clashes.filter((c) => c.entity === clash.entity && c.fields === clash.fields).flatMap((c) => c.ids)));
-      }
       const { records, deletedRecords, snapshotBytes, logBytes } = store.describe();
       const loaded = { records, deletedRecords, bytes: snapshotBytes + logBytes, ms: performance.now() - openedAt };
       return { store, description: `${location.dir} (write-ahead log, fsync before every answer)`, keyVault: keysFileVault(location.dir), dataDir: location.dir, loaded, backup: (to) => store.backup(to) };

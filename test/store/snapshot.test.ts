@@ -83,7 +83,7 @@ async function openingError(dir: string): Promise<string> {
   return error.message;
 }
 
-describe("snapshot format 4", () => {
+describe("snapshot format 5", () => {
   test("every field round-trips: deleted rows, undeclared fields and entities, ids, answers, revisions", async () => {
     const { dir, rows, expected, nextRev } = await compactedSample("v3-");
     const reopened = await openStore(dir);
@@ -101,7 +101,7 @@ describe("snapshot format 4", () => {
     const lines = await snapshotLines(dir);
     const file = await readFile(await snapshotPath(dir));
     const header = parseFramedLine(Buffer.from(lines[0]!));
-    assert.equal(header?.format, "tabula-snapshot/4");
+    assert.equal(header?.format, "tabula-snapshot/5");
     assert.deepEqual(header?.horizon, [0, 0]);
     const data = (id: string): string => JSON.stringify(sampleRows().find(({ row }) => row.id === id)!.row.data);
     assert.deepEqual(lines.slice(1, -1), [
@@ -119,7 +119,7 @@ describe("snapshot format 4", () => {
     ]);
     const footer = parseFramedLine(Buffer.from(lines.at(-1)!));
     const bodyBytes = file.length - Buffer.byteLength(lines.at(-1)!) - 1;
-    assert.deepEqual(footer, { end: true, rows: 7, answers: 1, events: 7, checksum: crc32(file.subarray(0, bodyBytes)).toString(16).padStart(8, "0"), crc: footer!.crc });
+    assert.deepEqual(footer, { end: true, rows: 7, answers: 1, events: 7, meta: 0, checksum: crc32(file.subarray(0, bodyBytes)).toString(16).padStart(8, "0"), crc: footer!.crc });
   });
 
   test("the change feed's kept events survive compaction and restart: replaced versions with their data, current ones by reference", async () => {
@@ -172,7 +172,7 @@ describe("snapshot format 4", () => {
     ["no end marker", (text) => text.slice(0, text.lastIndexOf("{")), /damaged at line 18 \(the end marker is missing\)/],
     ["a lost row", (text) => text.replace(/\n6 [^\n]*/, "").replace(/\n\{"event":\[5,0,[^\n]*/, ""), /the end marker counts 7 rows, 1 answers and 7 events, the file holds 6, 1 and 6/],
     ["a lost version of a kept event", (text) => text.replace(/\n6 [^\n]*/, ""), /keeps the event 5\.0 of Task a5, but not the version it wrote/],
-    ["an unknown line", (text) => text.replace('{"entity":"Gone"}', '{"entity":"Gone"}\n{"what":1}'), /damaged at line 10 \(a line is neither a row, an entity, an answer, an event nor the end marker\)/],
+    ["an unknown line", (text) => text.replace('{"entity":"Gone"}', '{"entity":"Gone"}\n{"what":1}'), /damaged at line 10 \(a line is neither a row, an entity, an answer, an event, a metadata value nor the end marker\)/],
   ];
   for (const [name, damage, expected] of damages) {
     test(`${name} stops start-up, naming the file`, async () => {
@@ -218,10 +218,10 @@ describe("snapshot formats 1 and 2", () => {
         [[3, 0], [0, 2], [0, 3], [0, 4], [0, 5], [0, 6], [0, 7]],
       );
       assert.deepEqual(store.feedState().horizon, { seq: 0, index: 7 }, "a resume from 0 catches up from the rows");
-      // The next snapshot is written in format 4, and reads back the same.
+      // The next snapshot is written in the current format, and reads back the same.
       await store.compact();
       await store.close();
-      assert.equal(parseFramedLine(Buffer.from((await snapshotLines(dir))[0]!))?.format, "tabula-snapshot/4");
+      assert.equal(parseFramedLine(Buffer.from((await snapshotLines(dir))[0]!))?.format, "tabula-snapshot/5");
       const reopened = await openStore(dir);
       assert.deepEqual(stateOf(reopened, rows), expected);
       await reopened.close();

@@ -9,10 +9,10 @@ import { performance } from "node:perf_hooks";
 import { acquireLock, type DirectoryLock } from "./lock.ts";
 import { MemoryStore, type ValueIndexedFields } from "../memory/memory-store.ts";
 import { isTemporarySnapshot, parseSnapshotName, readSnapshot, snapshotName, writeSnapshot, type SnapshotState } from "./snapshot.ts";
-import { compareFeedPositions, isOutOfSpace, type Commit, type ChangeType, type FeedEvent, type FeedPosition, type Row, type StoreMetrics, type UniqueFields, type WriteBatch } from "../store.ts";
+import { compareFeedPositions, isOutOfSpace, type Commit, type FeedEvent, type FeedPosition, type Row, type StoreMetrics, type UniqueFields, type WriteBatch } from "../store.ts";
 import { UnsyncedBatches } from "./unsynced-batches.ts";
 import { checkBackupTarget, holdFiles, readKeysJson, releaseFiles, writeBackup, type BackupPoint, type BackupSummary } from "./backup.ts";
-import { WriteAheadLog, parseSegmentName, readSegment, segmentName, syncDirectory, type LogEntry, type RowImage, type Segment } from "./wal.ts";
+import { MAX_LOG_LINE_CHARS, WriteAheadLog, parseSegmentName, readSegment, segmentName, syncDirectory, type LogEntry, type LogPut, type RowImage, type Segment } from "./wal.ts";
 
 /** Compact once the log is this many times the size of the last snapshot, however busy... */
 export const COMPACTION_LOG_RATIO = 2;
@@ -43,6 +43,8 @@ export interface FileStoreOptions {
   readonly changesKeep?: number;
   /** Things the operator should hear about that do not stop the server (a torn tail was cut). */
   readonly warn: (message: string) => void;
+  /** A batch whose log line would be longer is written in parts (wal.ts); tests make it small. */
+  readonly maxLogLineChars?: number;
 }
 
 export interface FileStoreDescription {
@@ -74,7 +76,7 @@ export class FileStore extends MemoryStore {
   private spaceRetryAt: number | null = null;
   private spaceRetryDelayMs = COMPACTION_SPACE_RETRY_MS;
   private spaceRetryTimer: NodeJS.Timeout | null = null;
-  private readonly unsynced = new UnsyncedBatches(this.tables, this.answers);
+  private readonly unsynced = new UnsyncedBatches(this.tables, this.answers, this.metaValues);
   /** Waiting for a quiet moment to compact (see maybeCompact). */
   private quietWatch: NodeJS.Timeout | null = null;
   private isClosed = false;
@@ -218,8 +220,11 @@ export class FileStore extends MemoryStore {
 
   protected override persist(batch: WriteBatch): Promise<void> {
     // Rows as they are: the log writes a row's image (never its memo) and reuses its data JSON.
-    const puts = batch.puts.map(({ entity, row }) => ({ e: entity, row }));
-    return this.wal.append(batch.answer ? { puts, answer: batch.answer } : { puts });
+    const puts = batch.puts.map(({ entity, row, sync }): LogPut => (sync ? { e: entity, row, s: 1 } : { e: entity, row }));
+    // Fields a batch lacks are left out, so that an ordinary write's line is as it always was.
+    const drops = batch.drops?.length ? batch.drops : undefined;
+    const meta = batch.meta?.length ? batch.meta.map(({ key, value }) => ({ key, value: value ?? null })) : undefined;
+    return this.wal.append({ drops, puts, meta, answer: batch.answer });
   }
 
   private async recover(): Promise<void> {
@@ -251,7 +256,10 @@ export class FileStore extends MemoryStore {
         this.unsynced.rollBack(fromSeq);
         this.window.rollBack(fromSeq);
       },
+      this.options.maxLogLineChars ?? MAX_LOG_LINE_CHARS,
     );
+    // Once every row is in: a unique set declared over stored duplicates is reported, not fatal.
+    this.settleUniqueIndexes();
     // Everything loaded is durable, the snapshot's events too: they may be read.
     this.window.markDurable(nextSeq - 1);
     // A log left big by the last run is compacted now (or at the first quiet moment), not only
@@ -265,6 +273,7 @@ export class FileStore extends MemoryStore {
     const header = await readSnapshot(path, {
       onRow: (entity, image) => this.applyRow(entity, loader.toSnapshotRow(image)),
       onAnswer: (answer) => this.apply({ puts: [], answer }, 0),
+      onMeta: (write) => this.applyMeta(write),
       onEvent: (event) => {
         const row = event.row ? loader.toRow(event.row) : this.tables.get(event.entity)?.rows.get(event.id);
         if (!row || row.seq !== event.seq || row.index !== event.index) {
@@ -303,8 +312,9 @@ export class FileStore extends MemoryStore {
       this.rev = Math.max(this.rev, entry.rev ?? 0);
       return;
     }
-    const puts = (entry.puts ?? []).map(({ e, row }) => ({ entity: e, row: loader.toRow(row) }));
-    this.apply(entry.answer ? { puts, answer: entry.answer } : { puts }, entry.seq);
+    // As commit applied it (see persist): drops, puts, meta, answer.
+    const puts = (entry.puts ?? []).map(({ e, row, s }) => (s === 1 ? { entity: e, row: loader.toRow(row), sync: true as const } : { entity: e, row: loader.toRow(row) }));
+    this.apply({ puts, drops: entry.drops, meta: entry.meta, answer: entry.answer }, entry.seq);
     // Durable already: the window keeps its size while a long log is replayed.
     this.window.markDurable(entry.seq);
     this.window.trimNow();
@@ -410,8 +420,10 @@ export class FileStore extends MemoryStore {
     const now = Date.now();
     const answers = [...this.answers.values()].filter((answer) => answer.expiresAt > now);
     const seq = this.wal.nextSeq;
-    const events = this.window.eventsBefore(seq).map(({ entity, type, row }) => ({ entity, type: type as ChangeType, row, current: this.tables.get(entity)?.rows.get(row.id) === row }));
-    return { seq, rev: this.rev, entities, answers, events, horizon: this.window.horizon };
+    const events = this.window.eventsBefore(seq).map(({ entity, type, row }) => ({ entity, type, row, current: this.tables.get(entity)?.rows.get(row.id) === row }));
+    // Values are replaced whole, never changed in place (applyMeta), so the references are this instant's too.
+    const meta = [...this.metaValues].map(([key, value]) => ({ key, value }));
+    return { seq, rev: this.rev, entities, answers, events, horizon: this.window.horizon, meta };
   }
 }
 

@@ -197,6 +197,18 @@ class FolderCheck {
       this.report.damage.push({ file: name, offset, why: `bad entry: seq ${entry.seq} holds puts that are not {e, row: {id, rev, deleted, data}}` });
       return;
     }
+    const drops = entry.drops ?? [];
+    if (!Array.isArray(drops) || !drops.every((entity) => typeof entity === "string")) {
+      this.report.damage.push({ file: name, offset, why: `bad entry: seq ${entry.seq} holds drops that are not entity names` });
+      return;
+    }
+    const meta = entry.meta ?? [];
+    if (!Array.isArray(meta) || !meta.every((write) => typeof write?.key === "string")) {
+      this.report.damage.push({ file: name, offset, why: `bad entry: seq ${entry.seq} holds meta that is not [{key, value}]` });
+      return;
+    }
+    // As start-up applies a batch: its drops first (a renamed entity's rows move in the same batch).
+    for (const entity of drops) this.records.delete(entity);
     for (const [index, { e, row }] of puts.entries()) this.versionsOf(e).set(row.id, { deleted: row.deleted === true, seq: entry.seq, index });
   }
 

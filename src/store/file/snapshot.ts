@@ -3,8 +3,8 @@
 // before seq. Written to a .tmp file, synced, then renamed, so a snapshot that has its name is
 // whole; its end marker holds the CRC-32 of every byte before it, checked on reading.
 //
-// Format 4 (the one written) is a stream of JSON values, one line each, made to load fast:
-//   {"format":"tabula-snapshot/4","seq":…,"rev":…,"horizon":[s,i],"crc":…}   the header, framed like a log line
+// Format 5 (the one written) is a stream of JSON values, one line each, made to load fast:
+//   {"format":"tabula-snapshot/5","seq":…,"rev":…,"horizon":[s,i],"crc":…}   the header, framed like a log line
 //   {"entity":"Task"}                                        the rows that follow are Task's
 //   7 12.0 {"id":"01a2…","title":…}                          a row: its rev, feed position, then its data
 //   9 13.4 "deleted" {"id":"01a3…",…}                        a deleted row
@@ -12,10 +12,12 @@
 //   {"answer":{…}}                                           an unexpired idempotent answer
 //   {"event":[seq,index,"Task","update","01a2…"]}            a change feed event whose version is the row's
 //   {"event":[…],"row":{"id","rev","deleted","data"}}        one whose version was replaced since
-//   {"end":true,"rows":…,"answers":…,"events":…,"checksum":…,"crc":…}   the end marker, framed
+//   {"meta":{"key":…,"value":…}}                             a metadata value (Store.meta)
+//   {"end":true,"rows":…,"answers":…,"events":…,"meta":…,"checksum":…,"crc":…}   the end marker, framed
 // A row line is parsed as its data object alone: no wrapper object, no per-line checksum. The
 // events are the feed's kept window before seq (docs/change-feed.md), in commit order; the horizon is the
-// newest event no longer kept. Format 3 is format 4 without positions, events and horizon: its
+// newest event no longer kept. Format 4 is format 5 without metadata and sync events (a migration's
+// rewrites, docs/schema-changes.md). Format 3 is format 4 without positions, events and horizon: its
 // rows are given positions 0.1, 0.2… in file order. Formats 1 and 2 (framed JSON lines, a checksum
 // each) are still read.
 
@@ -23,11 +25,16 @@ import { isAscii } from "node:buffer";
 import { open } from "node:fs/promises";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
-import type { ChangeType, FeedPosition, IdempotentAnswer, Row } from "../store.ts";
+import type { ChangeType, FeedPosition, IdempotentAnswer, MetaWrite, Row } from "../store.ts";
 import { crcHex, frameLine, parseFramedLine, parseSeqFileName, scanLineRuns, scanLines, seqFileName, writeFully, type RowImage } from "./wal.ts";
 import { replaceFile, TEMPORARY_SUFFIX } from "./durable-file.ts";
 
-const SNAPSHOT_FORMAT = "tabula-snapshot/4";
+const SNAPSHOT_FORMAT = "tabula-snapshot/5";
+/**
+ * Format 5 without metadata lines and sync events. A new format rather than new lines in format 4:
+ * an older tabula then refuses the snapshot by its format, not as damage.
+ */
+const SNAPSHOT_FORMAT_4 = "tabula-snapshot/4";
 /** Format 4 without feed positions, events or horizon. */
 const SNAPSHOT_FORMAT_3 = "tabula-snapshot/3";
 /** Framed row lines `{"e","rev","data"}` (see fromSnapshotRow). */
@@ -54,20 +61,27 @@ export interface SnapshotState {
   readonly entities: ReadonlyArray<readonly [entity: string, rows: readonly Row[]]>;
   readonly answers: readonly IdempotentAnswer[];
   /** The change feed's kept events before seq, oldest first, each saying whether its version is still the record's. */
-  readonly events: ReadonlyArray<{ readonly entity: string; readonly type: ChangeType; readonly row: Row; readonly current: boolean }>;
+  readonly events: ReadonlyArray<{ readonly entity: string; readonly type: EventType; readonly row: Row; readonly current: boolean }>;
   readonly horizon: FeedPosition;
+  /** Store.meta()'s values. */
+  readonly meta: readonly MetaWrite[];
 }
+
+/** What a kept event did: a change, or a migration's rewrite (sync). */
+export type EventType = ChangeType | "sync";
 
 export interface SnapshotReader {
   onRow(entity: string, row: RowImage): void;
   onAnswer(answer: IdempotentAnswer): void;
   /** A kept event: with the version it wrote, or (undefined) the version of the record loaded as a row. */
   onEvent(event: SnapshotEvent): void;
+  /** A metadata value (format 5). */
+  onMeta?(write: MetaWrite): void;
 }
 
 export interface SnapshotEvent {
   readonly entity: string;
-  readonly type: ChangeType;
+  readonly type: EventType;
   readonly seq: number;
   readonly index: number;
   readonly id: string;
@@ -82,7 +96,7 @@ export interface SnapshotHeader {
   readonly horizon: FeedPosition | undefined;
 }
 
-const CHANGE_TYPES: ReadonlySet<string> = new Set(["create", "update", "delete", "restore"]);
+const EVENT_TYPES: ReadonlySet<string> = new Set(["create", "update", "delete", "restore", "sync"]);
 
 export function snapshotName(seq: number): string {
   return seqFileName(SNAPSHOT_PREFIX, seq);
@@ -125,8 +139,9 @@ export async function writeSnapshot(dir: string, state: SnapshotState): Promise<
       text += current ? `${JSON.stringify({ event })}\n` : `${JSON.stringify({ event, row: { id: row.id, rev: row.rev, deleted: row.deleted, data: row.data } })}\n`;
       if (text.length >= WRITE_CHUNK_CHARS) await flush();
     }
+    for (const { key, value } of state.meta) text += `${JSON.stringify({ meta: { key, value } })}\n`;
     await flush();
-    text = frameLine({ end: true, rows, answers: state.answers.length, events: state.events.length, checksum: crcHex(checksum) });
+    text = frameLine({ end: true, rows, answers: state.answers.length, events: state.events.length, meta: state.meta.length, checksum: crcHex(checksum) });
     await flush();
   });
   return bytes;
@@ -178,14 +193,14 @@ function parseEventLine(value: Record<string, unknown>): SnapshotEvent | undefin
   const event = value.event;
   if (!Array.isArray(event) || event.length !== 5) return undefined;
   const [seq, index, entity, type, id] = event as unknown[];
-  if (!Number.isSafeInteger(seq) || !Number.isSafeInteger(index) || typeof entity !== "string" || typeof type !== "string" || !CHANGE_TYPES.has(type) || typeof id !== "string") return undefined;
+  if (!Number.isSafeInteger(seq) || !Number.isSafeInteger(index) || typeof entity !== "string" || typeof type !== "string" || !EVENT_TYPES.has(type) || typeof id !== "string") return undefined;
   let row: RowImage | undefined;
   if (value.row !== undefined) {
     const image = value.row as RowImage;
     if (typeof image !== "object" || image === null || image.id !== id || typeof image.rev !== "number" || typeof image.data !== "object" || image.data === null) return undefined;
     row = { id, rev: image.rev, deleted: image.deleted === true, data: image.data, seq: seq as number, index: index as number };
   }
-  return { entity, type: type as ChangeType, seq: seq as number, index: index as number, id, row };
+  return { entity, type: type as EventType, seq: seq as number, index: index as number, id, row };
 }
 
 function parseObject(text: string): Record<string, unknown> | undefined {
@@ -209,7 +224,8 @@ function fromSnapshotRow(value: Record<string, unknown>): RowImage {
 /** Reads a snapshot back through `reader`; throws, naming the file and where, if it is not whole. */
 export async function readSnapshot(path: string, reader: SnapshotReader): Promise<SnapshotHeader> {
   const header = await readHeader(path);
-  return header?.format === SNAPSHOT_FORMAT || header?.format === SNAPSHOT_FORMAT_3 ? readLineSnapshot(path, header, reader) : readFramedSnapshot(path, reader);
+  const isLines = header?.format === SNAPSHOT_FORMAT || header?.format === SNAPSHOT_FORMAT_4 || header?.format === SNAPSHOT_FORMAT_3;
+  return isLines ? readLineSnapshot(path, header!, reader) : readFramedSnapshot(path, reader);
 }
 
 /** A snapshot that is not whole; where it can, it says the line (formats 3, 4) or byte (1, 2) at fault, for tabula verify. */
@@ -240,13 +256,14 @@ async function readHeader(path: string): Promise<Record<string, unknown> | undef
   }
 }
 
-/** Reads formats 3 and 4. */
+/** Reads formats 3, 4 and 5. */
 async function readLineSnapshot(path: string, header: Record<string, unknown>, reader: SnapshotReader): Promise<SnapshotHeader> {
   const damaged = (line: number, why: string): Error => damagedError(path, `line ${line}`, why, { line });
   let entity: string | undefined;
   let rows = 0;
   let answers = 0;
   let events = 0;
+  let metaValues = 0;
   let line = 0;
   let checksum = 0;
   const onLine = (text: string, from: number, to: number): void => {
@@ -279,8 +296,13 @@ async function readLineSnapshot(path: string, header: Record<string, unknown>, r
     } else if (value?.answer) {
       reader.onAnswer(value.answer as IdempotentAnswer);
       answers++;
+    } else if (value?.meta) {
+      const write = value.meta as { key?: unknown; value?: unknown };
+      if (typeof write.key !== "string" || write.value === undefined) throw damaged(line, "a metadata line is not {key, value}");
+      reader.onMeta?.({ key: write.key, value: write.value });
+      metaValues++;
     } else {
-      throw damaged(line, "a line is neither a row, an entity, an answer, an event nor the end marker");
+      throw damaged(line, "a line is neither a row, an entity, an answer, an event, a metadata value nor the end marker");
     }
   };
   // The end marker, the last line, is held back from the runs: the checksum covers what precedes it.
@@ -300,8 +322,16 @@ async function readLineSnapshot(path: string, header: Record<string, unknown>, r
   if (rest.length > (lastLine ? newline + 1 : 0)) throw damaged(lastLine ? line + 2 : line + 1, "the last line is incomplete");
   const footer = lastLine && parseFramedLine(lastLine);
   if (footer?.end !== true) throw damaged(lastLine ? line + 1 : line, "the end marker is missing");
-  if (footer.rows !== rows || footer.answers !== answers || (footer.events ?? 0) !== events) {
-    throw damaged(line + 1, `the end marker counts ${footer.rows} rows, ${footer.answers} answers and ${footer.events ?? 0} events, the file holds ${rows}, ${answers} and ${events}`);
+  if (footer.rows !== rows || footer.answers !== answers || (footer.events ?? 0) !== events || (footer.meta ?? 0) !== metaValues) {
+    const counted = [`${footer.rows} rows`, `${footer.answers} answers`, `${footer.events ?? 0} events`];
+    const held = [rows, answers, events];
+    // Metadata values are named only when there are some, as formats 3 and 4 have none.
+    if ((footer.meta ?? 0) !== 0 || metaValues !== 0) {
+      counted.push(`${footer.meta ?? 0} metadata values`);
+      held.push(metaValues);
+    }
+    const list = (items: readonly unknown[]): string => `${items.slice(0, -1).join(", ")} and ${items.at(-1)}`;
+    throw damaged(line + 1, `the end marker counts ${list(counted)}, the file holds ${list(held)}`);
   }
   if (footer.checksum !== crcHex(checksum)) throw damagedError(path, "an unknown place", "the checksum of its lines does not match the end marker's");
   const horizon = Array.isArray(header.horizon) ? { seq: header.horizon[0] as number, index: header.horizon[1] as number } : undefined;

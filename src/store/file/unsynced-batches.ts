@@ -7,9 +7,13 @@ import type { Table } from "../memory/table.ts";
 
 type Undo =
   | {
-      /** Each row's version before the batch, in batch order; undefined for a new record. */
+      /** The tables of the entities the batch drops, as they were (undefined: it had none). */
+      readonly drops: ReadonlyArray<{ readonly entity: string; readonly previous: Table | undefined }> | undefined;
+      /** Each row's version before the batch, in batch order; undefined for a new record (or one of a dropped entity). */
       readonly puts: ReadonlyArray<{ readonly entity: string; readonly id: string; readonly previous: Row | undefined }>;
-      readonly answer?: { readonly scope: string; readonly previous: IdempotentAnswer | undefined };
+      /** Each metadata value before the batch, in batch order; undefined where there was none. */
+      readonly meta: ReadonlyArray<{ readonly key: string; readonly previous: unknown }> | undefined;
+      readonly answer: { readonly scope: string; readonly previous: IdempotentAnswer | undefined } | undefined;
     }
   | {
       /** A reset: the tables and answers it cleared away. */
@@ -24,12 +28,18 @@ export class UnsyncedBatches {
   constructor(
     private readonly tables: Map<string, Table>,
     private readonly answers: Map<string, IdempotentAnswer>,
+    private readonly metaValues: Map<string, unknown>,
   ) {}
 
   /** What `batch` will replace; called before it is applied. */
   undoOf(batch: WriteBatch): Undo {
-    const puts = batch.puts.map(({ entity, row }) => ({ entity, id: row.id, previous: this.tables.get(entity)?.rows.get(row.id) }));
-    return batch.answer ? { puts, answer: { scope: batch.answer.scope, previous: this.answers.get(batch.answer.scope) } } : { puts };
+    const dropped = new Set(batch.drops);
+    return {
+      drops: dropped.size === 0 ? undefined : [...dropped].map((entity) => ({ entity, previous: this.tables.get(entity) })),
+      puts: batch.puts.map(({ entity, row }) => ({ entity, id: row.id, previous: dropped.has(entity) ? undefined : this.tables.get(entity)?.rows.get(row.id) })),
+      meta: batch.meta?.length ? batch.meta.map(({ key }) => ({ key, previous: this.metaValues.get(key) })) : undefined,
+      answer: batch.answer ? { scope: batch.answer.scope, previous: this.answers.get(batch.answer.scope) } : undefined,
+    };
   }
 
   /** What a reset will clear: the reset must then drop the tables rather than empty them. */
@@ -58,19 +68,28 @@ export class UnsyncedBatches {
     const resetAt = pending.findIndex((entry) => "tables" in entry.undo);
     // Before a pending reset, the tables are the ones it cleared away; only earlier entries matter then.
     const tables = resetAt < 0 ? this.tables : (pending[resetAt]!.undo as { tables: ReadonlyMap<string, Table> }).tables;
-    const counts = new Map([...tables].map(([entity, table]) => [entity, { live: table.liveCount, deleted: table.rows.size - table.liveCount }]));
+    const countsOf = (table: Table): { live: number; deleted: number } => ({ live: table.liveCount, deleted: table.rows.size - table.liveCount });
+    const counts = new Map([...tables].map(([entity, table]) => [entity, countsOf(table)]));
+    // The table each entity had as of the entry being taken out: before a drop, the one it dropped.
+    const tablesThen = new Map(tables);
     const versions = new Map<string, Row | undefined>();
     for (const { undo } of pending.slice(0, resetAt < 0 ? pending.length : resetAt).reverse()) {
       if ("tables" in undo) continue;
       for (let i = undo.puts.length - 1; i >= 0; i--) {
         const { entity, id, previous } = undo.puts[i]!;
         const key = `${entity}\n${id}`;
-        const current = versions.has(key) ? versions.get(key) : tables.get(entity)?.rows.get(id);
+        const current = versions.has(key) ? versions.get(key) : tablesThen.get(entity)?.rows.get(id);
         versions.set(key, previous);
         let count = counts.get(entity);
         if (!count) counts.set(entity, (count = { live: 0, deleted: 0 }));
         if (current) count[current.deleted ? "deleted" : "live"]--;
         if (previous) count[previous.deleted ? "deleted" : "live"]++;
+      }
+      for (const { entity, previous } of undo.drops ?? []) {
+        if (previous) tablesThen.set(entity, previous);
+        else tablesThen.delete(entity);
+        counts.set(entity, previous ? countsOf(previous) : { live: 0, deleted: 0 });
+        for (const key of versions.keys()) if (key.startsWith(`${entity}\n`)) versions.delete(key);
       }
     }
     return counts;
@@ -96,12 +115,23 @@ export class UnsyncedBatches {
       this.answers.delete(undo.answer.scope);
       if (undo.answer.previous) this.answers.set(undo.answer.scope, undo.answer.previous);
     }
+    // Newest first, as the batch applied its writes: metadata, then rows, then drops.
+    for (let i = (undo.meta?.length ?? 0) - 1; i >= 0; i--) {
+      const { key, previous } = undo.meta![i]!;
+      if (previous === undefined) this.metaValues.delete(key);
+      else this.metaValues.set(key, previous);
+    }
     // Newer entries are undone already, so each table is as this batch left it.
     for (let i = undo.puts.length - 1; i >= 0; i--) {
       const { entity, id, previous } = undo.puts[i]!;
       const table = this.tables.get(entity)!;
       if (previous) table.apply(previous);
       else table.remove(id);
+    }
+    // A dropped entity's table comes back whole, whatever the batch put into its new one.
+    for (const { entity, previous } of undo.drops ?? []) {
+      if (previous) this.tables.set(entity, previous);
+      else this.tables.delete(entity);
     }
   }
 }

@@ -1,6 +1,7 @@
-// The write-ahead log: one checksummed JSON line per committed batch, appended to numbered segment
-// files and fdatasync'ed in groups (group commit). It also owns the line framing that snapshots
-// reuse. What to replay and when to start a new segment is decided by the file store.
+// The write-ahead log: one checksummed JSON line per committed batch (a very large one: several,
+// see frameEntryLines), appended to numbered segment files and fdatasync'ed in groups (group
+// commit). It also owns the line framing that snapshots reuse. What to replay and when to start a
+// new segment is decided by the file store.
 
 import { isAscii } from "node:buffer";
 import { constants, ftruncateSync, writeSync } from "node:fs";
@@ -9,7 +10,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { crc32 } from "node:zlib";
 import { FSYNC_BUCKETS, Histogram } from "../../metrics/histogram.ts";
-import { isOutOfSpace, StorageFullError, type IdempotentAnswer, type Row } from "../store.ts";
+import { isOutOfSpace, StorageFullError, type IdempotentAnswer, type MetaWrite, type Row } from "../store.ts";
 
 /**
  * Files are read this much at a time, and each run of whole lines decoded into one string. Node
@@ -37,6 +38,12 @@ const SEGMENT_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_DSYNC
  * close; after a crash, start-up trims them (they are never damage: see readSegment).
  */
 export const PREALLOCATE_BYTES = 16 * 1024 * 1024;
+/**
+ * A batch whose line would be longer than this is written in parts (see frameEntryLines), and lines
+ * are joined into one buffer per write up to this size: a migration's batch of a million records
+ * never becomes one string, which V8 caps at about 512 MiB, nor one buffer of all its bytes.
+ */
+export const MAX_LOG_LINE_CHARS = 64 * 1024 * 1024;
 
 /** A row as written to disk: never its memo, which the layers above rebuild. */
 export interface RowImage {
@@ -52,15 +59,24 @@ export interface RowImage {
 export interface LogPut {
   readonly e: string;
   readonly row: RowImage;
+  /** 1: a migration rewrote the record (Put.sync), and its event is a sync. Absent otherwise. */
+  readonly s?: 1;
 }
 
-/** One line of a segment: a batch (puts, answer) or a reset, numbered by seq without gaps. */
+/**
+ * One entry of a segment: a batch (drops, puts, meta, answer, applied in that order) or a reset,
+ * numbered by seq without gaps. Usually one line; a batch written in parts is several (`more`).
+ */
 export interface LogEntry {
   readonly seq: number;
+  readonly drops?: readonly string[];
   readonly puts?: readonly LogPut[];
+  readonly meta?: readonly MetaWrite[];
   readonly answer?: IdempotentAnswer;
   readonly reset?: true;
   readonly rev?: number;
+  /** On every line of a batch written in parts but its last, which alone completes it. */
+  readonly more?: true;
 }
 
 export interface Segment {
@@ -118,24 +134,100 @@ export function crcHex(crc: number): string {
  * serialized once, for its answer and its log line.
  */
 export function frameEntry(seq: number, fields: Omit<LogEntry, "seq">): string {
+  return frameEntryLines(seq, fields, Infinity)[0]!;
+}
+
+/**
+ * The lines of a log entry. A batch whose line would pass `maxLineChars` is written in parts, each
+ * a framed line of its own holding the next run of its puts, in order:
+ *   {"seq":7,"more":true,"puts":[…],"crc":…}      every part but the last: the same seq, "more"
+ *   {"seq":7,"puts":[…],"answer":…,"crc":…}        the last part: the rest, as a one-line entry is
+ * The seq is the batch's, as for a batch of one line: the log numbers batches, not lines, and the
+ * rows' feed positions (seq, index in the batch) count the puts of every part. A reader holds the
+ * parts until the last one comes (PartJoiner) and applies the batch then, whole. Parts are written
+ * together, in one group, so a crash can leave only the first parts of the newest batch at the end
+ * of the log, which start-up cuts off as it cuts any torn tail: the batch, never answered, is gone
+ * whole. A single put longer than the bound is a part of its own.
+ */
+export function frameEntryLines(seq: number, fields: Omit<LogEntry, "seq">, maxLineChars = MAX_LOG_LINE_CHARS): string[] {
+  const puts = fields.puts ?? [];
+  const lines: string[] = [];
+  let part = "";
+  let first = 0;
+  for (let i = 0; i < puts.length; i++) {
+    const json = putJson(puts[i]!);
+    if (i > first && part.length + json.length > maxLineChars) {
+      lines.push(frameHead(`{"seq":${seq},"more":true,"puts":[${part}]`));
+      part = "";
+      first = i;
+    }
+    part += i === first ? json : `,${json}`;
+  }
   let head = `{"seq":${seq}`;
   for (const [name, value] of Object.entries(fields)) {
     if (value === undefined) continue; // as JSON.stringify skips it
-    head += `,${JSON.stringify(name)}:${name === "puts" ? putsJson(value as readonly LogPut[]) : JSON.stringify(value)}`;
+    head += `,${JSON.stringify(name)}:${name === "puts" ? `[${part}]` : JSON.stringify(value)}`;
   }
-  return frameHead(head);
+  lines.push(frameHead(head));
+  return lines;
 }
 
-/** JSON.stringify(puts), with each row written as a RowImage: never its memo. */
-function putsJson(puts: readonly LogPut[]): string {
-  let json = "[";
-  for (let i = 0; i < puts.length; i++) {
-    const { e, row } = puts[i]!;
-    // Rows handed to the log are Rows (store.ts); memo.dataJson is JSON.stringify(row.data) (records.ts).
-    const data = (row as Row).memo?.dataJson ?? JSON.stringify(row.data);
-    json += `${i === 0 ? "" : ","}{"e":${JSON.stringify(e)},"row":{"id":${JSON.stringify(row.id)},"rev":${row.rev},"deleted":${row.deleted},"data":${data}}}`;
+/** JSON.stringify(put), with its row written as a RowImage: never its memo. */
+function putJson({ e, row, s }: LogPut): string {
+  // Rows handed to the log are Rows (store.ts); memo.dataJson is JSON.stringify(row.data) (records.ts).
+  const data = (row as Row).memo?.dataJson ?? JSON.stringify(row.data);
+  return `{"e":${JSON.stringify(e)},"row":{"id":${JSON.stringify(row.id)},"rev":${row.rev},"deleted":${row.deleted},"data":${data}}${s === 1 ? ',"s":1' : ""}}`;
+}
+
+/**
+ * Joins the lines of a batch written in parts back into its entry (see frameEntryLines). Lines are
+ * handed over in file order, each parsed and whole; `take` answers the entry a line completes.
+ */
+export class PartJoiner {
+  private held: { seq: number; puts: LogPut[]; parts: number } | null = null;
+
+  /** The seq of the batch whose first parts are held, waiting for its last; undefined when none is. */
+  get heldSeq(): number | undefined {
+    return this.held?.seq;
   }
-  return json + "]";
+
+  /** How many parts are held. */
+  get heldParts(): number {
+    return this.held?.parts ?? 0;
+  }
+
+  /**
+   * The entry `line` completes; null while it is a part with more to come. A line of another seq
+   * than the held parts' answers "orphaned" and is not taken: those parts never got their last (the
+   * log is damaged) and are dropped; take the line again to start what follows.
+   */
+  take(line: LogEntry): LogEntry | null | "orphaned" {
+    const held = this.held;
+    if (held !== null && held.seq !== line.seq) {
+      this.held = null;
+      return "orphaned";
+    }
+    if (line.more === true) {
+      if (held === null) this.held = { seq: line.seq, puts: [], parts: 0 };
+      appendAll(this.held!.puts, line.puts ?? []);
+      this.held!.parts++;
+      return null;
+    }
+    if (held === null) return line;
+    this.held = null;
+    appendAll(held.puts, line.puts ?? []);
+    return { ...line, puts: held.puts };
+  }
+
+  /** Forgets held parts (a reader met damage after them). */
+  drop(): void {
+    this.held = null;
+  }
+}
+
+/** Pushes one at a time: a spread of a million arguments would overflow the stack. */
+function appendAll<T>(to: T[], items: readonly T[]): void {
+  for (const item of items) to.push(item);
 }
 
 /**
@@ -259,6 +351,26 @@ export async function scanLineRuns(path: string, holdLastLine: boolean, onRun: (
   }
 }
 
+/** The entries' lines as buffers of at most `maxChars` characters each (or one longer line). */
+function joinLines(entries: readonly string[][], maxChars: number): Buffer[] {
+  const buffers: Buffer[] = [];
+  let pending: string[] = [];
+  let chars = 0;
+  for (const lines of entries) {
+    for (const line of lines) {
+      if (pending.length > 0 && chars + line.length > maxChars) {
+        buffers.push(Buffer.from(pending.join("")));
+        pending = [];
+        chars = 0;
+      }
+      pending.push(line);
+      chars += line.length;
+    }
+  }
+  if (pending.length > 0) buffers.push(Buffer.from(pending.join("")));
+  return buffers;
+}
+
 function isAllZeros(bytes: Buffer): boolean {
   for (let i = 0; i < bytes.length; i++) if (bytes[i] !== 0) return false;
   return true;
@@ -281,17 +393,22 @@ export async function readSegment(path: string, options: ReadSegmentOptions): Pr
   let seq = options.firstSeq;
   let validEnd = 0;
   let damagedAt = -1;
+  const parts = new PartJoiner();
   const { size, tailOffset, tailIsZeros } = await scanLines(path, (line, offset, text) => {
-    const entry = parseFramedLine(line, text);
-    if (!entry || typeof entry.seq !== "number") {
+    const value = parseFramedLine(line, text);
+    if (!value || typeof value.seq !== "number") {
       if (damagedAt < 0) damagedAt = offset;
       return;
     }
     if (damagedAt >= 0) throw damagedMiddle(path, damagedAt, offset);
-    if (entry.seq !== seq) {
-      throw new Error(`${path}: the entry at byte ${offset} has seq ${entry.seq} where seq ${seq} was expected; the log is not one this server wrote or it was edited. Restore the data folder from a backup.`);
+    // The parts of a batch share its seq, which is the one expected until its last part is read.
+    if (value.seq !== seq) {
+      throw new Error(`${path}: the entry at byte ${offset} has seq ${value.seq} where seq ${seq} was expected; the log is not one this server wrote or it was edited. Restore the data folder from a backup.`);
     }
-    options.onEntry(entry as unknown as LogEntry);
+    const entry = parts.take(value as unknown as LogEntry);
+    // Held parts are not yet kept: the tail from the batch's first part is cut unless its last comes.
+    if (entry === null || entry === "orphaned") return;
+    options.onEntry(entry);
     seq++;
     validEnd = offset + line.length + 1;
   });
@@ -302,7 +419,8 @@ export async function readSegment(path: string, options: ReadSegmentOptions): Pr
     }
     if (!options.isLast) throw damagedMiddle(path, validEnd, size);
     await truncateFile(path, validEnd);
-    options.warn(`${path}: dropped ${size - validEnd} bytes of a torn or damaged tail at byte ${validEnd} (a write cut short by a crash, never acknowledged); kept ${seq - options.firstSeq} entries before it.`);
+    const batch = parts.heldParts > 0 ? ` (among them the first ${parts.heldParts} parts of batch ${parts.heldSeq}, without its last: the whole batch is dropped)` : "";
+    options.warn(`${path}: dropped ${size - validEnd} bytes of a torn or damaged tail at byte ${validEnd}${batch} (a write cut short by a crash, never acknowledged); kept ${seq - options.firstSeq} entries before it.`);
   }
   return { bytes: validEnd, nextSeq: seq };
 }
@@ -387,7 +505,8 @@ export class WriteAheadLog {
   private syncs = 0;
   /** How long each durable write took (write + fdatasync), for GET /metrics. */
   readonly syncSeconds = new Histogram(FSYNC_BUCKETS);
-  private queue: string[] = [];
+  /** Each entry's lines (see frameEntryLines): one, or the parts of a very large batch. */
+  private queue: string[][] = [];
   private queued: Deferred | null = null;
   private inFlight: Deferred | null = null;
   private rotation: Rotation | null = null;
@@ -413,6 +532,7 @@ export class WriteAheadLog {
     private seq: number,
     private readonly onFlushed: () => void,
     private readonly onDropped: (fromSeq: number) => void,
+    private readonly maxLineChars: number,
   ) {
     this.allocated = segments.at(-1)!.bytes; // start-up trimmed the segment to its data
     this.writtenSeq = seq;
@@ -421,9 +541,10 @@ export class WriteAheadLog {
   /**
    * Continues the last of `segments` (already replayed and trimmed), or starts one at nextSeq.
    * `onDropped(fromSeq)` hears, before any waiter does, that the entries from fromSeq on were
-   * dropped for lack of space (their seqs are handed out again).
+   * dropped for lack of space (their seqs are handed out again). `maxLineChars`: see
+   * MAX_LOG_LINE_CHARS (tests make it small, to write batches in parts).
    */
-  static async open(dir: string, segments: Segment[], nextSeq: number, onFlushed: () => void, onDropped: (fromSeq: number) => void = () => {}): Promise<WriteAheadLog> {
+  static async open(dir: string, segments: Segment[], nextSeq: number, onFlushed: () => void, onDropped: (fromSeq: number) => void = () => {}, maxLineChars = MAX_LOG_LINE_CHARS): Promise<WriteAheadLog> {
     const last = segments.at(-1);
     const firstSeq = last?.firstSeq ?? nextSeq;
     const handle = await open(join(dir, segmentName(firstSeq)), SEGMENT_FLAGS, 0o644);
@@ -431,7 +552,7 @@ export class WriteAheadLog {
       segments.push({ firstSeq, bytes: 0 });
       await syncDirectory(dir);
     }
-    return new WriteAheadLog(dir, handle, segments, nextSeq, onFlushed, onDropped);
+    return new WriteAheadLog(dir, handle, segments, nextSeq, onFlushed, onDropped, maxLineChars);
   }
 
   /** The seq the next entry will take. */
@@ -466,7 +587,7 @@ export class WriteAheadLog {
   append(fields: Omit<LogEntry, "seq">): Promise<void> {
     if (this.failure) return markHandled(Promise.reject(this.failure));
     if (this.isClosed) return markHandled(Promise.reject(new Error("The store is closed; no more writes are accepted.")));
-    this.queue.push(frameEntry(this.seq++, fields));
+    this.queue.push(frameEntryLines(this.seq++, fields, this.maxLineChars));
     if (this.inFlight) this.isContended = true;
     this.queued ??= createDeferred();
     this.scheduleFlush();
@@ -518,7 +639,7 @@ export class WriteAheadLog {
 
   private async flush(): Promise<void> {
     while (!this.failure && (this.queue.length > 0 || this.rotation)) {
-      const lines = this.queue;
+      const entries = this.queue;
       const group = this.queued;
       const rotation = this.rotation;
       this.queue = [];
@@ -527,16 +648,16 @@ export class WriteAheadLog {
       this.inFlight = group;
       try {
         if (rotation) {
-          await this.writeAndSync(lines.slice(0, rotation.queuedBefore));
+          await this.writeAndSync(entries.slice(0, rotation.queuedBefore));
           await this.startSegment(rotation.seq);
           rotation.done.resolve();
-          await this.writeAndSync(lines.slice(rotation.queuedBefore));
-        } else if (lines.length === 1 && !this.isContended && !this.hasBackgroundWork) {
-          this.writeAndSyncNow(lines[0]!);
+          await this.writeAndSync(entries.slice(rotation.queuedBefore));
+        } else if (entries.length === 1 && entries[0]!.length === 1 && !this.isContended && !this.hasBackgroundWork) {
+          this.writeAndSyncNow(entries[0]![0]!);
         } else {
-          await this.writeAndSync(lines);
+          await this.writeAndSync(entries);
           // Contended until a write goes out alone with nothing arriving while it was on disk.
-          this.isContended = lines.length > 1 || this.queue.length > 0;
+          this.isContended = entries.length > 1 || this.queue.length > 0;
         }
         group?.resolve();
         this.inFlight = null;
@@ -550,21 +671,28 @@ export class WriteAheadLog {
     this.flushing = null;
   }
 
-  private async writeAndSync(lines: string[]): Promise<void> {
-    if (lines.length === 0) return;
-    const buffer = Buffer.from(lines.join(""));
-    const at = this.segments.at(-1)!.bytes;
-    const size = this.sizeFor(at + buffer.length);
+  /**
+   * Writes whole entries. The segment's byte count grows only once every one is on disk, so that a
+   * write cut short (no room) is cut off again to the last whole entry, parts of a batch included.
+   */
+  private async writeAndSync(entries: string[][]): Promise<void> {
+    if (entries.length === 0) return;
+    const buffers = joinLines(entries, MAX_LOG_LINE_CHARS);
+    const start = this.segments.at(-1)!.bytes;
+    const length = buffers.reduce((sum, buffer) => sum + buffer.length, 0);
+    const size = this.sizeFor(start + length);
     if (size > this.allocated) {
       await this.handle.truncate(size);
       this.allocated = size;
     }
     const started = performance.now();
-    await writeFully(this.handle, buffer, at); // durable on return: the segment is O_DSYNC
+    for (let i = 0, at = start; i < buffers.length; at += buffers[i]!.length, i++) {
+      await writeFully(this.handle, buffers[i]!, at); // durable on return: the segment is O_DSYNC
+    }
     this.syncSeconds.observe((performance.now() - started) / 1000);
     this.syncs++;
-    this.segments.at(-1)!.bytes += buffer.length;
-    this.writtenSeq += lines.length;
+    this.segments.at(-1)!.bytes += length;
+    this.writtenSeq += entries.length;
   }
 
   /**

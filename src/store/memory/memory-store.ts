@@ -5,9 +5,9 @@ import type { FilterNode, SortPosition, SortSpec } from "../../query/filter-tree
 import { limitRegexScan } from "./time-limit.ts";
 import { planCount, planEach, planList } from "./plan.ts";
 import { compileFilter } from "./predicate.ts";
-import { changeTypeOf, compareFeedPositions, ConflictError, positionOf, uniqueClashInBatch, uniqueKeyOf, UniqueViolation, type Commit, type DeletedFilter, type FeedEvent, type FeedPosition, type FeedRead, type FeedState, type IdempotentAnswer, type ListQuery, type ListResult, type ReadCache, type Row, type RowPages, type Store, EXPORT_PAGE_ROWS, type StoreMetrics, type UniqueFields, type WriteBatch } from "../store.ts";
+import { changeTypeOf, compareFeedPositions, ConflictError, positionOf, uniqueClashInBatch, uniqueKeyOf, UniqueViolation, type Commit, type DeletedFilter, type FeedEvent, type FeedPosition, type FeedRead, type FeedState, type IdempotentAnswer, type ListQuery, type ListResult, type MetaWrite, type Put, type ReadCache, type Row, type RowPages, type Store, EXPORT_PAGE_ROWS, type StoreMetrics, type UniqueClashReport, type UniqueFields, type WriteBatch } from "../store.ts";
 import { ChangeWindow } from "./change-window.ts";
-import { Table, type UniqueClash } from "./table.ts";
+import { Table } from "./table.ts";
 
 /** Events the change feed keeps by default (--changes-keep). */
 export const DEFAULT_CHANGES_KEEP = 100_000;
@@ -21,6 +21,10 @@ export class MemoryStore implements Store {
   protected readonly tables = new Map<string, Table>();
   /** Insertion order is expiry order (the TTL is fixed), so expired answers sit at the front. */
   protected readonly answers = new Map<string, IdempotentAnswer>();
+  /** Store.meta(): values kept about the store itself, written with batches; a reset keeps them. */
+  protected readonly metaValues = new Map<string, unknown>();
+  /** Live records sharing unique values, as settleUniqueIndexes found them (the file store, after loading). */
+  private clashes: UniqueClashReport[] = [];
   /** The largest revision handed out; protected so the file store can carry it across restarts and resets. */
   protected rev = 0;
   private largestId: string | undefined;
@@ -112,6 +116,22 @@ export class MemoryStore implements Store {
     return names;
   }
 
+  forEachRow(entity: string, visit: (row: Row) => void): void {
+    const table = this.tables.get(entity);
+    if (table) for (const row of table.rows.values()) visit(row);
+  }
+
+  meta(key: string): unknown {
+    const value = this.metaValues.get(key);
+    // A copy: the caller may change what it is given, never what is stored.
+    return value === undefined ? undefined : structuredClone(value);
+  }
+
+  /** One process holds the store (the file store's folder lock): nobody else can run the task. */
+  exclusively<T>(_name: string, task: () => Promise<T>): Promise<T> {
+    return task();
+  }
+
   nextRev(): number {
     return ++this.rev;
   }
@@ -189,9 +209,11 @@ export class MemoryStore implements Store {
    * committed in one tick here, so this finds nothing unless a caller awaited in between.
    */
   protected conflictOf(batch: WriteBatch): ConflictError | UniqueViolation | null {
+    // A dropped entity is empty by the time the batch's puts are applied (WriteBatch.drops).
+    const dropped = new Set(batch.drops);
     for (const { entity, row, replaces } of batch.puts) {
       if (replaces === undefined) continue;
-      const stored = this.tables.get(entity)?.rows.get(row.id)?.rev ?? 0;
+      const stored = dropped.has(entity) ? 0 : (this.tables.get(entity)?.rows.get(row.id)?.rev ?? 0);
       if (stored !== replaces) return new ConflictError("rev", `${entity} ${row.id} is at revision ${stored}, not ${replaces}.`);
     }
     for (const { entity, filter, ids } of batch.matches ?? []) {
@@ -212,8 +234,11 @@ export class MemoryStore implements Store {
    * against its index, with the keys that the batch's own rows give up released first.
    */
   private uniqueViolationOf(batch: WriteBatch): UniqueViolation | null {
+    const dropped = new Set(batch.drops);
+    // Built when first needed: a migration's batch may hold a million puts.
+    let byRecord: Map<string, Put> | null = null;
     for (const { entity, row } of batch.puts) {
-      if (!this.unique.has(entity)) continue;
+      if (!this.unique.has(entity) || dropped.has(entity)) continue;
       const table = this.table(entity);
       for (const index of table.uniqueIndexes) {
         const key = uniqueKeyOf(row, index.fields);
@@ -221,7 +246,8 @@ export class MemoryStore implements Store {
         const owner = index.owners.get(key);
         if (owner === undefined || owner === row.id) continue;
         // The owner may give the key up in this very batch (changed or deleted): the batch decides.
-        const change = batch.puts.find((put) => put.entity === entity && put.row.id === owner);
+        byRecord ??= new Map(batch.puts.map((put) => [`${put.entity}\n${put.row.id}`, put]));
+        const change = byRecord.get(`${entity}\n${owner}`);
         if (change && uniqueKeyOf(change.row, index.fields) !== key) continue;
         return new UniqueViolation(entity, index.fields, index.fields.map((field) => row.data[field]), owner);
       }
@@ -229,12 +255,17 @@ export class MemoryStore implements Store {
     return uniqueClashInBatch(batch, this.unique);
   }
 
+  uniqueClashes(): UniqueClashReport[] {
+    return this.clashes.map((clash) => ({ ...clash, ids: [...clash.ids] }));
+  }
+
   /**
-   * Called once loading is done: live records that share unique values (a constraint declared over
-   * duplicates). Deleted records hold no values, whatever they held while the log was replayed.
+   * Called once loading is done: builds the unique indexes again and keeps the live records that
+   * share unique values (a constraint declared over duplicates) for uniqueClashes(). Deleted
+   * records hold no values, whatever they held while the log was replayed.
    */
-  uniqueClashes(): Array<UniqueClash & { entity: string }> {
-    return [...this.tables.values()].flatMap((table) => table.settleUniqueIndexes().map((clash) => ({ entity: table.entity, ...clash })));
+  protected settleUniqueIndexes(): void {
+    this.clashes = [...this.tables.values()].flatMap((table) => table.settleUniqueIndexes().map((clash) => ({ entity: table.entity, ...clash })));
   }
 
   /** The seq the next commit gets; the file store numbers them by its log instead. */
@@ -253,18 +284,39 @@ export class MemoryStore implements Store {
    * index). Revisions keep growing so old ETags never match again.
    */
   protected apply(batch: WriteBatch, seq: number): void {
+    // Drops first: a renamed entity's rows are put under the new name by the same batch.
+    for (const entity of batch.drops ?? []) this.dropEntity(entity);
     const { puts } = batch;
     for (let index = 0; index < puts.length; index++) {
-      const { entity, row } = puts[index]!;
+      const { entity, row, sync } = puts[index]!;
       row.seq = seq;
       row.index = index;
-      this.window.add({ entity, type: changeTypeOf(this.applyRow(entity, row), row), row });
+      const previous = this.applyRow(entity, row);
+      this.window.add({ entity, type: sync ? "sync" : changeTypeOf(previous, row), row });
     }
+    for (const write of batch.meta ?? []) this.applyMeta(write);
     if (batch.answer) {
       this.answers.delete(batch.answer.scope);
       this.answers.set(batch.answer.scope, batch.answer);
     }
     this.dropExpiredAnswers(Date.now());
+  }
+
+  /**
+   * Every row of `entity` goes, with its indexes and read cache: the table is dropped whole (the
+   * file store's undo puts it back if the log cannot take the batch), and made anew on next use.
+   */
+  protected dropEntity(entity: string): void {
+    const table = this.tables.get(entity);
+    if (!table) return;
+    this.tables.delete(entity);
+    table.readCache?.clear();
+  }
+
+  /** Values are kept as JSON reads them back, so that a value reads the same before and after a restart. */
+  protected applyMeta({ key, value }: MetaWrite): void {
+    if (value === null || value === undefined) this.metaValues.delete(key);
+    else this.metaValues.set(key, JSON.parse(JSON.stringify(value)));
   }
 
   /**
@@ -283,6 +335,7 @@ export class MemoryStore implements Store {
     return null;
   }
 
+  /** Records, answers and events; never metadata, which describes the store rather than its records. */
   protected clear(): void {
     for (const table of this.tables.values()) table.clear();
     this.answers.clear();
