@@ -34,7 +34,7 @@ import { settleSchema } from "./schema/changes/settle.ts";
 import { migrationsDirOf } from "./migrations/migration-file.ts";
 import type * as Public from "./public-api.ts";
 import { BackupTargetError, type BackupSummary } from "./store/file/backup.ts";
-import { ConflictError, duplicatesMessage, isOutOfSpace, StoreUnreachableError, UniqueViolation, WriteFailedError, type Store } from "./store/store.ts";
+import { ConflictError, isOutOfSpace, StoreUnreachableError, UniqueViolation, WriteFailedError } from "./store/store.ts";
 import { then, type Maybe } from "./maybe.ts";
 import { ChangeFeed, DEFAULT_FEED_LIMITS } from "./feed/change-feed.ts";
 import { DEFAULT_CHANGES_KEEP } from "./store/memory/memory-store.ts";
@@ -102,7 +102,6 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
   let opened: Awaited<ReturnType<typeof openStore>>;
   try {
     opened = await openStore(location, { schema, valueIndexed: valueIndexedFields(schema), pgSchema: options.pgSchema, changesKeep, warn });
-    await refuseUniqueClashes(opened.store);
   } catch (error) {
     await stopListening(http);
     await accessLog?.close();
@@ -579,18 +578,4 @@ class App {
     if (error !== this.failure) console.error(error);
     return errorReply(internalError());
   }
-}
-
-/**
- * A "unique" declaration over stored duplicates stops the start-up, naming them. The stores report
- * such clashes (Store.uniqueClashes) rather than fail to open; this stands in until the start-up
- * schema check (docs/schema-changes.md) reports them itself.
- */
-async function refuseUniqueClashes(store: Store): Promise<void> {
-  const clashes = await store.uniqueClashes();
-  const clash = clashes[0];
-  if (!clash) return;
-  await store.close();
-  const sameSet = clashes.filter((other) => other.entity === clash.entity && other.fields.join("\n") === clash.fields.join("\n"));
-  throw new Error(duplicatesMessage(clash.entity, clash.fields, sameSet.flatMap((other) => other.ids)));
 }
