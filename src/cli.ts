@@ -266,11 +266,16 @@ function printBanner(server: TabulaServer, options: ServerOptions, isDemo: boole
   if (server.seeded > 0) lines.push(bannerLine("seed", `${server.seeded} record${server.seeded === 1 ? "" : "s"} loaded from ${options.seed}`));
   for (const line of server.schemaLines) lines.push(bannerLine("schema", line));
   for (const field of server.undeclaredFields) lines.push(bannerLine("note", `${field} is stored but no longer declared: kept on disk, neither returned nor writable`));
-  for (const apiKey of server.keys.keys) {
-    const isNew = server.keys.generated.includes(apiKey);
-    const shown = isNew || !server.keys.where ? apiKey.key : `${apiKey.key.slice(0, 7)}…`;
-    const where = isNew && server.keys.where ? ` (generated, saved in ${server.keys.where})` : isNew ? " (generated)" : server.keys.where ? ` (full key in ${server.keys.where})` : "";
-    lines.push(bannerLine(`${apiKey.kind} key`, `${shown}  id ${apiKey.id}${where}`));
+  // Keys at rest are hashed (docs/operating.md): a generated key is printed in full this once, a
+  // kept one by its first characters and id.
+  const ring = server.keys;
+  if (ring.upgraded > 0) lines.push(bannerLine("note", `${ring.where} held ${ring.upgraded} key${ring.upgraded === 1 ? "" : "s"} in full: now kept as SHA-256 hashes only (the keys themselves still work)`));
+  for (const view of ring.list()) {
+    const made = ring.generated.find((key) => key.stored.id === view.id);
+    // In memory nothing is kept, and a given key is printed as given (as a generated one is, every start).
+    const shown = made?.key ?? (!ring.where ? ring.givenKey(view.id) : undefined) ?? `${view.prefix}…`;
+    const where = made && ring.where ? ` (generated, saved in ${ring.where} as a hash: shown this once)` : made ? " (generated)" : view.source === "flag" ? " (given)" : ring.where ? ` (kept hashed in ${ring.where})` : "";
+    lines.push(bannerLine(`${view.kind} key`, `${shown}  id ${view.id}${where}`));
   }
   if (options.ui !== false) lines.push(bannerLine("browser", `${server.url}/ (the data browser: paste a key)`));
   lines.push(`listening on ${server.url}`);
