@@ -14,13 +14,14 @@ import { backupCommand } from "./commands/backup.ts";
 import { verifyCommand } from "./commands/verify.ts";
 import { initCommand } from "./commands/init.ts";
 import { migrateCommand, schemaCommand } from "./commands/migrate.ts";
+import { keysCommand } from "./commands/keys.ts";
 import { didYouMean } from "./commands/nearest.ts";
 import { DEMO_SCHEMA, DEMO_SCHEMA_NAME } from "./commands/demo.ts";
 import { PortInUseError } from "./http/listen.ts";
 import { LOG_FORMATS, type LogFormat } from "./metrics/access-log.ts";
 
 /** npx tabula-server <command> ...; without one (or with serve), it serves. */
-const COMMANDS: readonly Command[] = [initCommand, exportCommand, importCommand, backupCommand, verifyCommand, migrateCommand, schemaCommand];
+const COMMANDS: readonly Command[] = [initCommand, exportCommand, importCommand, backupCommand, verifyCommand, migrateCommand, schemaCommand, keysCommand];
 const COMMAND_NAMES = ["serve", ...COMMANDS.map((command) => command.name), "help"];
 
 const HELP = `tabula ${VERSION}: each entity of a JSON schema served as a REST collection of records.
@@ -30,7 +31,8 @@ Usage: npx tabula-server [serve] [options]   serve the entities of --schema
        npx tabula-server --demo              serve the example entities, in memory
        npx tabula-server migrate [--dry-run] run the pending migrations (docs/schema-changes.md)
        npx tabula-server schema diff         what a start-up would do to the stored schema
-       npx tabula-server <command> --help    export, import, backup, verify, migrate, schema: each one's help
+       npx tabula-server keys list|create|revoke|roll   manage API keys, even while servers run
+       npx tabula-server <command> --help    export, import, backup, verify, migrate, schema, keys: each one's help
        npx tabula-server help [command]
 
   --schema PATH            folder of <Entity>.json declarations, or one JSON file   [TABULA_SCHEMA, default ./entities]

@@ -55,7 +55,7 @@ function requireSecret(ctx: RequestContext, what: string): void {
 
 const CREATE_FORM = 'Send {"kind": "secret" | "publishable", "name": "<who or what uses it>", "expires_at": "<ISO 8601 time, optional>"}.';
 
-function readCreate(body: unknown): { kind: "secret" | "publishable"; name: string; expiresAt: string | null } {
+export function readCreate(body: unknown): { kind: "secret" | "publishable"; name: string; expiresAt: string | null } {
   if (!isPlainObject(body)) throw invalidJson(`The body must be a JSON object. ${CREATE_FORM}`);
   refuseOthers(body, ["kind", "name", "expires_at"], CREATE_FORM);
   const { kind, name, expires_at: expires } = body;
@@ -72,7 +72,7 @@ function readCreate(body: unknown): { kind: "secret" | "publishable"; name: stri
 
 const ROLL_FORM = `Send {"expires_in": <seconds the old key still works, 0 to ${MAX_ROLL_EXPIRES_IN_S}>} or no body (${DEFAULT_ROLL_EXPIRES_IN_S} s, a day).`;
 
-function readRoll(body: unknown): number {
+export function readRoll(body: unknown): number {
   if (body === undefined) return DEFAULT_ROLL_EXPIRES_IN_S;
   if (!isPlainObject(body)) throw invalidJson(`The body must be a JSON object. ${ROLL_FORM}`);
   refuseOthers(body, ["expires_in"], ROLL_FORM);

@@ -5,8 +5,8 @@
 
 import type { KeyUpdate, KeyUpdated, KeyVault } from "../../keys/key-vault.ts";
 import { checkStoredKeys, type StoredKey } from "../../keys/stored-keys.ts";
-import { beginSafely, type Sql, type TransactionSql } from "./connection.ts";
-import { KEYS_COLUMNS, takeSetupLock } from "./tables.ts";
+import { beginSafely, connectionProblem, loadDriver, type Sql, type TransactionSql } from "./connection.ts";
+import { KEYS_COLUMNS, namesIn, takeSetupLock } from "./tables.ts";
 
 const KEYS_POLL_MS = 500;
 const SELECT_KEYS = "SELECT id, kind, name, prefix, sha256, created, expires_at, last_used FROM";
@@ -51,6 +51,20 @@ export function postgresKeyVault(sql: Sql, table: string, pgSchema: string): Key
     },
     close: async () => {},
   };
+}
+
+/** The vault of a database with no store open (tabula keys --store postgres://…): one connection, ended by close(). */
+export async function postgresVaultAt(url: string, pgSchema: string): Promise<KeyVault> {
+  const postgres = await loadDriver();
+  const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 10 }) as Sql;
+  const vault = postgresKeyVault(sql, namesIn(pgSchema).keys, pgSchema);
+  try {
+    await vault.update(() => ({ keys: null, value: undefined }));
+  } catch (error) {
+    await sql.end({ timeout: 1 }).catch(() => {});
+    throw connectionProblem(error, url) ?? error;
+  }
+  return { ...vault, update: (change) => vault.update(change), poll: () => vault.poll(), close: () => sql.end({ timeout: 5 }) };
 }
 
 /** Only the rows that changed are written: last_used flushes touch one or two. */
