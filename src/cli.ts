@@ -14,13 +14,14 @@ import { backupCommand } from "./commands/backup.ts";
 import { verifyCommand } from "./commands/verify.ts";
 import { initCommand } from "./commands/init.ts";
 import { migrateCommand, schemaCommand } from "./commands/migrate.ts";
+import { keysCommand } from "./commands/keys.ts";
 import { didYouMean } from "./commands/nearest.ts";
 import { DEMO_SCHEMA, DEMO_SCHEMA_NAME } from "./commands/demo.ts";
 import { PortInUseError } from "./http/listen.ts";
 import { LOG_FORMATS, type LogFormat } from "./metrics/access-log.ts";
 
 /** npx tabula-server <command> ...; without one (or with serve), it serves. */
-const COMMANDS: readonly Command[] = [initCommand, exportCommand, importCommand, backupCommand, verifyCommand, migrateCommand, schemaCommand];
+const COMMANDS: readonly Command[] = [initCommand, exportCommand, importCommand, backupCommand, verifyCommand, migrateCommand, schemaCommand, keysCommand];
 const COMMAND_NAMES = ["serve", ...COMMANDS.map((command) => command.name), "help"];
 
 const HELP = `tabula ${VERSION}: each entity of a JSON schema served as a REST collection of records.
@@ -30,7 +31,8 @@ Usage: npx tabula-server [serve] [options]   serve the entities of --schema
        npx tabula-server --demo              serve the example entities, in memory
        npx tabula-server migrate [--dry-run] run the pending migrations (docs/schema-changes.md)
        npx tabula-server schema diff         what a start-up would do to the stored schema
-       npx tabula-server <command> --help    export, import, backup, verify, migrate, schema: each one's help
+       npx tabula-server keys list|create|revoke|roll   manage API keys, even while servers run
+       npx tabula-server <command> --help    export, import, backup, verify, migrate, schema, keys: each one's help
        npx tabula-server help [command]
 
   --schema PATH            folder of <Entity>.json declarations, or one JSON file   [TABULA_SCHEMA, default ./entities]
@@ -266,11 +268,16 @@ function printBanner(server: TabulaServer, options: ServerOptions, isDemo: boole
   if (server.seeded > 0) lines.push(bannerLine("seed", `${server.seeded} record${server.seeded === 1 ? "" : "s"} loaded from ${options.seed}`));
   for (const line of server.schemaLines) lines.push(bannerLine("schema", line));
   for (const field of server.undeclaredFields) lines.push(bannerLine("note", `${field} is stored but no longer declared: kept on disk, neither returned nor writable`));
-  for (const apiKey of server.keys.keys) {
-    const isNew = server.keys.generated.includes(apiKey);
-    const shown = isNew || !server.keys.where ? apiKey.key : `${apiKey.key.slice(0, 7)}…`;
-    const where = isNew && server.keys.where ? ` (generated, saved in ${server.keys.where})` : isNew ? " (generated)" : server.keys.where ? ` (full key in ${server.keys.where})` : "";
-    lines.push(bannerLine(`${apiKey.kind} key`, `${shown}  id ${apiKey.id}${where}`));
+  // Keys at rest are hashed (docs/operating.md): a generated key is printed in full this once, a
+  // kept one by its first characters and id.
+  const ring = server.keys;
+  if (ring.upgraded > 0) lines.push(bannerLine("note", `${ring.where} held ${ring.upgraded} key${ring.upgraded === 1 ? "" : "s"} in full: now kept as SHA-256 hashes only (the keys themselves still work)`));
+  for (const view of ring.list()) {
+    const made = ring.generated.find((key) => key.stored.id === view.id);
+    // In memory nothing is kept, and a given key is printed as given (as a generated one is, every start).
+    const shown = made?.key ?? (!ring.where ? ring.givenKey(view.id) : undefined) ?? `${view.prefix}…`;
+    const where = made && ring.where ? ` (generated, saved in ${ring.where} as a hash: shown this once)` : made ? " (generated)" : view.source === "flag" ? " (given)" : ring.where ? ` (kept hashed in ${ring.where})` : "";
+    lines.push(bannerLine(`${view.kind} key`, `${shown}  id ${view.id}${where}`));
   }
   if (options.ui !== false) lines.push(bannerLine("browser", `${server.url}/ (the data browser: paste a key)`));
   lines.push(`listening on ${server.url}`);

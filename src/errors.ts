@@ -36,7 +36,10 @@ export type ErrorCode =
   | "too_many_exports"
   | "insufficient_storage"
   | "backup_target_exists"
-  | "backup_unsupported";
+  | "backup_unsupported"
+  | "key_not_found"
+  | "last_secret_key"
+  | "key_not_managed";
 
 export type ErrorDetails = Record<string, unknown>;
 
@@ -200,7 +203,7 @@ export const unauthorized = (hasKey: boolean) =>
     401,
     "unauthorized",
     hasKey
-      ? "The API key sent is not known. Use a secret or publishable key printed at start-up (or kept in <data>/keys.json)."
+      ? "The API key sent is not known, or was revoked or has expired. Use a key printed when it was made (at first start, or by POST /api/keys)."
       : "Send an API key in the X-Api-Key header or as Authorization: Bearer <key>; the server printed its keys at start-up.",
   );
 
@@ -228,3 +231,22 @@ export const backupTargetExists = (message: string, to: string) => new ApiError(
 
 /** POST /api/admin/backup on a store whose data is not a folder of this server's (memory, PostgreSQL). */
 export const backupUnsupported = (message: string) => new ApiError(501, "backup_unsupported", message);
+
+/** DELETE /api/keys/<id> and POST /api/keys/<id>/roll of an id no stored key has (docs/api.md, "Managing keys"). */
+export const keyNotFound = (id: string) =>
+  new ApiError(404, "key_not_found", `No key has the id "${id}" (it may have been revoked, or have expired). GET /api/keys lists the keys.`, { id });
+
+/** The server would accept no secret key at all: nobody could manage keys again. */
+export const lastSecretKey = (id: string) =>
+  new ApiError(409, "last_secret_key", `Key ${id} is the last secret key, and is not revoked: without one, nobody could manage keys. Create another secret key first (POST /api/keys), or roll this one.`, { id });
+
+/** A key given by flag or environment (or made for one process) is not in the store: the API cannot change it. */
+export const keyFromFlagRefused = (id: string, source: "flag" | "process") =>
+  new ApiError(
+    409,
+    "key_not_managed",
+    source === "flag"
+      ? `Key ${id} was given by --secret-key, --publishable-key, their environment variables or the program embedding tabula; it cannot be revoked or rolled through the API. Restart the server without it.`
+      : `Key ${id} was made for one process and ends with it; it cannot be revoked or rolled.`,
+    { id, source },
+  );

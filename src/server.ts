@@ -23,7 +23,9 @@ import { buildRouter, type Handler, type RequestContext } from "./http/routes.ts
 import type { Params, Router } from "./http/router.ts";
 import { nativeMount, sdkMount, type Mount } from "./http/mounts.ts";
 import type { Caller } from "./records/caller.ts";
-import { loadKeys, type ApiKey, type KeyRing } from "./keys/api-keys.ts";
+import { loadKeys, type KeyRing } from "./keys/api-keys.ts";
+import type { KeyRef } from "./records/caller.ts";
+import { addKeyRoutes, KEYS_PATH } from "./http/keys-routes.ts";
 import { Records } from "./records/records.ts";
 import { loadSeed } from "./records/seed.ts";
 import { loadSchemaObject, loadSchemaPath, type Declarations, type Schema } from "./schema/load.ts";
@@ -108,10 +110,12 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     throw error;
   }
   const { store, description: storeDescription, keyVault, dataDir, loaded, backup } = opened;
+  let closeKeys = async () => {};
   try {
     const migrationsDir = migrationsDirOf(options.migrations, typeof options.schema === "string" ? options.schema : null);
     const { lines: schemaLines } = await settleSchema(store, schema, { migrationsDir, progress: options.progress });
-    const keys = await loadKeys({ vault: keyVault, secretKey: options.secretKey, publishableKey: options.publishableKey, keys: options.keys });
+    const keys = await loadKeys({ vault: keyVault, secretKey: options.secretKey, publishableKey: options.publishableKey, keys: options.keys, warn });
+    closeKeys = () => keys.close();
     const records = new Records(schema, store);
     const seed = options.seed === undefined ? null : loadSeed(schema, options.seed);
     const seedBy = keys.first("secret");
@@ -120,6 +124,9 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     const mounts = [nativeMount, sdkMount(options.appId ?? null)];
     const limiter = options.rateLimit === undefined ? null : new RateLimiter(checkRateLimit(options.rateLimit));
     const feed = await ChangeFeed.open(store, schema, feedLimits, warn);
+    // A key revoked or expired, here or by another process: its streams and long polls end (docs/change-feed.md).
+    feed.checkKeysWith((keyId) => keys.isLive(keyId));
+    keys.onGone((gone) => feed.endStreamsOf(gone));
     const requests = new RequestMetrics();
     const storeKind = location.kind;
     const metrics = () =>
@@ -137,8 +144,13 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
       port,
       schema,
       keys,
-      secretKey: keys.first("secret").key,
-      publishableKey: keys.first("publishable").key,
+      // Keys at rest are hashed: a key known in full to this process (docs/embedding.md).
+      get secretKey() {
+        return keys.knownKey("secret");
+      },
+      get publishableKey() {
+        return keys.knownKey("publishable");
+      },
       dataDir,
       storeDescription,
       undeclaredFields: await findUndeclaredFields(schema, records),
@@ -154,11 +166,13 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
         feed.close();
         await stopListening(http);
         await accessLog?.close();
+        await keys.close();
         await store.close();
       },
     };
   } catch (error) {
     for (const [, res] of waiting.splice(0)) res.destroy();
+    await closeKeys();
     await stopListening(http);
     await accessLog?.close();
     await store.close().catch(() => {});
@@ -203,7 +217,7 @@ function checkCount(what: string, value: number, min: number): number {
 }
 
 /** server.changes(): the feed read page by page, each page a long poll. */
-async function* followChanges(feed: ChangeFeed, schema: Schema, key: ApiKey, options: { since?: string; entities?: readonly string[] }): AsyncGenerator<FeedChange> {
+async function* followChanges(feed: ChangeFeed, schema: Schema, key: KeyRef, options: { since?: string; entities?: readonly string[] }): AsyncGenerator<FeedChange> {
   const names = options.entities ?? [...schema.entities.keys()];
   for (const name of names) if (!schema.entities.has(name)) throw new Error(`changes(): no entity is named ${name}; the schema declares ${[...schema.entities.keys()].join(", ")}.`);
   const sub = { caller: { keyId: key.id, kind: key.kind }, entities: new Set(names), filters: null, key: "" };
@@ -334,6 +348,7 @@ class App {
     private readonly backupStore: ((to: string) => Promise<BackupSummary>) | string,
   ) {
     this.router = buildRouter(mounts);
+    addKeyRoutes(this.router, keys);
     this.idempotency = new IdempotencyGuard(records);
     const schema = records.schema;
     let openApi: string | undefined;
@@ -459,7 +474,8 @@ class App {
     if ("allowed" in match) throw methodNotAllowed(method, match.allowed);
     if (READ_METHODS.has(method)) return this.read(match.handler, new Context(req, path, query, this.records, this.feed, caller, match.params, undefined, this.documents));
     const contextOf = (body: unknown) => new Context(req, path, query, this.records, this.feed, caller, match.params, body, this.documents);
-    return this.write(req, caller, match.handler, contextOf);
+    // An answer holding a new key is never kept for an Idempotency-Key replay: keys are not kept in full.
+    return this.write(req, caller, match.handler, contextOf, !match.route.startsWith(KEYS_PATH));
   }
 
   /** GET /metrics: Prometheus text, for a secret key only (it shows every entity's counts). */
@@ -510,11 +526,11 @@ class App {
     });
   }
 
-  private async write(req: IncomingMessage, caller: Caller, handler: Handler, contextOf: (body: unknown) => Context): Promise<Reply> {
+  private async write(req: IncomingMessage, caller: Caller, handler: Handler, contextOf: (body: unknown) => Context, isReplayable: boolean): Promise<Reply> {
     const bytes = await readBody(req, this.maxBodyBytes);
     const ctx = contextOf(parseJsonBody(req, bytes));
     const idempotencyKey = headerOf(req, "idempotency-key");
-    if (typeof idempotencyKey !== "string") return this.run(handler, ctx, undefined);
+    if (typeof idempotencyKey !== "string" || !isReplayable) return this.run(handler, ctx, undefined);
     const request = idempotentRequest(caller, idempotencyKey, req.method!, req.url ?? "/", bytes);
     const replay = await this.idempotency.start(request, Date.now());
     if (replay) {

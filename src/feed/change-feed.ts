@@ -11,6 +11,7 @@
 // slowly a reader reads.
 
 import type { ServerResponse } from "node:http";
+import { unauthorized } from "../errors.ts";
 import type { Caller } from "../records/caller.ts";
 import type { Schema } from "../schema/load.ts";
 import type { Predicate } from "../store/memory/predicate.ts";
@@ -80,6 +81,8 @@ export class ChangeFeed {
   private fetchAgain = false;
   private closed = false;
   private readonly heartbeat: NodeJS.Timeout;
+  /** Whether a key is still accepted: a long poll whose key went is answered 401 (set by the server). */
+  private isKeyLive: (keyId: string) => boolean = () => true;
 
   static async open(store: Store, schema: Schema, limits: FeedLimits, warn: (message: string) => void): Promise<ChangeFeed> {
     const { head } = await store.feedState();
@@ -138,6 +141,7 @@ export class ChangeFeed {
           holding = true;
         }
         await this.news(deadline);
+        if (!this.isKeyLive(sub.caller.keyId)) throw unauthorized(true);
       }
     } finally {
       if (holding) this.held--;
@@ -158,6 +162,26 @@ export class ChangeFeed {
   /** The change's JSON object for `sub`'s key kind. */
   changeJson(event: FeedEvent, sub: FeedSubscription): string {
     return changeJson(this.schema.entities.get(event.entity)!, event, sub.caller);
+  }
+
+  /** How the feed learns that a key is no longer accepted (the server's KeyRing). */
+  checkKeysWith(isKeyLive: (keyId: string) => boolean): void {
+    this.isKeyLive = isKeyLive;
+  }
+
+  /**
+   * Keys revoked or expired (docs/change-feed.md): their streams end with event: unauthorized, and
+   * their long polls wake to be answered 401.
+   */
+  endStreamsOf(keyIds: ReadonlySet<string>): void {
+    for (const stream of [...this.streams]) {
+      if (!keyIds.has(stream.sub.caller.keyId)) continue;
+      const { res } = stream;
+      this.drop(stream);
+      const message = "The API key of this stream was revoked or has expired; reconnect with a valid key.";
+      res.end(`event: unauthorized\ndata: ${JSON.stringify({ type: "unauthorized", message })}\n\n`);
+    }
+    for (const wake of [...this.waiters]) wake();
   }
 
   /** Ends every stream and answers every long poll (SIGTERM): readers resume elsewhere or later. */

@@ -6,3 +6,9 @@ export interface Caller {
   readonly keyId: string;
   readonly kind: KeyKind;
 }
+
+/** A key by its id and kind, without the key: who acts for the seed and server.changes(). */
+export interface KeyRef {
+  readonly id: string;
+  readonly kind: KeyKind;
+}

@@ -5,11 +5,11 @@
 import { readFileSync } from "node:fs";
 import { ApiError } from "../errors.ts";
 import { isTooDeep, MAX_JSON_DEPTH } from "../json-depth.ts";
-import type { ApiKey } from "../keys/api-keys.ts";
 import { isPlainObject, type Schema } from "../schema/load.ts";
 import { validateCreate } from "../schema/validate.ts";
 import { ConflictError } from "../store/store.ts";
 import type { Records } from "./records.ts";
+import type { KeyRef } from "./caller.ts";
 import { settingName } from "../option-names.ts";
 
 /** A seed file's path, or its content. */
@@ -21,7 +21,7 @@ export class SeedError extends Error {
 
 export interface Seed {
   /** Stores the seed when the store is empty; answers how many records it stored. */
-  apply(records: Records, by: ApiKey): Promise<number>;
+  apply(records: Records, by: KeyRef): Promise<number>;
 }
 
 export function loadSeed(schema: Schema, source: SeedSource): Seed {

@@ -3,7 +3,8 @@
 // and choosing the store.
 
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -116,6 +117,8 @@ async function call(server: SpawnedServer, apiKey: string, method: string, path:
   const text = await response.text();
   return { status: response.status, body: text ? JSON.parse(text) : undefined };
 }
+
+const sha256Of = (key: string) => createHash("sha256").update(key).digest("hex");
 
 /** The full keys printed in the banner, by kind. */
 // A key is base64url, so it may end in "-": the end of a key is the first character that cannot be in
@@ -308,10 +311,12 @@ describe("running", { concurrency: CONCURRENT_TESTS }, () => {
     assert.equal(printed.secret.length, 1, first.output());
     assert.equal(printed.publishable.length, 1, first.output());
     assert.ok(first.output().includes(join(data, "keys.json")), "the banner says where the keys are kept");
-    const saved = JSON.parse(readFileSync(join(data, "keys.json"), "utf8")) as Array<{ id: string; kind: string; key: string }>;
+    const saved = JSON.parse(readFileSync(join(data, "keys.json"), "utf8")) as Array<{ id: string; kind: string; sha256: string; last_used?: string | null }>;
     assert.deepEqual(saved.map((k) => k.kind).sort(), ["publishable", "secret"]);
-    assert.equal(saved.find((k) => k.kind === "secret")!.key, printed.secret[0]);
-    assert.equal(saved.find((k) => k.kind === "publishable")!.key, printed.publishable[0]);
+    // Kept as hashes only: the printed key is nowhere on disk.
+    assert.equal(saved.find((k) => k.kind === "secret")!.sha256, sha256Of(printed.secret[0]!));
+    assert.equal(saved.find((k) => k.kind === "publishable")!.sha256, sha256Of(printed.publishable[0]!));
+    assert.equal(readFileSync(join(data, "keys.json"), "utf8").includes(printed.secret[0]!), false);
 
     const second = await start(["--schema", schemaDir, "--data", data, "--port", "0"]);
     try {
@@ -325,7 +330,8 @@ describe("running", { concurrency: CONCURRENT_TESTS }, () => {
     } finally {
       assert.equal(await stop(second), 0);
     }
-    assert.deepEqual(JSON.parse(readFileSync(join(data, "keys.json"), "utf8")), saved, "keys.json is left as it was");
+    const again = JSON.parse(readFileSync(join(data, "keys.json"), "utf8")) as typeof saved;
+    assert.deepEqual(again.map(({ last_used, ...key }) => key), saved.map(({ last_used, ...key }) => key), "keys.json is left as it was, but for the keys' last use");
   });
 
   test("keys.json with several keys of each kind: every key works as its kind, and none is generated", async () => {
@@ -353,10 +359,23 @@ describe("running", { concurrency: CONCURRENT_TESTS }, () => {
         assert.equal(restore.status, apiKey.kind === "secret" ? 200 : 403, `${apiKey.id} restores as a ${apiKey.kind} key`);
       }
       assert.equal(printedKeys(server.output()).secret.length, 0, "no key is generated or printed in full");
+      assert.match(server.output(), /keys\.json held 4 keys in full: now kept as SHA-256 hashes only/, "the banner says keys.json was upgraded");
     } finally {
       await stop(server);
     }
-    assert.deepEqual(JSON.parse(readFileSync(join(data, "keys.json"), "utf8")), keys);
+    // A keys.json of full keys (before keys were hashed) is rewritten hashed at the first start.
+    const text = readFileSync(join(data, "keys.json"), "utf8");
+    for (const apiKey of keys) assert.equal(text.includes(apiKey.key), false, `${apiKey.id} is no longer kept in full`);
+    const upgraded = JSON.parse(text) as Array<{ id: string; kind: string; prefix: string; sha256: string }>;
+    assert.deepEqual(upgraded.map(({ id, kind, prefix, sha256 }) => [id, kind, prefix, sha256]), keys.map((k) => [k.id, k.kind, k.key.slice(0, 8), sha256Of(k.key)]));
+    assert.equal(statSync(join(data, "keys.json")).mode & 0o777, 0o600, "written 0600");
+    const restarted = await start(["--schema", schemaDir, "--data", data, "--port", "0"]);
+    try {
+      assert.doesNotMatch(restarted.output(), /in full: now kept/, "said once");
+      assert.equal((await call(restarted, "sk_ci_000000000002", "GET", "/api/entities/Task")).status, 200, "the upgraded keys still work");
+    } finally {
+      await stop(restarted);
+    }
   });
 
   test("an invalid keys.json exits 1 naming the file", async () => {

@@ -2,6 +2,7 @@
 // leaves either the old file or the whole new one (issue 16, defect 6).
 
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { existsSync, readFileSync, readlinkSync } from "node:fs";
 import { mkdtemp, open, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -57,6 +58,8 @@ test("keys.json is written crash-safe: the temporary file is fsync'ed before its
   assert.ok(fileSync >= 0, `the new keys were fsync'ed under the temporary name before the rename; syncs seen: ${JSON.stringify(seen)}`);
   const folderSync = seen.findIndex((s, i) => i > fileSync && s.path === dataDir && s.hasKeysFile && !s.hasTemporary);
   assert.ok(folderSync >= 0, `the folder was fsync'ed after the rename; syncs seen: ${JSON.stringify(seen)}`);
-  const stored = JSON.parse(readFileSync(keysFile, "utf8")) as Array<{ kind: string; key: string }>;
-  assert.deepEqual(stored.map(({ kind, key }) => [kind, key]), [["secret", keys!.secretKey], ["publishable", keys!.publishableKey]]);
+  const stored = JSON.parse(readFileSync(keysFile, "utf8")) as Array<{ kind: string; sha256: string }>;
+  // Kept as hashes only (docs/operating.md, "keys.json").
+  const sha256 = (key: string) => createHash("sha256").update(key).digest("hex");
+  assert.deepEqual(stored.map(({ kind, sha256 }) => [kind, sha256]), [["secret", sha256(keys!.secretKey)], ["publishable", sha256(keys!.publishableKey)]]);
 });

@@ -5,7 +5,7 @@
 import { createReadStream } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { checkStoredKeys } from "../../keys/api-keys.ts";
+import { checkStoredKeys } from "../../keys/stored-keys.ts";
 import { listDataFiles } from "./file-store.ts";
 import { findLockHolder } from "./lock.ts";
 import { scanSegment, type SegmentScan } from "./segment-scan.ts";
@@ -100,7 +100,7 @@ class FolderCheck {
       return false;
     }
     try {
-      const keys = checkStoredKeys(JSON.parse(text), "keys.json");
+      const { keys } = checkStoredKeys(JSON.parse(text), "keys.json");
       this.report.files.push({ name: "keys.json", bytes: Buffer.byteLength(text), holds: `${keys.length} API key${keys.length === 1 ? "" : "s"}` });
     } catch (error) {
       this.report.files.push({ name: "keys.json", bytes: Buffer.byteLength(text), holds: "API keys (unreadable)" });

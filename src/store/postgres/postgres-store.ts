@@ -37,7 +37,8 @@ import {
   type StoreMetrics,
   type WriteBatch,
 } from "../store.ts";
-import { checkStoredKeys, type KeyVault } from "../../keys/api-keys.ts";
+import type { KeyVault } from "../../keys/key-vault.ts";
+import { postgresKeyVault } from "./key-vault.ts";
 import { settingName } from "../../option-names.ts";
 import { beginSafely, connectionProblem, hostOf, loadDriver, type Sql, type TransactionSql } from "./connection.ts";
 import { DatabaseHealth, PROBE_TIMEOUT_MS, type Call } from "./health.ts";
@@ -216,19 +217,7 @@ export class PostgresStore implements Store {
 
   /** API keys in the schema's $keys table, shared by every process on the database. */
   keyVault(): KeyVault {
-    const where = `PostgreSQL table ${this.options.pgSchema}.$keys`;
-    return {
-      where,
-      update: (addMissing) =>
-        beginSafely(this.sql, "", async (tx) => {
-          // Processes starting together: the first generates, the others find its keys.
-          await tx.unsafe(`LOCK TABLE ${this.names.keys} IN EXCLUSIVE MODE`);
-          const stored = checkStoredKeys(await tx.unsafe(`SELECT id, kind, key FROM ${this.names.keys} ORDER BY id`), where);
-          const added = addMissing(stored);
-          for (const { id, kind, key } of added) await tx.unsafe(`INSERT INTO ${this.names.keys} (id, kind, key) VALUES ($1, $2, $3)`, [id, kind, key]);
-          return { stored, added };
-        }),
-    };
+    return postgresKeyVault(this.sql, this.names.keys, this.options.pgSchema);
   }
 
   get(entity: string, id: string): Promise<Row | undefined> {

@@ -171,6 +171,16 @@ export function namesIn(pgSchema: string): Names {
   };
 }
 
+/** API keys (docs/operating.md): a key's SHA-256 and first characters, never the key itself. */
+export const KEYS_COLUMNS =
+  "id text PRIMARY KEY, kind text NOT NULL, name text NOT NULL, prefix text NOT NULL, sha256 text NOT NULL UNIQUE, " +
+  "created timestamptz NOT NULL, expires_at timestamptz, last_used timestamptz";
+
+/** The lock that setting up a schema's tables takes (createTables), for other set-up steps to take too. */
+export function takeSetupLock(tx: TransactionSql, pgSchema: string): Promise<unknown> {
+  return tx.unsafe(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`tabula setup ${pgSchema}`]);
+}
+
 /**
  * Creates what is missing, under a lock so that processes starting together do not race, and
  * refuses tables of another shape. Indexes serve every sort (typed sort expression, then id) and
@@ -225,7 +235,8 @@ export async function createTables(sql: Sql, schema: Schema, pgSchema: string): 
       body text NOT NULL,
       expires_at bigint NOT NULL
     )`);
-    await tx.unsafe(`CREATE TABLE IF NOT EXISTS ${names.keys} (id text PRIMARY KEY, kind text NOT NULL, key text NOT NULL UNIQUE)`);
+    // A $keys table of the shape before keys were hashed is upgraded by the key vault (key-vault.ts).
+    await tx.unsafe(`CREATE TABLE IF NOT EXISTS ${names.keys} (${KEYS_COLUMNS})`);
     await tx.unsafe(`CREATE TABLE IF NOT EXISTS ${names.changes} (
       seq bigint NOT NULL,
       idx integer NOT NULL,
