@@ -8,20 +8,23 @@ import { DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
 import { parseStoreUrl } from "./store/open-store.ts";
 import { DataFolderError } from "./store/file/lock.ts";
 import { runCommand, type Command } from "./commands/command.ts";
-import { exportCommand } from "./commands/export.ts";
-import { importCommand } from "./commands/import.ts";
-import { backupCommand } from "./commands/backup.ts";
-import { verifyCommand } from "./commands/verify.ts";
-import { initCommand } from "./commands/init.ts";
-import { migrateCommand, schemaCommand } from "./commands/migrate.ts";
-import { keysCommand } from "./commands/keys.ts";
 import { didYouMean } from "./commands/nearest.ts";
 import { DEMO_SCHEMA, DEMO_SCHEMA_NAME } from "./commands/demo.ts";
 import { PortInUseError } from "./http/listen.ts";
 import { LOG_FORMATS, type LogFormat } from "./metrics/access-log.ts";
 
 /** npx tabula-server <command> ...; without one (or with serve), it serves. */
-const COMMANDS: readonly Command[] = [initCommand, exportCommand, importCommand, backupCommand, verifyCommand, migrateCommand, schemaCommand, keysCommand];
+// Each loaded when named (a chunk of its own in the bundle): serving never parses their code.
+const COMMANDS: ReadonlyArray<{ readonly name: string; load(): Promise<Command> }> = [
+  { name: "init", load: async () => (await import("./commands/init.ts")).initCommand },
+  { name: "export", load: async () => (await import("./commands/export.ts")).exportCommand },
+  { name: "import", load: async () => (await import("./commands/import.ts")).importCommand },
+  { name: "backup", load: async () => (await import("./commands/backup.ts")).backupCommand },
+  { name: "verify", load: async () => (await import("./commands/verify.ts")).verifyCommand },
+  { name: "migrate", load: async () => (await import("./commands/migrate.ts")).migrateCommand },
+  { name: "schema", load: async () => (await import("./commands/migrate.ts")).schemaCommand },
+  { name: "keys", load: async () => (await import("./commands/keys.ts")).keysCommand },
+];
 const COMMAND_NAMES = ["serve", ...COMMANDS.map((command) => command.name), "help"];
 
 const HELP = `tabula ${VERSION}: each entity of a JSON schema served as a REST collection of records.
@@ -295,18 +298,19 @@ function keepServingWhenOutputCloses(): void {
 }
 
 /** `help` alone, or `help <command>`: the page asked for, or null for a name no command has. */
-function helpPage(name: string | undefined): string | null {
+async function helpPage(name: string | undefined): Promise<string | null> {
   if (name === undefined || name === "serve" || name === "help") return HELP;
-  return COMMANDS.find((command) => command.name === name)?.help.trimEnd() ?? null;
+  const command = COMMANDS.find((candidate) => candidate.name === name);
+  return command ? (await command.load()).help.trimEnd() : null;
 }
 
 async function main(): Promise<void> {
   nameSettingsAsFlags();
   const [first, ...rest] = process.argv.slice(2);
   const command = COMMANDS.find((candidate) => candidate.name === first);
-  if (command) return runCommand(command, rest);
+  if (command) return runCommand(await command.load(), rest);
   if (first === "help") {
-    const page = helpPage(rest[0]);
+    const page = await helpPage(rest[0]);
     if (page === null) return usageFailure(new UsageError(`No command is named "${rest[0]}".${didYouMean(rest[0]!, COMMAND_NAMES)} Commands: ${COMMAND_NAMES.join(", ")}.`));
     return void process.stdout.write(page + "\n");
   }

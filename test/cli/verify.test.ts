@@ -32,7 +32,10 @@ after(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-/** 10,000 records in two bulks (seq 1, 2), compacted; then 5 creates (3..7), an update (8), a delete (9). */
+/**
+ * The served declarations (seq 1), 10,000 records in two bulks (2, 3), compacted; then 5 creates
+ * (4..8), an update (9), a delete (10).
+ */
 async function writeFolder(dir: string): Promise<void> {
   const server = await startSpawnedServer(cli, ["--schema", root, "--data", dir, "--port", "0", "--secret-key", SECRET_KEY, "--log", "off"], START_TIMEOUT_MS);
   const call = async (method: string, path: string, body?: unknown): Promise<unknown> => {
@@ -90,11 +93,11 @@ test("a sound folder: exit 0, its files, records per entity and the last seq", a
   assert.equal(run.code, 0, run.stdout + run.stderr);
   const snapshot = await fileNamed(sound, "snapshot-");
   const log = await fileNamed(sound, "log-");
-  assert.match(run.stdout, new RegExp(`${snapshot} +[\\d,]+ bytes  snapshot of the entries before 3: 10,000 record versions, 10,000 events\\n`));
-  assert.match(run.stdout, new RegExp(`${log} +[\\d,]+ bytes  entries 3\\.\\.9\\n`));
+  assert.match(run.stdout, new RegExp(`${snapshot} +[\\d,]+ bytes  snapshot of the entries before 4: 10,000 record versions, 10,000 events\\n`));
+  assert.match(run.stdout, new RegExp(`${log} +[\\d,]+ bytes  entries 4\\.\\.10\\n`));
   assert.match(run.stdout, /keys\.json +\d+ bytes  1 API key\n/);
   assert.match(run.stdout, /\n {2}Task {2}10,004 live, 1 deleted\n/);
-  assert.match(run.stdout, /\nlast seq 9\n/);
+  assert.match(run.stdout, /\nlast seq 10\n/);
   assert.match(run.stdout, /\nsound\n$/);
   assert.doesNotMatch(run.stdout, /damage|warning/);
 });
@@ -118,12 +121,12 @@ test("a torn tail of the newest segment: a warning with its offset, exit 0", asy
   const dir = await copyOf("torn");
   const log = await fileNamed(dir, "log-");
   const size = (await readFile(join(dir, log))).length;
-  const torn = '{"seq":10,"puts":[{"e":"Task","row":{"id":"01';
+  const torn = '{"seq":11,"puts":[{"e":"Task","row":{"id":"01';
   await appendFile(join(dir, log), torn);
   const run = await verify("--data", dir);
   assert.equal(run.code, 0, run.stdout + run.stderr);
   assert.match(run.stdout, new RegExp(`\\nwarning  ${log} at byte ${size}: torn entry: ${torn.length} bytes after the last newline`));
-  assert.match(run.stdout, /\nlast seq 9\n/);
+  assert.match(run.stdout, /\nlast seq 10\n/);
   assert.match(run.stdout, /\nsound \(1 warning\)\n$/);
 });
 
