@@ -1,22 +1,26 @@
 // The data browser (docs/data-browser.md): asks for a key, kept in this tab's sessionStorage and sent
 // in Authorization (never in the page's URL), lists the entities with their counts, and shows the
-// one named in the URL's fragment (#Task) in a RecordsView.
+// one named in the URL's fragment (#Task) in a RecordsView, or the Keys page (#/keys, which no
+// entity's name can be) in a KeysView.
 
 import { ApiClient, messageOf } from "./api-client.ts";
 import { mayDo, type EntityDecl, type KeyKind } from "./declarations.ts";
 import { fill, h } from "./dom.ts";
+import { KeysView } from "./keys-view.ts";
 import { collectionPath } from "./record-form.ts";
 import { RecordsView } from "./records-view.ts";
-import { wordKeyRefusal } from "./wording.ts";
+import { KEY_GONE, wordKeyRefusal } from "./wording.ts";
 
 const KEY_STORAGE = "tabula.apiKey";
+/** The Keys page's fragment: "/" is in no entity's name (docs/entities.md), so it names no entity. */
+const KEYS_HASH = "#/keys";
 
 interface Session {
   readonly client: ApiClient;
   readonly kind: KeyKind;
   readonly entities: readonly EntityDecl[];
   readonly counts: Map<string, HTMLElement>;
-  view: RecordsView | null;
+  view: RecordsView | KeysView | null;
 }
 
 const app = document.getElementById("app")!;
@@ -46,7 +50,8 @@ function showKeyForm(message = ""): void {
   input.focus();
 }
 
-async function openSession(apiKey: string): Promise<void> {
+/** `isSaved`: the key this tab kept, which worked when it was pasted; refused now, it was revoked or expired. */
+async function openSession(apiKey: string, isSaved = false): Promise<void> {
   if (apiKey === "") return showKeyForm("Paste a key first.");
   const client = new ApiClient(apiKey);
   try {
@@ -56,7 +61,7 @@ async function openSession(apiKey: string): Promise<void> {
     showBrowser(session);
   } catch (error) {
     sessionStorage.removeItem(KEY_STORAGE);
-    showKeyForm(wordKeyRefusal(error));
+    showKeyForm(isSaved ? wordKeyRefusal(error, KEY_GONE) : wordKeyRefusal(error));
   }
 }
 
@@ -65,40 +70,54 @@ function keyKindOf(headers: Headers): KeyKind {
   return headers.get("X-Api-Key-Kind") === "secret" ? "secret" : "publishable";
 }
 
-function forgetKey(): void {
+function forgetKey(message = ""): void {
   session?.view?.destroy();
   session = null;
   sessionStorage.removeItem(KEY_STORAGE);
-  showKeyForm();
+  showKeyForm(message);
 }
 
 function showBrowser(current: Session): void {
-  fill(sessionBox, h("span", { class: `badge key-${current.kind}` }, `${current.kind} key`), h("button", { type: "button", onclick: forgetKey }, "Forget key"));
+  fill(sessionBox, h("span", { class: `badge key-${current.kind}` }, `${current.kind} key`), h("button", { type: "button", onclick: () => forgetKey() }, "Forget key"));
   sessionBox.hidden = false;
-  if (current.entities.length === 0) return fill(app, h("p", { class: "notice" }, "The schema declares no entities."));
   const items = current.entities.map((entity) => {
     const count = h("span", { class: "count" }, "…");
     current.counts.set(entity.name, count);
     const link = h("a", { href: `#${encodeURIComponent(entity.name)}`, "data-entity": entity.name }, h("span", { class: "name" }, entity.name), count);
     return h("li", {}, link);
   });
-  fill(app, h("div", { class: "layout" }, h("nav", { class: "entities", "aria-label": "Entities" }, h("h2", {}, "Entities"), h("ul", {}, ...items)), h("div", { id: "view" })));
+  // Managing keys takes a secret key (docs/api.md): a publishable key is not offered the page.
+  const keysLink = current.kind === "secret" ? h("a", { href: KEYS_HASH, "data-page": "keys" }, h("span", { class: "name" }, "Keys")) : null;
+  const nav = h(
+    "nav",
+    { class: "entities", "aria-label": keysLink ? "Entities and keys" : "Entities" },
+    h("h2", {}, "Entities"),
+    items.length > 0 ? h("ul", {}, ...items) : h("p", { class: "muted small" }, "None declared."),
+    keysLink && h("h2", {}, "Server"),
+    keysLink && h("ul", {}, h("li", {}, keysLink)),
+  );
+  fill(app, h("div", { class: "layout" }, nav, h("div", { id: "view" })));
   for (const entity of current.entities) void refreshCount(current, entity);
-  showEntity(current);
+  showView(current);
 }
 
-/** The entity the fragment names, else the first. */
-function showEntity(current: Session): void {
+/** The Keys page when the fragment names it, else the entity it names, else the first. */
+function showView(current: Session): void {
+  current.view?.destroy();
+  current.view = null;
+  const isKeys = location.hash === KEYS_HASH;
   const name = decodeURIComponent(location.hash.slice(1));
-  const entity = current.entities.find((candidate) => candidate.name === name) ?? current.entities[0]!;
+  const entity = isKeys ? undefined : (current.entities.find((candidate) => candidate.name === name) ?? current.entities[0]);
   for (const link of app.querySelectorAll<HTMLAnchorElement>("nav.entities a")) {
-    if (link.dataset.entity === entity.name) link.setAttribute("aria-current", "page");
+    if (isKeys ? link.dataset.page === "keys" : link.dataset.entity === entity?.name) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }
-  current.view?.destroy();
-  const view = new RecordsView({ client: current.client, kind: current.kind, entity, onWrite: () => void refreshCount(current, entity) });
-  current.view = view;
-  fill(document.getElementById("view")!, view.element);
+  const box = document.getElementById("view")!;
+  // A publishable key may come here by the URL alone: the page asks all the same, and shows the API's 403.
+  if (isKeys) current.view = new KeysView({ client: current.client, onUnauthorized: () => forgetKey(KEY_GONE) });
+  else if (entity) current.view = new RecordsView({ client: current.client, kind: current.kind, entity, onWrite: () => void refreshCount(current, entity) });
+  if (current.view) fill(box, current.view.element);
+  else fill(box, h("p", { class: "notice" }, "The schema declares no entities."));
 }
 
 async function refreshCount(current: Session, entity: EntityDecl): Promise<void> {
@@ -119,9 +138,9 @@ async function refreshCount(current: Session, entity: EntityDecl): Promise<void>
 }
 
 window.addEventListener("hashchange", () => {
-  if (session) showEntity(session);
+  if (session) showView(session);
 });
 
 const saved = sessionStorage.getItem(KEY_STORAGE);
-if (saved) void openSession(saved);
+if (saved) void openSession(saved, true);
 else showKeyForm();

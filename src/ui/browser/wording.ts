@@ -7,10 +7,13 @@
 import { ApiFailure, messageOf } from "./api-client.ts";
 import type { EntityDecl } from "./declarations.ts";
 
-/** A refusal of the key pasted into the key box. */
-export function wordKeyRefusal(error: unknown): string {
+/** This tab's key, accepted before, refused now (docs/api.md, "Managing keys"). */
+export const KEY_GONE = "The server no longer accepts the key this tab was using: it was revoked or has expired, or the server restarted with other keys. Paste a current key.";
+
+/** A refusal of the key pasted into the key box; `unknownWords` for a 401, when the key was known before. */
+export function wordKeyRefusal(error: unknown, unknownWords?: string): string {
   if (error instanceof ApiFailure && error.code === "unauthorized") {
-    return "This server knows no such key. Paste a secret key (sk_…) or a publishable key (pk_…) as tabula printed it when it started.";
+    return unknownWords ?? "This server knows no such key. Paste a secret key (sk_…) or a publishable key (pk_…) as tabula printed it when it started.";
   }
   return wordRefusal(error);
 }
