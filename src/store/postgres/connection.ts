@@ -10,8 +10,14 @@ export interface TransactionSql {
   unsafe<T extends readonly unknown[] = Array<Record<string, any>>>(text: string, params?: readonly unknown[], options?: { prepare?: boolean }): Promise<T>;
 }
 
+/** A connection of the pool kept for one caller until released (sql.reserve()). */
+export interface ReservedSql extends TransactionSql {
+  release(): void;
+}
+
 /** What the store uses of the driver's connection pool. */
 export interface Sql extends TransactionSql {
+  reserve(): Promise<ReservedSql>;
   begin<T>(work: (tx: TransactionSql) => Promise<T>): Promise<T>;
   /** `options` follow BEGIN: "isolation level repeatable read read only". */
   begin<T>(options: string, work: (tx: TransactionSql) => Promise<T>): Promise<T>;
