@@ -346,25 +346,18 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * A session advisory lock, on a connection reserved for the task: other processes sharing the
-   * schema wait in pg_advisory_lock until it is unlocked, after the task, or with the session if
-   * this process dies meanwhile.
+   * An advisory lock taken in a transaction opened for the task, which holds a connection of the
+   * pool until the task ends: other processes sharing the schema wait in pg_advisory_xact_lock until
+   * it commits, after the task, or until its connection goes (this process died). A transaction, not
+   * a session lock on sql.reserve(): postgres 3.4 never hands over a reserved connection it had to
+   * open (with fetch_types off) until another one frees up. The transaction writes nothing, so it
+   * takes no xid and holds back neither the change feed (XMIN) nor, in read committed, vacuum.
    */
-  async exclusively<T>(name: string, task: () => Promise<T>): Promise<T> {
-    const lock = `tabula ${this.options.pgSchema} ${name}`;
-    const connection = await this.sql.reserve();
-    try {
-      await connection.unsafe(`SELECT pg_advisory_lock(hashtextextended($1, 0))`, [lock]);
-      try {
-        return await task();
-      } finally {
-        // A failed unlock means the connection is gone, and the session's lock with it; the
-        // task's own outcome is what the caller must hear.
-        await connection.unsafe(`SELECT pg_advisory_unlock(hashtextextended($1, 0))`, [lock]).catch(() => undefined);
-      }
-    } finally {
-      connection.release();
-    }
+  exclusively<T>(name: string, task: () => Promise<T>): Promise<T> {
+    return beginSafely(this.sql, "", async (tx) => {
+      await tx.unsafe(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`tabula ${this.options.pgSchema} ${name}`]);
+      return task();
+    });
   }
 
   nextRev(): number {

@@ -6,7 +6,7 @@
 // the start-up; a unique set declared over stored duplicates does not (it is reported).
 
 import type { Schema } from "../../schema/load.ts";
-import type { Sql, TransactionSql } from "./connection.ts";
+import type { OpenTransaction, Sql } from "./connection.ts";
 import { settingName } from "../../option-names.ts";
 import type { UniqueClashReport } from "../store.ts";
 import { indexesOf } from "./sql-sort.ts";
@@ -116,16 +116,13 @@ export function uniqueIndexOf(entity: string, fields: readonly string[]): Unique
  * out, and the groups of duplicates are answered (ids in id order, which is the order they were
  * made in: the first holder first), for the start-up to report (docs/schema-changes.md).
  */
-async function createUniqueIndex(tx: TransactionSql, table: string, pgSchema: string, index: UniqueIndex): Promise<UniqueClashReport[]> {
+async function createUniqueIndex(tx: OpenTransaction, table: string, pgSchema: string, index: UniqueIndex): Promise<UniqueClashReport[]> {
   await tx.unsafe(`DROP INDEX IF EXISTS ${quoteIdent(pgSchema)}.${quoteIdent(index.replaces)}`);
   try {
-    await tx.unsafe("SAVEPOINT unique_index");
-    await tx.unsafe(`CREATE UNIQUE INDEX IF NOT EXISTS ${quoteIdent(index.name)} ON ${table} (${index.keyOf(index.values)}) WHERE ${index.where}`);
-    await tx.unsafe("RELEASE SAVEPOINT unique_index");
+    await tx.savepoint((savepoint) => savepoint.unsafe(`CREATE UNIQUE INDEX IF NOT EXISTS ${quoteIdent(index.name)} ON ${table} (${index.keyOf(index.values)}) WHERE ${index.where}`));
     return [];
   } catch (error) {
     if ((error as { code?: string }).code !== "23505") throw error;
-    await tx.unsafe("ROLLBACK TO SAVEPOINT unique_index");
     const groups = await tx.unsafe(`SELECT json_agg(id ORDER BY id) AS ids FROM ${table} WHERE ${index.where} GROUP BY ${index.values.join(", ")} HAVING count(*) > 1 ORDER BY min(id)`);
     return groups.map((group) => ({ entity: index.entity, fields: index.fields, ids: group.ids as string[] }));
   }
@@ -135,7 +132,7 @@ async function createUniqueIndex(tx: TransactionSql, table: string, pgSchema: st
  * pg_trgm, whose index serves search: created when missing if tabula's user may (it ships with
  * PostgreSQL's contrib, which Debian's postgresql includes); without it a search scans the rows.
  */
-async function enableTrigram(tx: TransactionSql): Promise<boolean> {
+async function enableTrigram(tx: OpenTransaction): Promise<boolean> {
   // An extension belongs to the database, not to a schema: processes setting up different schemas
   // at once would race to create it (23505 on pg_extension_name_index), so they take turns.
   await tx.unsafe(`SELECT pg_advisory_xact_lock(hashtextextended('tabula extension pg_trgm', 0))`);
