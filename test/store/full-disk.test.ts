@@ -139,7 +139,7 @@ describe("a full disk", () => {
     const store = await openStore(dir);
     const old = row(store, "c".repeat(24), { name: "old" });
     await store.commit({ puts: [{ entity: "Old", row: old }], meta: [{ key: "schema", value: { v: 1 } }] });
-    const oldTable = store.readCache("Old", () => new Map<string, object>());
+    const oldCache = store.readCache("Old", () => new Map<string, object>());
     await fillDisk(mountPoint, filler, 4 * 1024);
     const moved = { ...row(store, old.id, { name: "x".repeat(64 * 1024) }) };
     const write = store.commit({ drops: ["Old"], puts: [{ entity: "New", row: moved, replaces: 0, sync: true }], meta: [{ key: "schema", value: { v: 2 } }, { key: "ran", value: ["rename"] }] });
@@ -147,7 +147,7 @@ describe("a full disk", () => {
     assert.deepEqual(store.meta("schema"), { v: 2 });
     assert.ok((await rejection(write)) instanceof StorageFullError);
     assert.equal(store.get("Old", old.id), old);
-    assert.equal(store.readCache("Old", () => new Map<string, object>()), oldTable, "the dropped table itself is back");
+    assert.equal(store.readCache("Old", () => new Map<string, object>()), oldCache, "the dropped table itself is back (its read cache with it)");
     assert.equal(store.get("New", old.id), undefined);
     assert.deepEqual(store.meta("schema"), { v: 1 });
     assert.equal(store.meta("ran"), undefined);
