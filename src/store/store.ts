@@ -257,7 +257,7 @@ export interface Store {
   meta(key: string): Maybe<unknown>;
   /**
    * Runs `task` while no other process sharing the store runs a task of the same `name` (PostgreSQL:
-   * a session advisory lock held on a connection of its own; other stores have one process, and just
+   * an advisory lock held on a connection of its own; other stores have one process, and just
    * run it). Start-up runs migrations and the schema check under it, so each runs once.
    */
   exclusively<T>(name: string, task: () => Promise<T>): Promise<T>;

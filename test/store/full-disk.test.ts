@@ -133,6 +133,32 @@ describe("a full disk", () => {
     await reopened.close();
   });
 
+  test("a migration's batch refused for lack of space puts the dropped entity and the metadata back", async (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const { dir, filler } = await freshDir();
+    const store = await openStore(dir);
+    const old = row(store, "c".repeat(24), { name: "old" });
+    await store.commit({ puts: [{ entity: "Old", row: old }], meta: [{ key: "schema", value: { v: 1 } }] });
+    const oldCache = store.readCache("Old", () => new Map<string, object>());
+    await fillDisk(mountPoint, filler, 4 * 1024);
+    const moved = { ...row(store, old.id, { name: "x".repeat(64 * 1024) }) };
+    const write = store.commit({ drops: ["Old"], puts: [{ entity: "New", row: moved, replaces: 0, sync: true }], meta: [{ key: "schema", value: { v: 2 } }, { key: "ran", value: ["rename"] }] });
+    assert.equal(store.get("Old", old.id), undefined, "applied to memory at once");
+    assert.deepEqual(store.meta("schema"), { v: 2 });
+    assert.ok((await rejection(write)) instanceof StorageFullError);
+    assert.equal(store.get("Old", old.id), old);
+    assert.equal(store.readCache("Old", () => new Map<string, object>()), oldCache, "the dropped table itself is back (its read cache with it)");
+    assert.equal(store.get("New", old.id), undefined);
+    assert.deepEqual(store.meta("schema"), { v: 1 });
+    assert.equal(store.meta("ran"), undefined);
+    await rm(filler);
+    await store.close();
+    const reopened = await openStore(dir);
+    assert.equal(reopened.get("Old", old.id)?.data.name, "old");
+    assert.deepEqual(reopened.meta("schema"), { v: 1 });
+    await reopened.close();
+  });
+
   test("a compaction that failed for lack of space is tried again once there is room, not only when the log has doubled", async (t) => {
     if (skipReason) return t.skip(skipReason);
     const { dir, filler } = await freshDir();

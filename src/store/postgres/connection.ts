@@ -10,11 +10,20 @@ export interface TransactionSql {
   unsafe<T extends readonly unknown[] = Array<Record<string, any>>>(text: string, params?: readonly unknown[], options?: { prepare?: boolean }): Promise<T>;
 }
 
+/**
+ * A transaction. A statement that fails in it fails the whole transaction when it ends, even if the
+ * error was caught (the driver rolls back); one that may fail runs in a savepoint, which alone is
+ * rolled back, and whose failure may then be caught.
+ */
+export interface OpenTransaction extends TransactionSql {
+  savepoint<T>(work: (tx: TransactionSql) => Promise<T>): Promise<T>;
+}
+
 /** What the store uses of the driver's connection pool. */
 export interface Sql extends TransactionSql {
-  begin<T>(work: (tx: TransactionSql) => Promise<T>): Promise<T>;
+  begin<T>(work: (tx: OpenTransaction) => Promise<T>): Promise<T>;
   /** `options` follow BEGIN: "isolation level repeatable read read only". */
-  begin<T>(options: string, work: (tx: TransactionSql) => Promise<T>): Promise<T>;
+  begin<T>(options: string, work: (tx: OpenTransaction) => Promise<T>): Promise<T>;
   end(options?: { timeout?: number }): Promise<void>;
 }
 

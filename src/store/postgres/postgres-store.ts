@@ -30,11 +30,13 @@ import {
   type ListQuery,
   type ListResult,
   type MatchCheck,
+  type MetaWrite,
   type Put,
   type Row,
   type RowPages,
   type Store,
   type StoreMetrics,
+  type UniqueClashReport,
   type WriteBatch,
 } from "../store.ts";
 import type { KeyVault } from "../../keys/key-vault.ts";
@@ -54,6 +56,13 @@ const REV_BLOCK = 1 << 20;
 const ANSWER_SWEEP_MS = 10 * 60 * 1000;
 /** Rows read per query when a filter is finished in JavaScript (see whereOf's `exact`). */
 const RESIDUAL_CHUNK = 1000;
+/**
+ * Puts written per statement, and rows read per page by forEachRow: a migration's batch of
+ * 100,000 records or more is sent as many statements of one transaction, each parameter a few MB
+ * of JSON, never one text near V8's limit on a string's length.
+ */
+const WRITE_CHUNK_ROWS = 5000;
+const ROW_PAGE_ROWS = 5000;
 /** Connections in the pool; exports may hold half of them, so that writes always find one. */
 const POOL_SIZE = 10;
 /**
@@ -103,6 +112,9 @@ export interface PostgresStoreOptions {
   readonly changesKeep: number;
 }
 
+/** What a put did to its record, as its event names it: a migration's rewrite is a sync (Put.sync). */
+type EventType = ChangeType | "sync";
+
 interface DbEvent extends DbRow {
   seq: number;
   idx: number;
@@ -139,6 +151,8 @@ export class PostgresStore implements Store {
   private spareBlock: Promise<number> | number | null = null;
   private readonly answerSweep: NodeJS.Timeout;
   private readonly health: DatabaseHealth;
+  /** Unique sets whose index could not be made over stored duplicates, as found at start-up. */
+  private clashes: readonly UniqueClashReport[] = [];
 
   private constructor(
     /** The pool; replaced by a new one when the database comes back after an outage (replacePool). */
@@ -192,10 +206,11 @@ export class PostgresStore implements Store {
       }) as Sql;
     const sql = openPool();
     try {
-      const names = await createTables(sql, options.schema, options.pgSchema);
+      const { names, clashes } = await createTables(sql, options.schema, options.pgSchema);
       const [{ node, block }] = await sql.unsafe(`SELECT nextval('${names.nodes}')::int AS node, nextval('${names.revs}') AS block`);
       const largestId = await largestIdOf(sql, names, [...options.schema.entities.keys()]);
       const store = new PostgresStore(sql, openPool, () => probeDatabase(postgres, options.url), names, options, node, block, largestId);
+      store.clashes = clashes;
       await store.listen();
       await store.trimChanges();
       return store;
@@ -292,6 +307,48 @@ export class PostgresStore implements Store {
     });
   }
 
+  forEachRow(entity: string, visit: (row: Row) => void): Promise<void> {
+    return this.guard(async () => {
+      // The entity may no longer be declared, and then may have no table at all.
+      const table = this.names.table(entity);
+      const [{ exists }] = await this.sql.unsafe(`SELECT to_regclass($1) IS NOT NULL AS exists`, [table]);
+      if (!exists) return;
+      // Page by page in id order, each page visited before the next is read: never every row at once.
+      for (let after = ""; ; ) {
+        const rows = await this.sql.unsafe<DbRow[]>(`SELECT id, rev, deleted, data, seq, idx FROM ${table} WHERE id > $1 ORDER BY id LIMIT $2`, [after, ROW_PAGE_ROWS]);
+        for (const row of rows) visit(toRow(row));
+        if (rows.length < ROW_PAGE_ROWS) return;
+        after = rows.at(-1)!.id;
+      }
+    });
+  }
+
+  uniqueClashes(): UniqueClashReport[] {
+    return this.clashes.map((clash) => ({ ...clash, ids: [...clash.ids] }));
+  }
+
+  meta(key: string): Promise<unknown> {
+    return this.guard(async () => {
+      const rows = await this.sql.unsafe(`SELECT value FROM ${this.names.meta} WHERE key = $1`, [key]);
+      return rows.length === 0 ? undefined : (rows[0]!.value as unknown);
+    });
+  }
+
+  /**
+   * An advisory lock taken in a transaction opened for the task, which holds a connection of the
+   * pool until the task ends: other processes sharing the schema wait in pg_advisory_xact_lock until
+   * it commits, after the task, or until its connection goes (this process died). A transaction, not
+   * a session lock on sql.reserve(): postgres 3.4 never hands over a reserved connection it had to
+   * open (with fetch_types off) until another one frees up. The transaction writes nothing, so it
+   * takes no xid and holds back neither the change feed (XMIN) nor, in read committed, vacuum.
+   */
+  exclusively<T>(name: string, task: () => Promise<T>): Promise<T> {
+    return beginSafely(this.sql, "", async (tx) => {
+      await tx.unsafe(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`tabula ${this.options.pgSchema} ${name}`]);
+      return task();
+    });
+  }
+
   nextRev(): number {
     if (this.nextRevision > this.revisionEnd) this.takeSpareBlock();
     return this.nextRevision++;
@@ -310,6 +367,9 @@ export class PostgresStore implements Store {
         // The answer first: a second request with the same key waits here until the first commits.
         if (batch.answer) await insertAnswer(tx, this.names, batch.answer);
         if (batch.matches?.length) await this.checkMatches(tx, batch.matches);
+        // Drops before puts: a renamed entity's rows are put under the new name by the same batch.
+        for (const entity of new Set(batch.drops)) await this.dropRows(tx, entity);
+        if (batch.meta?.length) await writeMeta(tx, this.names, batch.meta);
         if (batch.puts.length === 0) return commitUnlessAbandoned(call, 0);
         const [{ seq }] = await tx.unsafe(`SELECT pg_current_xact_id()::text::bigint AS seq`);
         batch.puts.forEach(({ row }, index) => {
@@ -388,7 +448,7 @@ export class PostgresStore implements Store {
         params,
         { prepare: true },
       );
-      const events = rows.map((row): FeedEvent => ({ entity: row.entity, type: row.type as ChangeType, row: toRow(row) }));
+      const events = rows.map((row): FeedEvent => ({ entity: row.entity, type: row.type as EventType, row: toRow(row) }));
       const last = rows.at(-1);
       return { events, through: last ? { seq: Number(last.seq), index: last.idx } : after };
     });
@@ -652,71 +712,91 @@ export class PostgresStore implements Store {
     }
   }
 
-  /** The batch's events, one per put, in its order; and the notification every process hears at commit. */
-  private async insertEvents(tx: TransactionSql, puts: readonly Put[], types: ReadonlyMap<Put, ChangeType>, seq: number): Promise<void> {
-    let json = "[";
-    puts.forEach((put, index) => {
-      const { row } = put;
-      const data = row.memo?.dataJson ?? JSON.stringify(row.data);
-      json += `${index === 0 ? "" : ","}{"idx":${index},"entity":${JSON.stringify(put.entity)},"id":${JSON.stringify(row.id)},"type":"${types.get(put)}","rev":${row.rev},"deleted":${row.deleted},"data":${data}}`;
-    });
-    await tx.unsafe(
-      `WITH events AS (
-         INSERT INTO ${this.names.changes} (seq, idx, entity, id, type, rev, deleted, data)
+  /** Every row of `entity` (WriteBatch.drops), whose table may be gone or never made: then nothing. */
+  private async dropRows(tx: TransactionSql, entity: string): Promise<void> {
+    const table = this.names.table(entity);
+    const [{ exists }] = await tx.unsafe(`SELECT to_regclass($1) IS NOT NULL AS exists`, [table]);
+    // DELETE, not TRUNCATE: readers keep their snapshots, and the commit is all or nothing with the rest.
+    if (exists) await tx.unsafe(`DELETE FROM ${table}`);
+  }
+
+  /**
+   * The batch's events, one per put, in its order, WRITE_CHUNK_ROWS to a statement; and the
+   * notification every process hears at commit.
+   */
+  private async insertEvents(tx: TransactionSql, puts: readonly Put[], types: ReadonlyMap<Put, EventType>, seq: number): Promise<void> {
+    for (let from = 0; from < puts.length; from += WRITE_CHUNK_ROWS) {
+      let json = "[";
+      for (let index = from; index < Math.min(puts.length, from + WRITE_CHUNK_ROWS); index++) {
+        const put = puts[index]!;
+        const { row } = put;
+        const data = row.memo?.dataJson ?? JSON.stringify(row.data);
+        json += `${index === from ? "" : ","}{"idx":${index},"entity":${JSON.stringify(put.entity)},"id":${JSON.stringify(row.id)},"type":"${types.get(put)}","rev":${row.rev},"deleted":${row.deleted},"data":${data}}`;
+      }
+      await tx.unsafe(
+        `INSERT INTO ${this.names.changes} (seq, idx, entity, id, type, rev, deleted, data)
          SELECT $1, idx, entity, id, type, rev, deleted, data
-         FROM jsonb_to_recordset($2::text::jsonb) AS v(idx integer, entity text, id text, type text, rev bigint, deleted boolean, data jsonb)
-       )
-       SELECT pg_notify($3, $1::text)`,
-      [seq, json + "]", this.names.channel],
-    );
+         FROM jsonb_to_recordset($2::text::jsonb) AS v(idx integer, entity text, id text, type text, rev bigint, deleted boolean, data jsonb)`,
+        [seq, json + "]"],
+      );
+    }
+    await tx.unsafe(`SELECT pg_notify($1, $2::text)`, [this.names.channel, seq]);
   }
 
   /**
    * New records inserted, others updated where they still have the revision they replace. Answers
-   * what each put did to its record (an update reads the version it replaces: restored or deleted).
+   * what each put did to its record (an update reads the version it replaces: restored or deleted;
+   * a migration's rewrite is a sync whatever it did). Each statement takes WRITE_CHUNK_ROWS puts of
+   * one entity at most, however many the batch holds.
    */
-  private async writePuts(tx: TransactionSql, puts: readonly Put[]): Promise<Map<Put, ChangeType>> {
-    const types = new Map<Put, ChangeType>();
+  private async writePuts(tx: TransactionSql, puts: readonly Put[]): Promise<Map<Put, EventType>> {
+    const types = new Map<Put, EventType>();
     const byEntity = new Map<string, Put[]>();
     for (const put of puts) {
       const group = byEntity.get(put.entity);
       if (group) group.push(put);
       else byEntity.set(put.entity, [put]);
     }
-    for (const [entity, group] of byEntity) {
-      const table = this.names.table(entity);
-      const inserts = group.filter((put) => put.replaces === 0);
-      const updates = group.filter((put) => put.replaces !== undefined && put.replaces !== 0);
-      const overwrites = group.filter((put) => put.replaces === undefined);
-      if (inserts.length > 0) {
-        const written = await tx.unsafe(`INSERT INTO ${table} (id, rev, deleted, data, created_date, updated_date, seq, idx) ${valuesOf()} ON CONFLICT (id) DO NOTHING RETURNING id`, [rowsJson(inserts)]);
-        if (written.length !== inserts.length) throw new ConflictError("rev", `A new ${entity} record's id is taken.`);
-        for (const put of inserts) types.set(put, "create");
-      }
-      if (updates.length > 0) {
-        // `old` is the version replaced, as the statement's snapshot sees it.
-        const written = await tx.unsafe(
-          `UPDATE ${table} AS t SET rev = v.rev, deleted = v.deleted, data = v.data, updated_date = v.updated_date, seq = v.seq, idx = v.idx
-           FROM (${valuesOf(true)}) AS v JOIN ${table} AS old ON old.id = v.id WHERE t.id = v.id AND t.rev = v.replaces RETURNING t.id, old.deleted AS was_deleted`,
-          [rowsJson(updates)],
-        );
-        if (written.length !== updates.length) throw new ConflictError("rev", `A ${entity} record changed since it was read.`);
-        const wasDeleted = new Map(written.map((row) => [row.id as string, row.was_deleted as boolean]));
-        for (const put of updates) types.set(put, changeTypeOf({ ...put.row, deleted: wasDeleted.get(put.row.id)! }, put.row));
-      }
-      if (overwrites.length > 0) {
-        const written = await tx.unsafe(
-          `INSERT INTO ${table} (id, rev, deleted, data, created_date, updated_date, seq, idx) ${valuesOf()}
-           ON CONFLICT (id) DO UPDATE SET rev = excluded.rev, deleted = excluded.deleted, data = excluded.data, updated_date = excluded.updated_date,
-             seq = excluded.seq, idx = excluded.idx
-           RETURNING id, (xmax = 0) AS inserted`,
-          [rowsJson(overwrites)],
-        );
-        const inserted = new Map(written.map((row) => [row.id as string, row.inserted as boolean]));
-        for (const put of overwrites) types.set(put, inserted.get(put.row.id) ? "create" : "update");
-      }
+    for (const [entity, puts] of byEntity) {
+      for (let from = 0; from < puts.length; from += WRITE_CHUNK_ROWS) await this.writeEntityPuts(tx, entity, puts.slice(from, from + WRITE_CHUNK_ROWS), types);
     }
+    for (const put of puts) if (put.sync) types.set(put, "sync");
     return types;
+  }
+
+  /** Puts of one entity (see writePuts), what each did set in `types`. */
+  private async writeEntityPuts(tx: TransactionSql, entity: string, group: readonly Put[], types: Map<Put, EventType>): Promise<void> {
+    const table = this.names.table(entity);
+    const inserts = group.filter((put) => put.replaces === 0);
+    const updates = group.filter((put) => put.replaces !== undefined && put.replaces !== 0);
+    const overwrites = group.filter((put) => put.replaces === undefined);
+    if (inserts.length > 0) {
+      const written = await tx.unsafe(`INSERT INTO ${table} (id, rev, deleted, data, created_date, updated_date, seq, idx) ${valuesOf()} ON CONFLICT (id) DO NOTHING RETURNING id`, [rowsJson(inserts)]);
+      if (written.length !== inserts.length) throw new ConflictError("rev", `A new ${entity} record's id is taken.`);
+      for (const put of inserts) types.set(put, "create");
+    }
+    if (updates.length > 0) {
+      // `old` is the version replaced, as the statement's snapshot sees it.
+      const written = await tx.unsafe(
+        `UPDATE ${table} AS t SET rev = v.rev, deleted = v.deleted, data = v.data, updated_date = v.updated_date, seq = v.seq, idx = v.idx
+         FROM (${valuesOf(true)}) AS v JOIN ${table} AS old ON old.id = v.id WHERE t.id = v.id AND t.rev = v.replaces RETURNING t.id, old.deleted AS was_deleted`,
+        [rowsJson(updates)],
+      );
+      if (written.length !== updates.length) throw new ConflictError("rev", `A ${entity} record changed since it was read.`);
+      const wasDeleted = new Map(written.map((row) => [row.id as string, row.was_deleted as boolean]));
+      for (const put of updates) types.set(put, changeTypeOf({ ...put.row, deleted: wasDeleted.get(put.row.id)! }, put.row));
+    }
+    if (overwrites.length > 0) {
+      const written = await tx.unsafe(
+        `INSERT INTO ${table} (id, rev, deleted, data, created_date, updated_date, seq, idx) ${valuesOf()}
+         ON CONFLICT (id) DO UPDATE SET rev = excluded.rev, deleted = excluded.deleted, data = excluded.data, updated_date = excluded.updated_date,
+           seq = excluded.seq, idx = excluded.idx
+         RETURNING id, (xmax = 0) AS inserted`,
+        [rowsJson(overwrites)],
+      );
+      const inserted = new Map(written.map((row) => [row.id as string, row.inserted as boolean]));
+      for (const put of overwrites) types.set(put, inserted.get(put.row.id) ? "create" : "update");
+    }
   }
 
   /**
@@ -833,6 +913,14 @@ function rowsJson(puts: readonly Put[]): string {
 /** Stored timestamps are ISO strings; a row from an old store without one gets the epoch. */
 function timestampOf(value: unknown): string {
   return typeof value === "string" ? value : "1970-01-01T00:00:00.000Z";
+}
+
+/** Store.meta()'s values, in the commit's transaction: set, or deleted by a null value. */
+async function writeMeta(tx: TransactionSql, names: Names, writes: readonly MetaWrite[]): Promise<void> {
+  for (const { key, value } of writes) {
+    if (value === null || value === undefined) await tx.unsafe(`DELETE FROM ${names.meta} WHERE key = $1`, [key]);
+    else await tx.unsafe(`INSERT INTO ${names.meta} (key, value) VALUES ($1, $2::text::jsonb) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [key, JSON.stringify(value)]);
+  }
 }
 
 async function insertAnswer(tx: TransactionSql, names: Names, answer: IdempotentAnswer): Promise<void> {

@@ -1,12 +1,14 @@
 // What the PostgreSQL store keeps in its schema (--pg-schema, default "tabula"), created at start-up
 // when missing: a table per entity, the idempotent answers, the change feed's kept events and its
-// horizon, and the sequences of revisions, node numbers and positions of rows older than the feed. Internal names start with "$", which no entity name can (schema/load.ts),
-// so an entity can never take one. A table that exists in another shape stops the start-up.
+// horizon, the store's metadata (Store.meta), and the sequences of revisions, node numbers and
+// positions of rows older than the feed. Internal names start with "$", which no entity name can
+// (schema/load.ts), so an entity can never take one. A table that exists in another shape stops
+// the start-up; a unique set declared over stored duplicates does not (it is reported).
 
 import type { Schema } from "../../schema/load.ts";
-import type { Sql, TransactionSql } from "./connection.ts";
+import type { OpenTransaction, Sql, TransactionSql } from "./connection.ts";
 import { settingName } from "../../option-names.ts";
-import { duplicatesMessage } from "../store.ts";
+import type { UniqueClashReport } from "../store.ts";
 import { indexesOf } from "./sql-sort.ts";
 
 export const DEFAULT_PG_SCHEMA = "tabula";
@@ -25,6 +27,8 @@ export interface Names {
   readonly changes: string;
   /** One row: the newest event no longer kept. */
   readonly feed: string;
+  /** Store.meta()'s values, by key. */
+  readonly meta: string;
   /** The NOTIFY channel a commit announces its events on, one per schema. */
   readonly channel: string;
 }
@@ -108,20 +112,19 @@ export function uniqueIndexOf(entity: string, fields: readonly string[]): Unique
  * The unique index of a "unique" declaration: over live records that hold every field, so that two
  * processes cannot race past it (docs/entities.md). It replaces the whole-value index of an older
  * tabula, which refused a text over about 2,700 bytes; under the setup lock, so that processes
- * starting together drop and create each once. Over stored duplicates it cannot be made, and the
- * start-up stops naming them.
+ * starting together drop and create each once. Over stored duplicates it cannot be made: it is left
+ * out, and the groups of duplicates are answered (ids in id order, which is the order they were
+ * made in: the first holder first), for the start-up to report (docs/schema-changes.md).
  */
-async function createUniqueIndex(tx: TransactionSql, table: string, pgSchema: string, index: UniqueIndex): Promise<void> {
+async function createUniqueIndex(tx: OpenTransaction, table: string, pgSchema: string, index: UniqueIndex): Promise<UniqueClashReport[]> {
   await tx.unsafe(`DROP INDEX IF EXISTS ${quoteIdent(pgSchema)}.${quoteIdent(index.replaces)}`);
   try {
-    await tx.unsafe("SAVEPOINT unique_index");
-    await tx.unsafe(`CREATE UNIQUE INDEX IF NOT EXISTS ${quoteIdent(index.name)} ON ${table} (${index.keyOf(index.values)}) WHERE ${index.where}`);
-    await tx.unsafe("RELEASE SAVEPOINT unique_index");
+    await tx.savepoint((savepoint) => savepoint.unsafe(`CREATE UNIQUE INDEX IF NOT EXISTS ${quoteIdent(index.name)} ON ${table} (${index.keyOf(index.values)}) WHERE ${index.where}`));
+    return [];
   } catch (error) {
     if ((error as { code?: string }).code !== "23505") throw error;
-    await tx.unsafe("ROLLBACK TO SAVEPOINT unique_index");
-    const groups = await tx.unsafe(`SELECT json_agg(id ORDER BY id) AS ids FROM ${table} WHERE ${index.where} GROUP BY ${index.values.join(", ")} HAVING count(*) > 1 LIMIT 10`);
-    throw new Error(duplicatesMessage(index.entity, index.fields, groups.flatMap((group) => group.ids as string[])));
+    const groups = await tx.unsafe(`SELECT json_agg(id ORDER BY id) AS ids FROM ${table} WHERE ${index.where} GROUP BY ${index.values.join(", ")} HAVING count(*) > 1 ORDER BY min(id)`);
+    return groups.map((group) => ({ entity: index.entity, fields: index.fields, ids: group.ids as string[] }));
   }
 }
 
@@ -129,7 +132,7 @@ async function createUniqueIndex(tx: TransactionSql, table: string, pgSchema: st
  * pg_trgm, whose index serves search: created when missing if tabula's user may (it ships with
  * PostgreSQL's contrib, which Debian's postgresql includes); without it a search scans the rows.
  */
-async function enableTrigram(tx: TransactionSql): Promise<boolean> {
+async function enableTrigram(tx: OpenTransaction): Promise<boolean> {
   // An extension belongs to the database, not to a schema: processes setting up different schemas
   // at once would race to create it (23505 on pg_extension_name_index), so they take turns.
   await tx.unsafe(`SELECT pg_advisory_xact_lock(hashtextextended('tabula extension pg_trgm', 0))`);
@@ -167,6 +170,7 @@ export function namesIn(pgSchema: string): Names {
     legacy: `${schema}."$legacy"`,
     changes: `${schema}."$changes"`,
     feed: `${schema}."$feed"`,
+    meta: `${schema}."$meta"`,
     channel: `tabula_changes_${pgSchema}`.slice(0, 63),
   };
 }
@@ -184,10 +188,12 @@ export function takeSetupLock(tx: TransactionSql, pgSchema: string): Promise<unk
 /**
  * Creates what is missing, under a lock so that processes starting together do not race, and
  * refuses tables of another shape. Indexes serve every sort (typed sort expression, then id) and
- * equality filters (a GIN index over the live rows' data).
+ * equality filters (a GIN index over the live rows' data). Answers the names, and the unique sets
+ * whose index could not be made over stored duplicates (Store.uniqueClashes).
  */
-export async function createTables(sql: Sql, schema: Schema, pgSchema: string): Promise<Names> {
+export async function createTables(sql: Sql, schema: Schema, pgSchema: string): Promise<{ names: Names; clashes: UniqueClashReport[] }> {
   const names = namesIn(pgSchema);
+  const clashes: UniqueClashReport[] = [];
   await sql.begin(async (tx) => {
     await tx.unsafe(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`tabula setup ${pgSchema}`]);
     await tx.unsafe(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(pgSchema)}`);
@@ -225,7 +231,7 @@ export async function createTables(sql: Sql, schema: Schema, pgSchema: string): 
         if (index.needsTrigram && !hasTrigram) continue;
         await tx.unsafe(`CREATE INDEX IF NOT EXISTS ${quoteIdent(indexNameOf(name, index.name))} ON ${table} ${index.definition}`);
       }
-      for (const fields of entity.unique) await createUniqueIndex(tx, table, pgSchema, uniqueIndexOf(name, fields));
+      for (const fields of entity.unique) clashes.push(...(await createUniqueIndex(tx, table, pgSchema, uniqueIndexOf(name, fields))));
     }
     await tx.unsafe(`CREATE TABLE IF NOT EXISTS ${names.answers} (
       scope text PRIMARY KEY,
@@ -250,7 +256,8 @@ export async function createTables(sql: Sql, schema: Schema, pgSchema: string): 
     )`);
     await tx.unsafe(`CREATE TABLE IF NOT EXISTS ${names.feed} (one boolean PRIMARY KEY DEFAULT true CHECK (one), horizon_seq bigint NOT NULL, horizon_idx integer NOT NULL)`);
     await tx.unsafe(`INSERT INTO ${names.feed} (horizon_seq, horizon_idx) VALUES (0, ${LEGACY_HORIZON_INDEX}) ON CONFLICT DO NOTHING`);
+    await tx.unsafe(`CREATE TABLE IF NOT EXISTS ${names.meta} (key text PRIMARY KEY, value jsonb NOT NULL)`);
     for (const sequence of [names.revs, names.nodes, names.legacy]) await tx.unsafe(`CREATE SEQUENCE IF NOT EXISTS ${sequence}`);
   });
-  return names;
+  return { names, clashes };
 }
