@@ -113,7 +113,9 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
   let closeKeys = async () => {};
   try {
     const migrationsDir = migrationsDirOf(options.migrations, typeof options.schema === "string" ? options.schema : null);
-    const { lines: schemaLines } = await settleSchema(store, schema, { migrationsDir, progress: options.progress });
+    const { lines: schemaLines, check } = await settleSchema(store, schema, { migrationsDir, progress: options.progress });
+    // The schema lines name entities no longer declared already.
+    const unserved = new Set(check.unserved.map(({ entity }) => entity));
     const keys = await loadKeys({ vault: keyVault, secretKey: options.secretKey, publishableKey: options.publishableKey, keys: options.keys, warn });
     closeKeys = () => keys.close();
     const records = new Records(schema, store);
@@ -153,7 +155,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
       },
       dataDir,
       storeDescription,
-      undeclaredFields: await findUndeclaredFields(schema, records),
+      undeclaredFields: (await findUndeclaredFields(schema, records)).filter((name) => !unserved.has(name.replace(/ \(the whole entity\)$/, ""))),
       schemaLines,
       loaded,
       seeded,

@@ -10,15 +10,25 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { BUILT_CLI, copyCli, killSpawned, spawnCli, startSpawnedServer } from "../support/spawned-server.ts";
+import { BUILT_CLI, killSpawned, spawnCli, startSpawnedServer } from "../support/spawned-server.ts";
 import { dropPgSchema, freshPgSchema, pgTestUrl } from "../support/postgres.ts";
 
 const SECRET_KEY = "sk_test_migration_crash";
 const RECORDS = 100_000;
 const BATCH = 5_000;
 const START_TIMEOUT_MS = 120_000;
-/** After the spawn, when each kill lands: before, during and (on a fast host) after the migration's commit. */
-const KILL_AFTER_MS = [400, 900, 1600, 2600];
+/**
+ * When each kill lands: so long after the spawn, or after the server's line saying the migration is
+ * still running (printed after a second), which on a large commit lands in the middle of it. A
+ * server that listens first (its migration was quick) is killed then.
+ */
+const KILLS: ReadonlyArray<{ readonly afterRunningLine: boolean; readonly ms: number }> = [
+  { afterRunningLine: false, ms: 400 },
+  { afterRunningLine: false, ms: 900 },
+  { afterRunningLine: true, ms: 0 },
+  { afterRunningLine: true, ms: 1500 },
+  { afterRunningLine: true, ms: 4000 },
+];
 
 const item = (n: { type: string }) => ({ Item: { type: "object", properties: { title: { type: "string" }, n }, required: ["title"] } });
 
@@ -26,7 +36,8 @@ let root: string;
 let cli: string;
 before(async () => {
   root = await mkdtemp(join(tmpdir(), "tabula-migration-crash-"));
-  if (existsSync(BUILT_CLI)) cli = copyCli(root);
+  // The bundle in the repository, beside node_modules/postgres (a copy elsewhere finds no driver).
+  cli = BUILT_CLI;
 });
 after(async () => {
   killSpawned();
@@ -60,16 +71,26 @@ async function crashLoop(name: string, storeArgs: readonly string[]): Promise<vo
   const v2 = ["--schema", join(dir, "v2.json"), ...base];
   const diffArgs = ["schema", "diff", "--schema", join(dir, "v2.json"), "--migrations", join(dir, "migrations"), ...storeArgs];
   const seen = new Set<string>();
-  for (const killAfter of KILL_AFTER_MS) {
+  for (const { afterRunningLine, ms } of KILLS) {
+    const killAfter = `${ms} ms after ${afterRunningLine ? "the running line" : "the spawn"}`;
     const child = spawnCli(cli, v2);
     const closed = new Promise((resolve) => child.on("close", resolve));
-    await new Promise((resolve) => setTimeout(resolve, killAfter));
+    let output = "";
+    await new Promise<void>((resolve) => {
+      const kill = () => setTimeout(() => resolve(), ms);
+      if (!afterRunningLine) return kill();
+      child.stdout!.on("data", (text: string) => {
+        output += text;
+        if (/running…|listening on/.test(output)) kill();
+      });
+      child.on("close", () => resolve());
+    });
     child.kill("SIGKILL");
     await closed;
     const diff = await run(diffArgs);
     const none = /migrations: none pending/.test(diff.output);
     const whole = /migration 0001-n-as-integer\.json: 100,000 records would change/.test(diff.output);
-    assert.ok(none !== whole, `after a kill at ${killAfter} ms the migration is run whole or not at all:\n${diff.output}`);
+    assert.ok(none !== whole, `after a kill ${killAfter} the migration is run whole or not at all:\n${diff.output}`);
     seen.add(none ? "ran" : "not run");
   }
   const server = await startSpawnedServer(cli, v2, START_TIMEOUT_MS);
