@@ -100,7 +100,7 @@ function entityChanges(before: EntityDef, after: EntityDef): SchemaChange[] {
   const key = (fields: readonly string[]) => JSON.stringify(fields);
   const hadUnique = new Set(before.unique.map(key));
   for (const fields of after.unique) {
-    // Records sharing values are found by the store's unique index, not per record (check.ts).
+    // Records sharing values are found by grouping them (check.ts), not by a test of each alone.
     if (!hadUnique.has(key(fields))) changes.push({ entity: name, words: `${name}: unique (${fields.join(", ")})` });
   }
   const hasUnique = new Set(after.unique.map(key));
@@ -120,8 +120,10 @@ function fieldChanges(entity: string, old: FieldDef, field: FieldDef): SchemaCha
     breakWords: (problems) => breakWordsOf(field, problems),
     step: (problems) => stepFor(entity, field, problems),
   });
-  if (typeName(old) !== typeName(field) || shapeOf({ ...old.items, name: "", required: false } as FieldDef) !== shapeOf({ ...field.items, name: "", required: false } as FieldDef)) {
+  if (typeName(old) !== typeName(field)) {
     changes.push(checkValues(`${at}: ${typeName(old)} → ${typeName(field)}`));
+  } else if (itemsOf(old) !== itemsOf(field)) {
+    changes.push(checkValues(`${at}: items ${itemsOf(field)}`));
   } else if (JSON.stringify(old.enum) !== JSON.stringify(field.enum)) {
     changes.push(checkValues(`${at}: ${enumWords(old, field)}`));
   } else if (shapeOf(old) !== shapeOf(field)) {
@@ -136,6 +138,13 @@ function fieldChanges(entity: string, old: FieldDef, field: FieldDef): SchemaCha
     changes.push({ entity, words: `${at}: default ${JSON.stringify(old.default ?? null)} → ${JSON.stringify(field.default ?? null)} (for records created from now on)` });
   }
   return changes;
+}
+
+/** What an array's items are declared to hold, as compared and said: `{"type":"string","enum":["a"]}`. */
+function itemsOf(field: FieldDef): string {
+  if (!field.items) return "of any value";
+  const { name: _name, required: _required, pattern, ...items } = field.items;
+  return JSON.stringify({ ...items, ...(pattern ? { pattern: pattern.source } : {}) });
 }
 
 /** The constraints a value is checked against, apart from type and enum. */
