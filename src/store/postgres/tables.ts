@@ -137,12 +137,11 @@ async function enableTrigram(tx: OpenTransaction): Promise<boolean> {
   // at once would race to create it (23505 on pg_extension_name_index), so they take turns.
   await tx.unsafe(`SELECT pg_advisory_xact_lock(hashtextextended('tabula extension pg_trgm', 0))`);
   try {
-    await tx.unsafe("SAVEPOINT trigram");
-    await tx.unsafe("CREATE EXTENSION IF NOT EXISTS pg_trgm");
-    await tx.unsafe("RELEASE SAVEPOINT trigram");
+    // In the driver's savepoint: a failure (no pg_trgm here, or no right to create it) undoes this
+    // statement alone, where a raw SAVEPOINT caught in our code still lost the whole setup.
+    await tx.savepoint((savepoint) => savepoint.unsafe("CREATE EXTENSION IF NOT EXISTS pg_trgm"));
     return true;
   } catch {
-    await tx.unsafe("ROLLBACK TO SAVEPOINT trigram");
     return false;
   }
 }
