@@ -21,7 +21,7 @@ type Json = Record<string, unknown>;
 // `request_timeout` and `expectation_failed`.
 const ERROR_CODES = [
   "invalid_request", "headers_too_large", "request_timeout", "expectation_failed",
-  "invalid_json", "unknown_field", "read_only_field", "invalid_field", "invalid_filter",
+  "invalid_json", "invalid_multipart", "invalid_file", "unknown_field", "read_only_field", "invalid_field", "invalid_filter",
   "invalid_parameter", "invalid_cursor", "filter_required", "batch_too_large", "unauthorized",
   "forbidden", "entity_not_found", "record_not_found", "not_found", "app_not_found", "method_not_allowed",
   "ambiguous_match", "idempotency_key_in_use", "precondition_failed", "payload_too_large",
@@ -35,7 +35,7 @@ void HAS_EVERY_ERROR_CODE;
 
 // Error responses by status; each names the codes it carries, all sharing the Error schema.
 const ERROR_RESPONSES: Record<number, [name: string, description: string]> = {
-  400: ["BadRequest", "Refused: `invalid_json`, `unknown_field`, `read_only_field`, `invalid_field`, `invalid_filter`, `invalid_parameter`, `invalid_cursor`, `filter_required`, `batch_too_large` or `invalid_request` (HTTP itself refuses the request: a malformed request line, header or body framing, or no `Host`). `details` names the field, parameter or batch `index` at fault. A body or `q` nesting arrays and objects deeper than 64 levels is `invalid_json` or `invalid_filter` (`details.maxDepth`), a body that is not UTF-8 `invalid_json` (`details.offset`)."],
+  400: ["BadRequest", "Refused: `invalid_json`, `unknown_field`, `read_only_field`, `invalid_field`, `invalid_filter`, `invalid_parameter`, `invalid_cursor`, `filter_required`, `batch_too_large`, `invalid_multipart` (an import upload whose multipart/form-data framing is broken, cut short or holds no `file` part), `invalid_file` (an uploaded file that is empty, malformed or not JSON, NDJSON or CSV; `details.line`) or `invalid_request` (HTTP itself refuses the request: a malformed request line, header or body framing, or no `Host`). `details` names the field, parameter or batch `index` (an uploaded file's `line`) at fault. A body or `q` nesting arrays and objects deeper than 64 levels is `invalid_json` or `invalid_filter` (`details.maxDepth`), a body that is not UTF-8 `invalid_json` (`details.offset`)."],
   401: ["Unauthorized", "`unauthorized`: the `X-Api-Key` header is missing or matches no key."],
   403: ["Forbidden", "`forbidden`: a publishable key may not do this; use a secret key."],
   404: ["NotFound", "`entity_not_found` (no such entity; names are case-sensitive), `record_not_found` (no such live record), `key_not_found` (no key has that id: revoked, expired or never made) or `not_found` (no such path)."],
