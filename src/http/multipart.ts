@@ -175,7 +175,7 @@ const HEADERS_END = Buffer.from("\r\n\r\n");
 function parsePartHeaders(text: string, partNumber: number): PartHeaders {
   let disposition: string | null = null;
   let contentType: string | null = null;
-  for (const line of text.split("\r\n")) {
+  for (const line of text === "" ? [] : text.split("\r\n")) {
     const colon = line.indexOf(":");
     if (colon <= 0) throw invalidMultipart(`Part ${partNumber} has a header line without a name and ":" (${JSON.stringify(line.slice(0, 60))}).`);
     const name = line.slice(0, colon).trim().toLowerCase();
