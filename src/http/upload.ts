@@ -17,7 +17,10 @@ export const UPLOAD_MEDIA = `multipart/form-data with the file in a part named "
 
 export interface Upload {
   readonly file: ImportFile;
-  /** SHA-256 of the body as received: what an Idempotency-Key's fingerprint hashes, in place of the body. */
+  /**
+   * SHA-256 of the file (its name, type and content): what an Idempotency-Key's fingerprint hashes
+   * in place of the body, whose boundary a client picks afresh for each request, even a retry.
+   */
   readonly digest: Buffer;
 }
 
@@ -35,7 +38,6 @@ export function readUpload(req: IncomingMessage, maxBytes: number): Promise<Uplo
   } catch (error) {
     return Promise.reject(error);
   }
-  const hash = createHash("sha256");
   return new Promise((resolve, reject) => {
     let size = 0;
     const stop = (error: unknown) => {
@@ -47,7 +49,6 @@ export function readUpload(req: IncomingMessage, maxBytes: number): Promise<Uplo
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > maxBytes) return stop(payloadTooLarge(maxBytes));
-      hash.update(chunk);
       try {
         parser.push(chunk);
       } catch (error) {
@@ -57,7 +58,7 @@ export function readUpload(req: IncomingMessage, maxBytes: number): Promise<Uplo
     const onEnd = () => {
       try {
         parser.end();
-        resolve({ file: sink.file(), digest: hash.digest() });
+        resolve({ file: sink.file(), digest: sink.digest() });
       } catch (error) {
         reject(error);
       }
@@ -75,6 +76,7 @@ class FilePartSink {
   private current: ImportFileReader | null = null;
   private result: ImportFile | null = null;
   private fieldsSeen: string[] = [];
+  private readonly hash = createHash("sha256");
 
   part(headers: PartHeaders): void {
     this.fieldsSeen.push(headers.name ?? "(unnamed)");
@@ -82,15 +84,22 @@ class FilePartSink {
     if (this.reader !== null) throw invalidMultipart(`The body holds more than one "${FILE_FIELD}" part; send one file per request.`);
     this.reader = new ImportFileReader(headers.filename ?? FILE_FIELD, headers.contentType);
     this.current = this.reader;
+    this.hash.update(`${headers.filename ?? ""}\n${headers.contentType ?? ""}\n`);
   }
 
   data(piece: Buffer): void {
-    this.current?.push(piece);
+    if (this.current === null) return;
+    this.current.push(piece);
+    this.hash.update(piece);
   }
 
   partEnd(): void {
     if (this.current !== null) this.result = this.current.end();
     this.current = null;
+  }
+
+  digest(): Buffer {
+    return this.hash.digest();
   }
 
   file(): ImportFile {
