@@ -9,7 +9,7 @@ import type { Row } from "../store/store.ts";
 import type { Caller } from "./caller.ts";
 import { CsvReader, type CsvRecord } from "./csv-reader.ts";
 import { importItems } from "./import.ts";
-import { FileFormatError, parseRecord, RecordSplitter } from "./record-splitter.ts";
+import { FileFormatError, parseRecord, RecordSplitter, type SourceRecord } from "./record-splitter.ts";
 import type { Change, Records } from "./records.ts";
 
 export type ImportFile =
@@ -55,7 +55,7 @@ export class ImportFileReader {
     if (!this.isSniffed) {
       throw invalidFile(`The file ${this.name} is empty${this.bytes > 0 ? " (only white space)" : ""}; it holds no records. ${MEND}.`, { file: this.name });
     }
-    this.guard(() => (this.family === "json" ? this.splitter.end().forEach((record) => this.records.push(parseRecord(record))) : this.rows.push(...this.csv.end())));
+    this.guard(() => (this.family === "json" ? this.splitter.end().forEach((record) => this.keep(record)) : this.rows.push(...this.csv.end())));
     if (this.family === "json") return { format: "json", name: this.name, records: this.records };
     const [header = null, ...rows] = this.rows;
     return { format: "csv", name: this.name, header, rows };
@@ -84,9 +84,15 @@ export class ImportFileReader {
       this.leading = "";
     }
     this.guard(() => {
-      if (this.family === "json") for (const record of this.splitter.push(text)) this.records.push(parseRecord(record));
+      if (this.family === "json") for (const record of this.splitter.push(text)) this.keep(record);
       else this.rows.push(...this.csv.push(text));
     });
+  }
+
+  /** A record's value and line; its text is let go. */
+  private keep(record: SourceRecord): void {
+    const { line, value } = parseRecord(record);
+    this.records.push({ line, value });
   }
 
   /** The family the name or type gave, if the first character agrees; else the one it shows. */
