@@ -4,6 +4,8 @@
 export type ErrorCode =
   | "invalid_request"
   | "invalid_json"
+  | "invalid_multipart"
+  | "invalid_file"
   | "unknown_field"
   | "read_only_field"
   | "invalid_field"
@@ -69,6 +71,11 @@ export class ApiError extends Error {
       this.headers,
     );
   }
+
+  /** The same error for the record that starts at `line` of an uploaded file (docs/base44-sdk.md: details.line). */
+  atLine(line: number): ApiError {
+    return new ApiError(this.status, this.code, `Line ${line} of the file: ${this.message}`, { ...this.details, line }, this.headers);
+  }
 }
 
 /** A request HTTP itself refuses (docs/errors.md, "Requests HTTP refuses"). */
@@ -81,6 +88,10 @@ export const expectationFailed = (expect: string) =>
 
 export const invalidJson = (message: string, details: ErrorDetails = {}) =>
   new ApiError(400, "invalid_json", message, details);
+
+/** An uploaded file that cannot be read as records: empty, malformed, or of another format. */
+export const invalidFile = (message: string, details: ErrorDetails = {}) =>
+  new ApiError(400, "invalid_file", message, details);
 
 export const unknownField = (field: string, fields: string[], entity: string) =>
   new ApiError(

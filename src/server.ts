@@ -13,6 +13,8 @@ import { buildOpenApi, describeEntity } from "./http/openapi.ts";
 import { addCorsHeaders, isPreflight, parseCorsPolicy, preflightReply, type CorsPolicy } from "./http/cors.ts";
 import { headerOf, parseJsonBody, presentedApiKey, readBody, DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
 import { sendReplyLingering } from "./http/linger.ts";
+import { isMultipart, readUpload, UPLOAD_MEDIA } from "./http/upload.ts";
+import type { ImportFile } from "./records/import-file.ts";
 import { MIN_COMPRESSED_BYTES } from "./http/compression.ts";
 import { listen } from "./http/listen.ts";
 import { keepTickShape } from "./http/tick-shape.ts";
@@ -310,6 +312,7 @@ class Context implements RequestContext {
     readonly params: Params,
     readonly body: unknown,
     readonly documents: RequestContext["documents"],
+    readonly upload?: ImportFile,
   ) {}
 
   get query(): URLSearchParams {
@@ -475,7 +478,7 @@ class App {
     note.route = match.route;
     if ("allowed" in match) throw methodNotAllowed(method, match.allowed);
     if (READ_METHODS.has(method)) return this.read(match.handler, new Context(req, path, query, this.records, this.feed, caller, match.params, undefined, this.documents));
-    const contextOf = (body: unknown) => new Context(req, path, query, this.records, this.feed, caller, match.params, body, this.documents);
+    const contextOf = (body: unknown, upload?: ImportFile) => new Context(req, path, query, this.records, this.feed, caller, match.params, body, this.documents, upload);
     // An answer holding a new key is never kept for an Idempotency-Key replay: keys are not kept in full.
     return this.write(req, caller, match.handler, contextOf, !match.route.startsWith(KEYS_PATH));
   }
@@ -528,9 +531,18 @@ class App {
     });
   }
 
-  private async write(req: IncomingMessage, caller: Caller, handler: Handler, contextOf: (body: unknown) => Context, isReplayable: boolean): Promise<Reply> {
-    const bytes = await readBody(req, this.maxBodyBytes);
-    const ctx = contextOf(parseJsonBody(req, bytes));
+  private async write(req: IncomingMessage, caller: Caller, handler: Handler, contextOf: (body: unknown, upload?: ImportFile) => Context, isReplayable: boolean): Promise<Reply> {
+    let bytes: Buffer;
+    let ctx: Context;
+    if (handler.takesUpload && isMultipart(req)) {
+      // Read as it arrives; an Idempotency-Key's fingerprint hashes the body's digest (http/upload.ts).
+      const upload = await readUpload(req, this.maxBodyBytes);
+      bytes = upload.digest;
+      ctx = contextOf(undefined, upload.file);
+    } else {
+      bytes = await readBody(req, this.maxBodyBytes);
+      ctx = contextOf(parseJsonBody(req, bytes, handler.takesUpload ? UPLOAD_MEDIA : undefined));
+    }
     const idempotencyKey = headerOf(req, "idempotency-key");
     if (typeof idempotencyKey !== "string" || !isReplayable) return this.run(handler, ctx, undefined);
     const request = idempotentRequest(caller, idempotencyKey, req.method!, req.url ?? "/", bytes);

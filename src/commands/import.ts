@@ -10,7 +10,8 @@ import { MAX_BATCH_RECORDS } from "../records/batch.ts";
 import { isPlatformField } from "../schema/fields.ts";
 import { isPlainObject } from "../schema/load.ts";
 import { UsageError, type Command, type CommandArgs } from "./command.ts";
-import { readRecords, RecordSplitter, type SourceRecord } from "./record-reader.ts";
+import { readRecords } from "./record-reader.ts";
+import { RecordSplitter, type SourceRecord } from "../records/record-splitter.ts";
 import { apiFailure, openTarget, request, TARGET_HELP, TARGET_VALUES, type Target } from "./target.ts";
 
 /** Under the server's default --max-body (10 MiB), with room for the brackets and commas. */

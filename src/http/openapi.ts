@@ -21,7 +21,7 @@ type Json = Record<string, unknown>;
 // `request_timeout` and `expectation_failed`.
 const ERROR_CODES = [
   "invalid_request", "headers_too_large", "request_timeout", "expectation_failed",
-  "invalid_json", "unknown_field", "read_only_field", "invalid_field", "invalid_filter",
+  "invalid_json", "invalid_multipart", "invalid_file", "unknown_field", "read_only_field", "invalid_field", "invalid_filter",
   "invalid_parameter", "invalid_cursor", "filter_required", "batch_too_large", "unauthorized",
   "forbidden", "entity_not_found", "record_not_found", "not_found", "app_not_found", "method_not_allowed",
   "ambiguous_match", "idempotency_key_in_use", "precondition_failed", "payload_too_large",
@@ -35,7 +35,7 @@ void HAS_EVERY_ERROR_CODE;
 
 // Error responses by status; each names the codes it carries, all sharing the Error schema.
 const ERROR_RESPONSES: Record<number, [name: string, description: string]> = {
-  400: ["BadRequest", "Refused: `invalid_json`, `unknown_field`, `read_only_field`, `invalid_field`, `invalid_filter`, `invalid_parameter`, `invalid_cursor`, `filter_required`, `batch_too_large` or `invalid_request` (HTTP itself refuses the request: a malformed request line, header or body framing, or no `Host`). `details` names the field, parameter or batch `index` at fault. A body or `q` nesting arrays and objects deeper than 64 levels is `invalid_json` or `invalid_filter` (`details.maxDepth`), a body that is not UTF-8 `invalid_json` (`details.offset`)."],
+  400: ["BadRequest", "Refused: `invalid_json`, `unknown_field`, `read_only_field`, `invalid_field`, `invalid_filter`, `invalid_parameter`, `invalid_cursor`, `filter_required`, `batch_too_large`, `invalid_multipart` (an import upload whose multipart/form-data framing is broken, cut short or holds no `file` part), `invalid_file` (an uploaded file that is empty, malformed or not JSON, NDJSON or CSV; `details.line`) or `invalid_request` (HTTP itself refuses the request: a malformed request line, header or body framing, or no `Host`). `details` names the field, parameter or batch `index` (an uploaded file's `line`) at fault. A body or `q` nesting arrays and objects deeper than 64 levels is `invalid_json` or `invalid_filter` (`details.maxDepth`), a body that is not UTF-8 `invalid_json` (`details.offset`)."],
   401: ["Unauthorized", "`unauthorized`: the `X-Api-Key` header is missing or matches no key."],
   403: ["Forbidden", "`forbidden`: a publishable key may not do this; use a secret key."],
   404: ["NotFound", "`entity_not_found` (no such entity; names are case-sensitive), `record_not_found` (no such live record), `key_not_found` (no key has that id: revoked, expired or never made) or `not_found` (no such path)."],
@@ -249,24 +249,52 @@ const OPERATION_DOCS: Record<OperationName, (entity: EntityDef, mount: Mount) =>
   restore: (entity) => restoreOperation(entity),
   changes: (entity) => changesOperation(entity),
   export: (entity) => exportOperation(entity),
-  importRecords: (entity) => importOperation(entity),
+  importRecords: (entity, mount) => importOperation(entity, mount.name === "sdk"),
 };
 
-function importOperation(entity: EntityDef): Json {
+function importOperation(entity: EntityDef, isSdk: boolean): Json {
   const kept = {
     id: { type: "string", pattern: "^[A-Za-z0-9_.~-]{1,128}$" },
     created_date: { type: "string", format: "date-time" },
     updated_date: { type: "string", format: "date-time" },
     created_by_id: { type: "string", maxLength: 256 },
   };
-  return operation({
+  const doc = operation({
     verb: "import", entity, summary: `Import ${entity.name} records with their ids and timestamps`, isSecretOnly: true, parameters: [IDEMPOTENCY_KEY],
     description:
       "Bulk create that keeps the `id`, `created_date`, `updated_date` and `created_by_id` a record carries (those it lacks are made as for a create): what `tabula import --keep-ids` sends. " +
-      `All or nothing, at most ${MAX_BATCH_RECORDS} records; an id already stored (live or deleted) or given twice is 409 \`unique_violation\` naming the record's \`details.index\`.`,
+      `All or nothing, at most ${MAX_BATCH_RECORDS} records; an id already stored (live or deleted) or given twice is 409 \`unique_violation\` naming the record's \`details.index\`. ` +
+      "Or a file as `multipart/form-data` in the field `file` (what `@base44/sdk`'s importEntities sends): a JSON array, NDJSON or CSV, the whole file one all-or-nothing write up to `--max-body`; a refusal names the file's `details.line`.",
     body: { type: "array", items: { allOf: [ref(`${entity.name}Input`), { type: "object", properties: kept }] }, maxItems: MAX_BATCH_RECORDS },
-    responses: { 201: response("The created records, in request order.", { type: "array", items: ref(entity.name) }, [REPLAYED]), ...errors(...BODY_ERRORS, 403) },
+    responses: {
+      201: isSdk
+        ? response("`@base44/sdk`'s ImportResult: the created records as `output`, in the file's order.", importResult(entity), [REPLAYED])
+        : response("The created records, in request order.", { type: "array", items: ref(entity.name) }, [REPLAYED]),
+      ...errors(...BODY_ERRORS, 403),
+    },
   });
+  // The SDK's importEntities sends a file instead (docs/base44-sdk.md, "Importing a file").
+  const requestBody = doc.requestBody as { content: Json };
+  requestBody.content["multipart/form-data"] = {
+    schema: {
+      type: "object",
+      properties: { file: { type: "string", contentMediaType: "application/octet-stream", description: "A JSON array, NDJSON or CSV (a header of field names; cells typed by the declaration), UTF-8." } },
+      required: ["file"],
+    },
+  };
+  return doc;
+}
+
+function importResult(entity: EntityDef): Json {
+  return {
+    type: "object",
+    properties: {
+      status: { const: "success" },
+      details: { type: "string", description: "What was imported, in words." },
+      output: { type: "array", items: ref(entity.name) },
+    },
+    required: ["status", "details", "output"],
+  };
 }
 
 function exportOperation(entity: EntityDef): Json {

@@ -40,6 +40,7 @@ export const nativePresenter: Presenter = {
     if (total !== null) headers["X-Total-Count"] = String(total);
     return jsonReply(created ? 201 : 200, recordsJson(entity, rows, ctx.caller, fields), headers);
   },
+  imported: ({ entity, rows }, ctx) => jsonReply(201, recordsJson(entity, rows, ctx.caller, null)),
   page: ({ items, nextCursor }, ctx) =>
     jsonReply(200, `{"items":${itemsJson(items, ctx.caller)},"next_cursor":${JSON.stringify(nextCursor)},"has_more":${nextCursor !== null}}`),
   values: ({ values, next }, ctx) => jsonReply(200, JSON.stringify(values), pagingHeaders(next, ctx)),
@@ -52,9 +53,12 @@ export const nativePresenter: Presenter = {
   reply: ({ reply }) => reply,
 };
 
-/** @base44/sdk 0.8.x: DeleteResult, DeleteManyResult, UpdateManyResult and EntityUpsertResult. */
+/** @base44/sdk 0.8.x: DeleteResult, DeleteManyResult, UpdateManyResult, EntityUpsertResult and ImportResult. */
 export const sdkPresenter: Presenter = {
   ...nativePresenter,
+  // ImportResult: a refusal is an error answer (the SDK rejects with Base44Error), so status is "success".
+  imported: ({ entity, rows }, ctx) =>
+    jsonReply(201, `{"status":"success","details":${JSON.stringify(`Imported ${rows.length} ${entity.name} record${rows.length === 1 ? "" : "s"}.`)},"output":${recordsJson(entity, rows, ctx.caller, null)}}`),
   deleted: ({ row }) => jsonReply(200, JSON.stringify({ id: row.id, deleted: true, success: true }), { ETag: etagOf(row) }),
   deletedMany: ({ ids }) => jsonReply(200, JSON.stringify({ success: true, deleted: ids.length })),
   // Every match is updated in one batch, so nothing is left for another call.

@@ -72,15 +72,15 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer
   });
 }
 
-/** The JSON value of a body; undefined when the body is empty. */
-export function parseJsonBody(req: IncomingMessage, bytes: Buffer): unknown {
+/** The JSON value of a body; undefined when the body is empty. `orElse` names what else the route takes. */
+export function parseJsonBody(req: IncomingMessage, bytes: Buffer, orElse?: string): unknown {
   if (bytes.length === 0) return undefined;
   const type = (headerOf(req, "content-type") ?? "").split(";")[0]!.trim().toLowerCase();
   if (type !== "application/json" && !/^application\/[a-z0-9.+-]+\+json$/.test(type)) {
     throw new ApiError(
       415,
       "unsupported_media_type",
-      `The body is sent as ${type || "an unstated type"}; send JSON with the header Content-Type: application/json.`,
+      `The body is sent as ${type || "an unstated type"}; send JSON with the header Content-Type: application/json${orElse ? `, or ${orElse}` : ""}.`,
       { contentType: type || null },
     );
   }

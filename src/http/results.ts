@@ -34,6 +34,8 @@ export type Result =
       readonly next: NextPage | null;
       readonly total: number | null;
     }
+  /** The records an import stored (201), in the order they were sent. */
+  | { readonly type: "imported"; readonly entity: EntityDef; readonly rows: readonly Row[] }
   /** A page whose position travels in the body (the SDK's /v2/list): records or distinct values. */
   | { readonly type: "page"; readonly items: PageItems; readonly nextCursor: string | null }
   /** Distinct values of a field, ascending, with the next page in headers. */

@@ -26,6 +26,7 @@ import type { EntityDef } from "../schema/fields.ts";
 import { parseFeedRequest } from "./feed-params.ts";
 import { readExport } from "./export-stream.ts";
 import { importRecords } from "../records/import.ts";
+import { importFile, type ImportFile } from "../records/import-file.ts";
 
 export interface RequestContext extends PresentContext {
   readonly records: Records;
@@ -37,6 +38,8 @@ export interface RequestContext extends PresentContext {
   header(name: string): string | undefined;
   /** The parsed JSON body of a write; undefined when it had none. */
   readonly body: unknown;
+  /** The file a multipart/form-data body carried, on a route that takes uploads (http/upload.ts). */
+  readonly upload?: ImportFile;
   readonly documents: { readonly entities: string; readonly openApi: string };
 }
 
@@ -46,7 +49,10 @@ export interface Outcome {
   readonly change?: Change<unknown>;
 }
 
-export type Handler = (ctx: RequestContext) => Maybe<Outcome>;
+export type Handler = ((ctx: RequestContext) => Maybe<Outcome>) & {
+  /** The route also takes a multipart/form-data body holding a file (http/upload.ts). */
+  readonly takesUpload?: boolean;
+};
 
 /** What an operation found or built, and the rows to store for it. */
 interface Done {
@@ -68,6 +74,8 @@ export interface EntityRoute {
    * checked here for every route, so that no route can forget it.
    */
   readonly access: readonly AccessOperation[];
+  /** Also takes a file as multipart/form-data (the SDK's importEntities, docs/base44-sdk.md). */
+  readonly takesUpload?: true;
 }
 
 /** Every mount serves these; a mount with `pages` serves v2/list too. */
@@ -79,7 +87,7 @@ export const ENTITY_ROUTES: readonly EntityRoute[] = [
   { method: "POST", path: "/aggregate", operation: "aggregate", access: ["read"] },
   { method: "GET", path: "/distinct/:field", operation: "distinct", access: ["read"] },
   { method: "POST", path: "/bulk", operation: "bulkCreate", access: ["create"] },
-  { method: "POST", path: "/import", operation: "importRecords", access: ["create"] },
+  { method: "POST", path: "/import", operation: "importRecords", access: ["create"], takesUpload: true },
   { method: "PUT", path: "/bulk", operation: "bulkUpdate", access: ["update"] },
   { method: "POST", path: "/upsert", operation: "upsert", access: ["create", "update"] },
   { method: "PATCH", path: "/update-many", operation: "updateMany", access: ["update"] },
@@ -112,11 +120,12 @@ export function buildRouter(mounts: readonly Mount[]): Router<Handler> {
     });
     for (const route of routesOf(mount)) {
       const operation: Operation = OPERATIONS[route.operation];
-      router.add(route.method, mount.collection + route.path, (ctx) => {
+      const handler: Handler = (ctx) => {
         mount.checkPath(ctx);
         checkAccess(ctx, route);
         return then(operation(ctx, mount), ({ result, change }) => ({ reply: present(mount.presenter, result, ctx), change }));
-      });
+      };
+      router.add(route.method, mount.collection + route.path, route.takesUpload ? Object.assign(handler, { takesUpload: true }) : handler);
     }
   }
   return router;
@@ -188,8 +197,10 @@ const OPERATIONS = {
   async importRecords(ctx) {
     requireSecret(ctx, "import records with their ids and timestamps");
     const entity = ctx.records.entity(ctx.params.entity!);
-    const change = await importRecords(ctx.records, entity, requireBody(ctx.body, `[{"id": "...", "created_date": "...", ...}]`), ctx.caller);
-    return { result: { type: "records", entity, rows: change.result, fields: null, created: true, next: null, total: null }, change };
+    const change = ctx.upload
+      ? await importFile(ctx.records, entity, ctx.upload, ctx.caller)
+      : await importRecords(ctx.records, entity, requireBody(ctx.body, `[{"id": "...", "created_date": "...", ...}]`), ctx.caller);
+    return { result: { type: "imported", entity, rows: change.result }, change };
   },
   async bulkUpdate(ctx) {
     const entity = ctx.records.entity(ctx.params.entity!);

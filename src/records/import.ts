@@ -3,12 +3,12 @@
 // same records. Secret keys only: it writes what no other request may (read_only_field, docs/errors.md).
 // All or nothing, like bulk create: the first bad record refuses the batch, named by its index.
 
-import { idTaken, invalidField, invalidJson } from "../errors.ts";
+import { ApiError, idTaken, invalidField, invalidJson } from "../errors.ts";
 import { parseDateValue, type EntityDef } from "../schema/fields.ts";
 import { isPlainObject } from "../schema/load.ts";
 import { validateCreate } from "../schema/validate.ts";
 import type { Row } from "../store/store.ts";
-import { atIndex, batchItems } from "./batch.ts";
+import { batchItems } from "./batch.ts";
 import type { Caller } from "./caller.ts";
 import type { Change, KeptFields, Records } from "./records.ts";
 
@@ -16,26 +16,42 @@ import type { Change, KeptFields, Records } from "./records.ts";
 const ID_RE = /^[A-Za-z0-9_.~-]{1,128}$/;
 const MAX_CREATED_BY_LENGTH = 256;
 
-export async function importRecords(records: Records, entity: EntityDef, body: unknown, caller: Caller): Promise<Change<Row[]>> {
+export function importRecords(records: Records, entity: EntityDef, body: unknown, caller: Caller): Promise<Change<Row[]>> {
   const items = batchItems(body, `an array of ${entity.name} records, each with its "id", "created_date", "updated_date" and "created_by_id" when it has them`);
+  return importItems(records, entity, items, caller, (error, index) => error.atIndex(index));
+}
+
+/**
+ * The rows of `items`, all checked before any is stored; `place` says which item an error is
+ * about (its index in a batch, its line in a file).
+ */
+export async function importItems(
+  records: Records,
+  entity: EntityDef,
+  items: readonly unknown[],
+  caller: Caller,
+  place: (error: ApiError, index: number) => ApiError,
+): Promise<Change<Row[]>> {
   const now = Date.now();
-  const rows = items.map((item, index) =>
-    atIndex(index, () => {
+  const rows = items.map((item, index) => {
+    try {
       if (!isPlainObject(item)) throw invalidJson(`Each item must be a ${entity.name} record (a JSON object).`);
       const { id, created_date, updated_date, created_by_id, ...fields } = item;
       return records.newRow(validateCreate(entity, fields), caller, now, keptFields(id, created_date, updated_date, created_by_id));
-    }),
-  );
+    } catch (error) {
+      throw error instanceof ApiError ? place(error, index) : error;
+    }
+  });
   // An id is taken once: by no other record of the batch, and by no stored record, live or deleted.
   const firstIndex = new Map<string, number>();
   for (const [index, row] of rows.entries()) {
     const other = firstIndex.get(row.id);
-    if (other !== undefined) throw idTaken(entity.name, row.id, true).atIndex(index);
+    if (other !== undefined) throw place(idTaken(entity.name, row.id, true), index);
     firstIndex.set(row.id, index);
   }
   for (const [index, item] of items.entries()) {
     if (!isPlainObject(item) || item.id === undefined) continue;
-    if (await records.store.get(entity.name, rows[index]!.id)) throw idTaken(entity.name, rows[index]!.id, false).atIndex(index);
+    if (await records.store.get(entity.name, rows[index]!.id)) throw place(idTaken(entity.name, rows[index]!.id, false), index);
   }
   return { entity, puts: rows.map((row) => ({ entity: entity.name, row, replaces: 0 })), result: rows };
 }

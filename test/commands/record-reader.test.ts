@@ -1,9 +1,10 @@
-// The import file reader (src/commands/record-reader.ts): records and the lines they start on,
+// The import file reader (src/records/record-splitter.ts, src/commands/record-reader.ts): records and the lines they start on,
 // the same however the file is cut into chunks.
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { RecordSplitter, readRecords } from "../../src/commands/record-reader.ts";
+import { readRecords } from "../../src/commands/record-reader.ts";
+import { RecordSplitter } from "../../src/records/record-splitter.ts";
 
 function split(text: string, chunkSize: number): Array<{ line: number; text: string }> {
   const splitter = new RecordSplitter();
