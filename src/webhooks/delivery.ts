@@ -164,6 +164,12 @@ export class Deliverer {
     if (compareFeedPositions(next, this.position) > 0) this.moveTo(next);
     if (events.length === 0) {
       this.lagSeconds = 0;
+      // Caught up: the position is written now rather than later, so a crash while idle sends nothing again.
+      if (this.isDirty && this.flushTimer) {
+        clearTimeout(this.flushTimer);
+        this.flushTimer = null;
+        this.flushing = this.flush();
+      }
       await this.sleep(IDLE_WAIT_MS);
     }
   }
