@@ -66,6 +66,10 @@ Usage: npx tabula-server [serve] [options]   serve the entities of --schema
                            resuming from before them catches up by records
   --max-streams N          change feed streams and long polls held at once          [TABULA_MAX_STREAMS, default 1000]
   --log FORMAT             one line per request on stdout: text, json or off        [TABULA_LOG, default text]
+  --webhooks-allow-private webhooks may reach loopback, private and link-local     [TABULA_WEBHOOKS_ALLOW_PRIVATE=1]
+                           addresses (a receiver on this machine; see docs/webhooks.md)
+  --webhook-retry-scale F  the webhook retry schedule (5 s … 10 h) times F, above    [TABULA_WEBHOOK_RETRY_SCALE, default 1]
+                           0 and at most 1: shorter retries for tests
   --no-ui                  serve no data browser at GET / (then a 404, as any unknown path)
   -h, --help               this help
   -v, --version            the version
@@ -90,10 +94,10 @@ const FATAL_GRACE_MS = 1000;
 
 class UsageError extends Error {}
 
-const VALUE_FLAGS = ["schema", "migrations", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "cors", "app-id", "rate-limit", "changes-keep", "max-streams", "log"] as const;
+const VALUE_FLAGS = ["schema", "migrations", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "cors", "app-id", "rate-limit", "changes-keep", "max-streams", "log", "webhook-retry-scale"] as const;
 type ValueFlag = (typeof VALUE_FLAGS)[number];
 
-const SWITCHES = ["memory", "demo", "trust-proxy", "no-ui", "help", "version"] as const;
+const SWITCHES = ["memory", "demo", "trust-proxy", "no-ui", "webhooks-allow-private", "help", "version"] as const;
 type Switch = (typeof SWITCHES)[number];
 const SHORT_SWITCHES: Readonly<Record<string, Switch>> = { "-h": "help", "-v": "version" };
 
@@ -102,7 +106,7 @@ interface Parsed extends Record<Switch, boolean> {
 }
 
 function parseArgs(argv: string[]): Parsed {
-  const parsed: Parsed = { values: {}, memory: false, demo: false, "trust-proxy": false, "no-ui": false, help: false, version: false };
+  const parsed: Parsed = { values: {}, memory: false, demo: false, "trust-proxy": false, "no-ui": false, "webhooks-allow-private": false, help: false, version: false };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const short = SHORT_SWITCHES[arg];
@@ -152,6 +156,13 @@ function wholeNumberOf<K extends string>(option: K, text: string | undefined, so
   const value = /^\d+$/.test(text) ? Number(text) : NaN;
   if (!(value >= min) || !Number.isSafeInteger(value)) throw new UsageError(`${source} must be a whole number of ${unit}, at least ${min} (got "${text}").`);
   return { [option]: value } as Partial<Record<K, number>>;
+}
+
+function retryScaleOf(text: string | undefined, source: string): { webhookRetryScale?: number } {
+  if (text === undefined || text === "") return {};
+  const scale = /^\d*\.?\d+(e-?\d+)?$/i.test(text) ? Number(text) : NaN;
+  if (!(scale > 0 && scale <= 1)) throw new UsageError(`${source} must be a number above 0 and at most 1, such as 0.001 (got "${text}").`);
+  return { webhookRetryScale: scale };
 }
 
 function logFormatOf(text: string | undefined, source: string): LogFormat {
@@ -220,6 +231,8 @@ function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv): ServerOptions & { re
     ...rateLimitOf(values["rate-limit"] ?? env.TABULA_RATE_LIMIT, values["rate-limit"] !== undefined ? "--rate-limit" : "TABULA_RATE_LIMIT"),
     trustProxy: parsed["trust-proxy"] || env.TABULA_TRUST_PROXY === "1",
     ui: !parsed["no-ui"],
+    webhooksAllowPrivate: parsed["webhooks-allow-private"] || env.TABULA_WEBHOOKS_ALLOW_PRIVATE === "1",
+    ...retryScaleOf(values["webhook-retry-scale"] ?? env.TABULA_WEBHOOK_RETRY_SCALE, values["webhook-retry-scale"] !== undefined ? "--webhook-retry-scale" : "TABULA_WEBHOOK_RETRY_SCALE"),
     ...wholeNumberOf("changesKeep", values["changes-keep"] ?? env.TABULA_CHANGES_KEEP, values["changes-keep"] !== undefined ? "--changes-keep" : "TABULA_CHANGES_KEEP", 0, "events"),
     log: logFormatOf(values.log ?? env.TABULA_LOG, values.log !== undefined ? "--log" : "TABULA_LOG"),
     ...wholeNumberOf("maxStreams", values["max-streams"] ?? env.TABULA_MAX_STREAMS, values["max-streams"] !== undefined ? "--max-streams" : "TABULA_MAX_STREAMS", 1, "streams"),

@@ -41,7 +41,9 @@ export type ErrorCode =
   | "backup_unsupported"
   | "key_not_found"
   | "last_secret_key"
-  | "key_not_managed";
+  | "key_not_managed"
+  | "webhook_not_found"
+  | "invalid_webhook_url";
 
 export type ErrorDetails = Record<string, unknown>;
 
@@ -244,6 +246,18 @@ export const backupTargetExists = (message: string, to: string) => new ApiError(
 export const backupUnsupported = (message: string) => new ApiError(501, "backup_unsupported", message);
 
 /** DELETE /api/keys/<id> and POST /api/keys/<id>/roll of an id no stored key has (docs/api.md, "Managing keys"). */
+export const webhookNotFound = (id: string) =>
+  new ApiError(404, "webhook_not_found", `No webhook endpoint has the id "${id}" (it may have been deleted). GET /api/webhooks lists them.`, { id });
+
+/** A webhook URL that may not be reached (docs/webhooks.md, "Safety"). */
+export const invalidWebhookUrl = (message: string, url: unknown) =>
+  new ApiError(
+    400,
+    "invalid_webhook_url",
+    `${message} Give an http:// or https:// URL that reaches your receiver over the public network (or start tabula with --webhooks-allow-private for one on this machine or network).`,
+    { url },
+  );
+
 export const keyNotFound = (id: string) =>
   new ApiError(404, "key_not_found", `No key has the id "${id}" (it may have been revoked, or have expired). GET /api/keys lists the keys.`, { id });
 

@@ -138,6 +138,10 @@ export interface StartOptions {
   readonly log?: "text" | "json" | "off";
   /** Serve the Base44 SDK's prefix for this app id only. */
   readonly appId?: string;
+  /** Webhooks may reach receivers on loopback, private and link-local addresses (docs/webhooks.md). Default false. */
+  readonly webhooksAllowPrivate?: boolean;
+  /** The webhook retry schedule's delays multiplied by this, above 0 and at most 1 (tests shorten it). Default 1. */
+  readonly webhookRetryScale?: number;
   /** The data browser at GET /. Default true. */
   readonly ui?: boolean;
   /** Warnings (a torn log tail cut off, fields no longer declared). Default: stderr. */

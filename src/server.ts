@@ -3,7 +3,7 @@
 // embedding API (api.ts) both start tabula through it.
 
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, LookupFunction } from "node:net";
 import { isAbsolute } from "node:path";
 import { performance } from "node:perf_hooks";
 import { ApiError, backupTargetExists, backupUnsupported, invalidJson, invalidRequest, forbidden, databaseUnreachable, expectationFailed, insufficientStorage, internalError, methodNotAllowed, notFound, storeUnavailable, uniqueViolation, writeContended } from "./errors.ts";
@@ -50,6 +50,8 @@ import { RequestMetrics, type SeriesHandle } from "./metrics/request-metrics.ts"
 import { renderMetrics } from "./metrics/server-metrics.ts";
 import { uiPageReply } from "./ui/page.ts";
 import { settingName } from "./option-names.ts";
+import { Webhooks } from "./webhooks/webhooks.ts";
+import { addWebhookRoutes, WEBHOOKS_PATH } from "./http/webhooks-routes.ts";
 
 export const VERSION = "0.1.0";
 
@@ -65,6 +67,9 @@ export interface ServerOptions extends Omit<Public.StartOptions, "schema"> {
   readonly schema: string | Declarations | Schema;
   /** Lines saying what a long start-up is doing (a migration running for more than a second). */
   readonly progress?: (line: string) => void;
+  /** Tests: a webhook attempt's time limit (10 s), and how webhook hosts are resolved (node:dns). */
+  readonly webhookTimeoutMs?: number;
+  readonly webhookLookup?: LookupFunction;
 }
 
 export type { FeedChange, LoadedData } from "./public-api.ts";
@@ -113,6 +118,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
   }
   const { store, description: storeDescription, keyVault, dataDir, loaded, backup } = opened;
   let closeKeys = async () => {};
+  let closeWebhooks = async () => {};
   try {
     const migrationsDir = migrationsDirOf(options.migrations, typeof options.schema === "string" ? options.schema : null);
     const { lines: schemaLines, check } = await settleSchema(store, schema, { migrationsDir, progress: options.progress });
@@ -131,14 +137,22 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     // A key revoked or expired, here or by another process: its streams and long polls end (docs/change-feed.md).
     feed.checkKeysWith((keyId) => keys.isLive(keyId));
     keys.onGone((gone) => feed.endStreamsOf(gone));
+    const webhooks = await Webhooks.open(
+      store,
+      feed,
+      schema,
+      { allowPrivate: options.webhooksAllowPrivate, retryScale: options.webhookRetryScale, timeoutMs: options.webhookTimeoutMs, lookup: options.webhookLookup },
+      warn,
+    );
+    closeWebhooks = () => webhooks.close();
     const requests = new RequestMetrics();
     const storeKind = location.kind;
     const metrics = () =>
       then(store.metrics(), (storeMetrics) =>
-        renderMetrics({ version: VERSION, storeKind, requests, entities: [...schema.entities.keys()], store: storeMetrics, feed: feed.load, droppedLogLines: accessLog?.dropped ?? null }),
+        renderMetrics({ version: VERSION, storeKind, requests, entities: [...schema.entities.keys()], store: storeMetrics, feed: feed.load, webhooks: webhooks.metrics(), droppedLogLines: accessLog?.dropped ?? null }),
       );
     // The Host check is App's, so that its refusal is JSON like every other.
-    const ready = new App(records, feed, keys, mounts, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, cors, options.onFatal, limiter, options.trustProxy ?? false, { requests, log: accessLog, metrics }, options.ui ?? true, backup);
+    const ready = new App(records, feed, keys, mounts, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, cors, options.onFatal, limiter, options.trustProxy ?? false, { requests, log: accessLog, metrics }, options.ui ?? true, backup, webhooks);
     app = ready;
     for (const [req, res] of waiting.splice(0)) ready.handle(req, res);
     const { port, address, family } = http.address() as AddressInfo;
@@ -167,6 +181,8 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
       },
       changes: (options = {}) => followChanges(feed, schema, keys.first("secret"), options),
       async close() {
+        // Deliverers first: each writes its position while the store is open.
+        await webhooks.close();
         feed.close();
         await stopListening(http);
         await accessLog?.close();
@@ -176,6 +192,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     };
   } catch (error) {
     for (const [, res] of waiting.splice(0)) res.destroy();
+    await closeWebhooks();
     await closeKeys();
     await stopListening(http);
     await accessLog?.close();
@@ -351,9 +368,11 @@ class App {
     private readonly hasUi: boolean,
     /** POST /api/admin/backup: the store's backup, or the words saying what backs the store up instead. */
     private readonly backupStore: ((to: string) => Promise<BackupSummary>) | string,
+    webhooks: Webhooks,
   ) {
     this.router = buildRouter(mounts);
     addKeyRoutes(this.router, keys);
+    addWebhookRoutes(this.router, webhooks);
     this.idempotency = new IdempotencyGuard(records);
     const schema = records.schema;
     let openApi: string | undefined;
@@ -479,8 +498,8 @@ class App {
     if ("allowed" in match) throw methodNotAllowed(method, match.allowed);
     if (READ_METHODS.has(method)) return this.read(match.handler, new Context(req, path, query, this.records, this.feed, caller, match.params, undefined, this.documents));
     const contextOf = (body: unknown, upload?: ImportFile) => new Context(req, path, query, this.records, this.feed, caller, match.params, body, this.documents, upload);
-    // An answer holding a new key is never kept for an Idempotency-Key replay: keys are not kept in full.
-    return this.write(req, caller, match.handler, contextOf, !match.route.startsWith(KEYS_PATH));
+    // An answer holding a new key or a webhook secret is never kept for an Idempotency-Key replay.
+    return this.write(req, caller, match.handler, contextOf, !match.route.startsWith(KEYS_PATH) && !match.route.startsWith(WEBHOOKS_PATH));
   }
 
   /** GET /metrics: Prometheus text, for a secret key only (it shows every entity's counts). */

@@ -3,6 +3,7 @@
 // handlers, and a change there must be mirrored here (test/http/openapi.test.ts checks the shape).
 
 import { keyPaths } from "./openapi-keys.ts";
+import { webhookPaths } from "./openapi-webhooks.ts";
 import type { ErrorCode } from "../errors.ts";
 import { ACCESS_OPERATIONS, isScalar, kindOf, PLATFORM_FIELD_DEFS, type AccessOperation, type EntityDef, type FieldDef } from "../schema/fields.ts";
 import type { Schema } from "../schema/load.ts";
@@ -27,7 +28,7 @@ const ERROR_CODES = [
   "ambiguous_match", "idempotency_key_in_use", "precondition_failed", "payload_too_large",
   "unsupported_media_type", "idempotency_key_reused", "internal", "store_unavailable", "insufficient_storage",
   "rate_limited", "unique_violation", "too_many_streams", "too_many_exports", "backup_target_exists", "backup_unsupported",
-  "key_not_found", "last_secret_key", "key_not_managed",
+  "key_not_found", "last_secret_key", "key_not_managed", "webhook_not_found", "invalid_webhook_url",
 ] as const satisfies readonly ErrorCode[];
 // Fails to compile when errors.ts gains a code that this document does not list.
 const HAS_EVERY_ERROR_CODE: [Exclude<ErrorCode, (typeof ERROR_CODES)[number]>] extends [never] ? true : never = true;
@@ -35,10 +36,10 @@ void HAS_EVERY_ERROR_CODE;
 
 // Error responses by status; each names the codes it carries, all sharing the Error schema.
 const ERROR_RESPONSES: Record<number, [name: string, description: string]> = {
-  400: ["BadRequest", "Refused: `invalid_json`, `unknown_field`, `read_only_field`, `invalid_field`, `invalid_filter`, `invalid_parameter`, `invalid_cursor`, `filter_required`, `batch_too_large`, `invalid_multipart` (an import upload whose multipart/form-data framing is broken, cut short or holds no `file` part), `invalid_file` (an uploaded file that is empty, malformed or not JSON, NDJSON or CSV; `details.line`) or `invalid_request` (HTTP itself refuses the request: a malformed request line, header or body framing, or no `Host`). `details` names the field, parameter or batch `index` (an uploaded file's `line`) at fault. A body or `q` nesting arrays and objects deeper than 64 levels is `invalid_json` or `invalid_filter` (`details.maxDepth`), a body that is not UTF-8 `invalid_json` (`details.offset`)."],
+  400: ["BadRequest", "Refused: `invalid_json`, `unknown_field`, `read_only_field`, `invalid_field`, `invalid_filter`, `invalid_parameter`, `invalid_cursor`, `filter_required`, `batch_too_large`, `invalid_webhook_url` (a webhook URL on loopback, a private network, link-local or a metadata address, or not http(s)), `invalid_multipart` (an import upload whose multipart/form-data framing is broken, cut short or holds no `file` part), `invalid_file` (an uploaded file that is empty, malformed or not JSON, NDJSON or CSV; `details.line`) or `invalid_request` (HTTP itself refuses the request: a malformed request line, header or body framing, or no `Host`). `details` names the field, parameter or batch `index` (an uploaded file's `line`) at fault. A body or `q` nesting arrays and objects deeper than 64 levels is `invalid_json` or `invalid_filter` (`details.maxDepth`), a body that is not UTF-8 `invalid_json` (`details.offset`)."],
   401: ["Unauthorized", "`unauthorized`: the `X-Api-Key` header is missing or matches no key."],
   403: ["Forbidden", "`forbidden`: a publishable key may not do this; use a secret key."],
-  404: ["NotFound", "`entity_not_found` (no such entity; names are case-sensitive), `record_not_found` (no such live record), `key_not_found` (no key has that id: revoked, expired or never made) or `not_found` (no such path)."],
+  404: ["NotFound", "`entity_not_found` (no such entity; names are case-sensitive), `record_not_found` (no such live record), `key_not_found` (no key has that id: revoked, expired or never made), `webhook_not_found` (no webhook endpoint has that id) or `not_found` (no such path)."],
   409: ["Conflict", "`ambiguous_match` (an upsert match fits several records), `idempotency_key_in_use` (the same Idempotency-Key is still being processed; retry later), `unique_violation` (the write would give two live records the same values in fields the entity declares `unique`; `details` names the entity, fields, values and the `existing_id` of the record holding them), `backup_target_exists` (`POST /api/admin/backup` into a folder that exists and holds files), `last_secret_key` (revoking the last secret key: create another first) or `key_not_managed` (a key given by flag or environment cannot be revoked or rolled through the API)."],
   412: ["PreconditionFailed", "`precondition_failed`: `If-Match` differs from the record's current ETag; read it again and retry."],
   413: ["PayloadTooLarge", "`payload_too_large`: the body is over the server's limit (10 MiB by default). It is answered while the body is still arriving; the server reads and drops the rest (up to 64 MiB or 10 s) before it closes the connection."],
@@ -82,7 +83,7 @@ const FILTER_DESCRIPTION = [
 
 export function buildOpenApi(schema: Schema, serverVersion: string, mounts: readonly Mount[]): Record<string, unknown> {
   const entities = [...schema.entities.values()];
-  const paths: Json = { ...servicePaths(), ...keyPaths({ errors, jsonContent, tag: SERVICE_TAG }) };
+  const paths: Json = { ...servicePaths(), ...keyPaths({ errors, jsonContent, tag: SERVICE_TAG }), ...webhookPaths({ errors, jsonContent, tag: SERVICE_TAG }) };
   for (const mount of mounts) {
     paths[mount.collection.replace("/entities/:entity", "/changes").replace(":appId", "{appId}")] = { get: allChangesOperation(mount) };
     for (const entity of entities) Object.assign(paths, entityPaths(entity, mount));

@@ -4,6 +4,7 @@
 import type { StoreMetrics } from "../store/store.ts";
 import { Exposition } from "./exposition.ts";
 import type { RequestMetrics } from "./request-metrics.ts";
+import type { EndpointMetrics } from "../webhooks/webhooks.ts";
 
 export interface MetricSources {
   readonly version: string;
@@ -13,6 +14,8 @@ export interface MetricSources {
   readonly entities: readonly string[];
   readonly store: StoreMetrics;
   readonly feed: { readonly streams: number; readonly longPolls: number };
+  /** Per webhook endpoint: attempts counted by this process, and its lag where this process delivers. */
+  readonly webhooks?: readonly EndpointMetrics[];
   /** Request log lines dropped because stdout did not keep up; null without --log. */
   readonly droppedLogLines: number | null;
 }
@@ -44,6 +47,16 @@ export function renderMetrics(sources: MetricSources): string {
 
   out.family("tabula_feed_streams", "gauge", "Change feed SSE streams open.").sample("tabula_feed_streams", null, sources.feed.streams);
   out.family("tabula_feed_long_polls", "gauge", "Change feed long polls waiting.").sample("tabula_feed_long_polls", null, sources.feed.longPolls);
+  const webhooks = sources.webhooks ?? [];
+  if (webhooks.length > 0) {
+    out.family("tabula_webhook_deliveries_total", "counter", "Webhook attempts made by this process, by endpoint and result (delivered: a 2xx).");
+    for (const { id, delivered, failed } of webhooks) {
+      out.sample("tabula_webhook_deliveries_total", { endpoint: id, result: "delivered" }, delivered);
+      out.sample("tabula_webhook_deliveries_total", { endpoint: id, result: "failed" }, failed);
+    }
+    out.family("tabula_webhook_lag_seconds", "gauge", "Per endpoint this process delivers for, the age of the oldest event not yet delivered (0 when caught up).");
+    for (const { id, lagSeconds } of webhooks) if (lagSeconds !== null) out.sample("tabula_webhook_lag_seconds", { endpoint: id }, lagSeconds);
+  }
   if (sources.droppedLogLines !== null) {
     out.family("tabula_log_lines_dropped_total", "counter", "Request log lines dropped because stdout did not keep up.").sample("tabula_log_lines_dropped_total", null, sources.droppedLogLines);
   }

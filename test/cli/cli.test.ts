@@ -135,7 +135,7 @@ describe("flags", { concurrency: CONCURRENT_TESTS }, () => {
     const { code, stdout } = await run(["--help"]);
     assert.equal(code, 0);
     assert.match(stdout, /Usage/);
-    for (const flag of ["--schema", "--store", "--data", "--memory", "--port", "--host", "--secret-key", "--publishable-key", "--seed", "--max-body", "--changes-keep", "--max-streams", "--version"]) {
+    for (const flag of ["--schema", "--store", "--data", "--memory", "--port", "--host", "--secret-key", "--publishable-key", "--seed", "--max-body", "--changes-keep", "--max-streams", "--webhooks-allow-private", "--webhook-retry-scale", "--version"]) {
       assert.ok(stdout.includes(flag), `--help mentions ${flag}`);
     }
     assert.doesNotMatch(stdout, /listening on/);
@@ -161,6 +161,9 @@ describe("flags", { concurrency: CONCURRENT_TESTS }, () => {
     [["--changes-keep", "lots"], /--changes-keep must be a whole number of events/],
     [["--max-streams", "0"], /--max-streams must be a whole number of streams, at least 1 \(got "0"\)/],
     [["--trust-proxy=yes"], /--trust-proxy takes no value/],
+    [["--webhook-retry-scale", "2"], /--webhook-retry-scale must be a number above 0 and at most 1, such as 0\.001 \(got "2"\)/],
+    [["--webhook-retry-scale", "0"], /--webhook-retry-scale must be a number above 0/],
+    [["--webhooks-allow-private=yes"], /--webhooks-allow-private takes no value/],
   ];
   for (const [args, named] of badFlags) {
     test(`${args.join(" ")} exits 1 before listening with a message naming the fault`, async () => {

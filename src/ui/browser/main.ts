@@ -1,12 +1,13 @@
 // The data browser (docs/data-browser.md): asks for a key, kept in this tab's sessionStorage and sent
 // in Authorization (never in the page's URL), lists the entities with their counts, and shows the
-// one named in the URL's fragment (#Task) in a RecordsView, or the Keys page (#/keys, which no
-// entity's name can be) in a KeysView.
+// one named in the URL's fragment (#Task) in a RecordsView, the Keys page (#/keys, which no
+// entity's name can be) in a KeysView, or the Webhooks page (#/webhooks) in a WebhooksView.
 
 import { ApiClient, messageOf } from "./api-client.ts";
 import { mayDo, type EntityDecl, type KeyKind } from "./declarations.ts";
 import { fill, h } from "./dom.ts";
 import { KeysView } from "./keys-view.ts";
+import { WebhooksView } from "./webhooks-view.ts";
 import { collectionPath } from "./record-form.ts";
 import { RecordsView } from "./records-view.ts";
 import { KEY_GONE, wordKeyRefusal } from "./wording.ts";
@@ -14,13 +15,14 @@ import { KEY_GONE, wordKeyRefusal } from "./wording.ts";
 const KEY_STORAGE = "tabula.apiKey";
 /** The Keys page's fragment: "/" is in no entity's name (docs/entities.md), so it names no entity. */
 const KEYS_HASH = "#/keys";
+const WEBHOOKS_HASH = "#/webhooks";
 
 interface Session {
   readonly client: ApiClient;
   readonly kind: KeyKind;
   readonly entities: readonly EntityDecl[];
   readonly counts: Map<string, HTMLElement>;
-  view: RecordsView | KeysView | null;
+  view: RecordsView | KeysView | WebhooksView | null;
 }
 
 const app = document.getElementById("app")!;
@@ -88,13 +90,14 @@ function showBrowser(current: Session): void {
   });
   // Managing keys takes a secret key (docs/api.md): a publishable key is not offered the page.
   const keysLink = current.kind === "secret" ? h("a", { href: KEYS_HASH, "data-page": "keys" }, h("span", { class: "name" }, "Keys")) : null;
+  const webhooksLink = current.kind === "secret" ? h("a", { href: WEBHOOKS_HASH, "data-page": "webhooks" }, h("span", { class: "name" }, "Webhooks")) : null;
   const nav = h(
     "nav",
     { class: "entities", "aria-label": keysLink ? "Entities and keys" : "Entities" },
     h("h2", {}, "Entities"),
     items.length > 0 ? h("ul", {}, ...items) : h("p", { class: "muted small" }, "None declared."),
     keysLink && h("h2", {}, "Server"),
-    keysLink && h("ul", {}, h("li", {}, keysLink)),
+    keysLink && h("ul", {}, h("li", {}, keysLink), h("li", {}, webhooksLink)),
   );
   fill(app, h("div", { class: "layout" }, nav, h("div", { id: "view" })));
   for (const entity of current.entities) void refreshCount(current, entity);
@@ -105,16 +108,18 @@ function showBrowser(current: Session): void {
 function showView(current: Session): void {
   current.view?.destroy();
   current.view = null;
-  const isKeys = location.hash === KEYS_HASH;
+  const page = location.hash === KEYS_HASH ? "keys" : location.hash === WEBHOOKS_HASH ? "webhooks" : null;
+  const isKeys = page !== null;
   const name = decodeURIComponent(location.hash.slice(1));
   const entity = isKeys ? undefined : (current.entities.find((candidate) => candidate.name === name) ?? current.entities[0]);
   for (const link of app.querySelectorAll<HTMLAnchorElement>("nav.entities a")) {
-    if (isKeys ? link.dataset.page === "keys" : link.dataset.entity === entity?.name) link.setAttribute("aria-current", "page");
+    if (isKeys ? link.dataset.page === page : link.dataset.entity === entity?.name) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }
   const box = document.getElementById("view")!;
   // A publishable key may come here by the URL alone: the page asks all the same, and shows the API's 403.
-  if (isKeys) current.view = new KeysView({ client: current.client, onUnauthorized: () => forgetKey(KEY_GONE) });
+  if (page === "keys") current.view = new KeysView({ client: current.client, onUnauthorized: () => forgetKey(KEY_GONE) });
+  else if (page === "webhooks") current.view = new WebhooksView({ client: current.client, onUnauthorized: () => forgetKey(KEY_GONE) });
   else if (entity) current.view = new RecordsView({ client: current.client, kind: current.kind, entity, onWrite: () => void refreshCount(current, entity) });
   if (current.view) fill(box, current.view.element);
   else fill(box, h("p", { class: "notice" }, "The schema declares no entities."));

@@ -1,0 +1,268 @@
+// One endpoint's deliverer (docs/webhooks.md, "Delivery"): it reads the change feed from the
+// endpoint's position, as a secret key sees it, and sends each event that passes the endpoint's
+// filters, one at a time in commit order; a 2xx moves the position, anything else is tried again
+// after the next delay of the schedule, from the same event, until the schedule runs out. The feed
+// sends only what is durable, and a position older than its window resumes through its sync
+// catch-up (docs/change-feed.md), so nothing written is ever skipped. The position is written to
+// the store's metadata vault every PROGRESS_FLUSH_MS while it moves: after a crash the events since
+// are sent again, with the same webhook-id (at least once, never lost).
+
+import type { ChangeFeed, FeedSubscription } from "../feed/change-feed.ts";
+import { eventIdOf, parseEventId } from "../feed/events.ts";
+import { parseFilter } from "../query/filter.ts";
+import type { Schema } from "../schema/load.ts";
+import { compileFilter, type Predicate } from "../store/memory/predicate.ts";
+import { compareFeedPositions, positionOf, type FeedEvent, type FeedPosition, type FeedState, type Store } from "../store/store.ts";
+import { progressKey } from "./book.ts";
+import type { Progress, StoredEndpoint } from "./endpoints.ts";
+import type { Attempt, Sender } from "./send.ts";
+
+/** After the first failure, the delays before each next attempt: about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (as Svix's). */
+export const RETRY_DELAYS_MS: readonly number[] = [5, 300, 1800, 7200, 18_000, 36_000, 36_000].map((seconds) => seconds * 1000);
+/** The attempts an endpoint's delivery log keeps (GET …/deliveries). */
+export const MAX_KEPT_ATTEMPTS = 100;
+/** Events read from the feed at a time. */
+const STEP_EVENTS = 100;
+/** How soon a moved position is written to the store (a crash sends at most this much again). */
+const PROGRESS_FLUSH_MS = 500;
+/** Caught up, a deliverer waits for the feed's news, or this long. */
+const IDLE_WAIT_MS = 1000;
+/** After the feed could not be read (a database away), the next try. */
+const READ_RETRY_MS = 1000;
+
+/** Who the feed shapes events for: a secret key (docs/webhooks.md: the event as a secret key sees it). */
+const WEBHOOK_CALLER = { keyId: "webhooks", kind: "secret" } as const;
+
+export interface DeliveryContext {
+  readonly store: Store;
+  readonly feed: ChangeFeed;
+  readonly schema: Schema;
+  readonly sender: Sender;
+  /** The retry schedule, scaled (--webhook-retry-scale). */
+  readonly retryDelaysMs: readonly number[];
+  readonly warn: (message: string) => void;
+  /** Disables the endpoint, kept in the store with the reason. */
+  disable(id: string, reason: string): Promise<void>;
+  /** Counts an attempt (GET /metrics). */
+  count(id: string, isDelivered: boolean): void;
+}
+
+/** A stored event id read back; stored ones were issued by this store. */
+export function positionFrom(eventId: string): FeedPosition {
+  const any = { seq: Number.MAX_SAFE_INTEGER, index: Number.MAX_SAFE_INTEGER };
+  return parseEventId(eventId, "position", { issued: any } as FeedState);
+}
+
+export class Deliverer {
+  lagSeconds = 0;
+  private position: FeedPosition;
+  private replayed: number;
+  private failing: Progress["failing"];
+  private readonly attempts: Attempt[];
+  private isStopped = false;
+  private isDirty = false;
+  private flushTimer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> = Promise.resolve();
+  private wakeUp: (() => void) | null = null;
+  private readonly done: Promise<void>;
+
+  constructor(
+    private endpoint: StoredEndpoint,
+    progress: Progress | undefined,
+    private readonly ctx: DeliveryContext,
+  ) {
+    this.position = positionFrom(progress?.position ?? endpoint.start);
+    this.replayed = progress?.replayed ?? 0;
+    this.failing = progress?.failing ?? null;
+    this.attempts = [...(progress?.deliveries ?? [])];
+    this.done = this.run().catch((error: Error) => ctx.warn(`Webhook ${endpoint.id} stopped delivering: ${error.stack ?? error.message}`));
+  }
+
+  get id(): string {
+    return this.endpoint.id;
+  }
+
+  /** The endpoint changed (here or in another process): the next step follows the new version. */
+  update(endpoint: StoredEndpoint): void {
+    const was = this.endpoint;
+    // Every endpoint is read anew when one changes: the others stay as they were.
+    if (JSON.stringify(endpoint) === JSON.stringify(was)) return;
+    this.endpoint = endpoint;
+    // Enabled again: a new schedule. Its URL or filters changed: the failing event is tried again now.
+    if (endpoint.enabled && !was.enabled) this.failing = null;
+    else if (this.failing) this.failing = { ...this.failing, next_at: new Date().toISOString() };
+    this.wake();
+  }
+
+  progress(): Progress {
+    return { position: eventIdOf(this.position), replayed: this.replayed, failing: this.failing, deliveries: this.attempts };
+  }
+
+  /** A ping's attempt, kept in the log like the others. */
+  note(attempt: Attempt): void {
+    this.keep(attempt);
+  }
+
+  /** Stops after the attempt in flight; writes the progress unless the endpoint was deleted. */
+  async stop(isDeleted: boolean): Promise<void> {
+    this.isStopped = true;
+    this.wake();
+    await this.done;
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    await this.flushing;
+    if (!isDeleted && this.isDirty) await this.flush();
+  }
+
+  wake(): void {
+    this.wakeUp?.();
+  }
+
+  private async run(): Promise<void> {
+    while (!this.isStopped) {
+      const endpoint = this.endpoint;
+      if (!endpoint.enabled) {
+        this.lagSeconds = 0;
+        await this.sleep(Infinity);
+        continue;
+      }
+      if (endpoint.replay && endpoint.replay.number !== this.replayed) {
+        this.position = positionFrom(endpoint.replay.since);
+        this.replayed = endpoint.replay.number;
+        this.failing = null;
+        this.markDirty();
+      }
+      const dueIn = this.failing ? Date.parse(this.failing.next_at) - Date.now() : 0;
+      if (dueIn > 0) {
+        await this.sleep(dueIn);
+        continue;
+      }
+      await this.step(endpoint);
+    }
+  }
+
+  /** Reads the next events and sends them; returns at the first failure, or when the endpoint changed. */
+  private async step(endpoint: StoredEndpoint): Promise<void> {
+    let events: FeedEvent[];
+    let next: FeedPosition;
+    try {
+      ({ events, next } = await this.ctx.feed.read(subscriptionOf(endpoint, this.ctx.schema), this.position, STEP_EVENTS, 0));
+    } catch (error) {
+      this.ctx.warn(`Webhook ${endpoint.id} could not read the change feed (retrying in ${READ_RETRY_MS} ms): ${(error as Error).message}`);
+      await this.sleep(READ_RETRY_MS);
+      return;
+    }
+    for (const event of events) {
+      if (this.isStopped || this.endpoint !== endpoint) return;
+      // A sync stands for whatever happened to its record meanwhile: every endpoint gets it.
+      if (event.type === "sync" || endpoint.events.includes(event.type)) {
+        this.lagSeconds = Math.max(0, (Date.now() - Date.parse(String(event.row.data.updated_date))) / 1000) || 0;
+        if (!(await this.send(endpoint, event))) return;
+      }
+      this.moveTo(positionOf(event.row));
+    }
+    if (this.isStopped || this.endpoint !== endpoint) return;
+    if (compareFeedPositions(next, this.position) > 0) this.moveTo(next);
+    if (events.length === 0) {
+      this.lagSeconds = 0;
+      // Caught up: the position is written now rather than later, so a crash while idle sends nothing again.
+      if (this.isDirty && this.flushTimer) {
+        clearTimeout(this.flushTimer);
+        this.flushTimer = null;
+        this.flushing = this.flush();
+      }
+      await this.sleep(IDLE_WAIT_MS);
+    }
+  }
+
+  /** One attempt at `event`; false when it failed (the next is scheduled, or the endpoint disabled). */
+  private async send(endpoint: StoredEndpoint, event: FeedEvent): Promise<boolean> {
+    const sub = subscriptionOf(endpoint, this.ctx.schema);
+    const attempt = await this.ctx.sender.send(endpoint.url, endpoint.secret, eventIdOf(positionOf(event.row)), this.ctx.feed.changeJson(event, sub));
+    this.keep(attempt);
+    this.ctx.count(endpoint.id, attempt.error === null);
+    if (attempt.error === null) {
+      this.failing = null;
+      return true;
+    }
+    const attempts = (this.failing?.attempts ?? 0) + 1;
+    const delay = this.ctx.retryDelaysMs[attempts - 1];
+    if (attempt.status === 410 || delay === undefined) {
+      const reason = attempt.status === 410 ? `The receiver answered 410 Gone at ${attempt.at}.` : `${attempts} attempts at event ${attempt.event_id} failed, the last at ${attempt.at}: ${attempt.error}`;
+      this.failing = null;
+      this.markDirty();
+      await this.ctx.disable(endpoint.id, reason).catch((error: Error) => this.ctx.warn(`Webhook ${endpoint.id} could not be disabled: ${error.message}`));
+      return false;
+    }
+    this.failing = { attempts, next_at: new Date(Date.now() + delay).toISOString(), error: attempt.error };
+    return false;
+  }
+
+  private keep(attempt: Attempt): void {
+    this.attempts.unshift(attempt);
+    if (this.attempts.length > MAX_KEPT_ATTEMPTS) this.attempts.length = MAX_KEPT_ATTEMPTS;
+    this.markDirty();
+  }
+
+  private moveTo(position: FeedPosition): void {
+    this.position = position;
+    this.markDirty();
+  }
+
+  private markDirty(): void {
+    this.isDirty = true;
+    this.flushTimer ??= setTimeout(() => {
+      this.flushTimer = null;
+      this.flushing = this.flush();
+    }, PROGRESS_FLUSH_MS);
+  }
+
+  private async flush(): Promise<void> {
+    this.isDirty = false;
+    try {
+      await this.ctx.store.commit({ puts: [], meta: [{ key: progressKey(this.endpoint.id), value: this.progress() }] });
+    } catch (error) {
+      // Kept in memory and written with the next move: a crash meanwhile sends those events again.
+      this.isDirty = true;
+      this.ctx.warn(`Webhook ${this.endpoint.id}'s position could not be written: ${(error as Error).message}`);
+    }
+  }
+
+  /** Waits `ms`, or until woken (the feed's news, a change of the endpoint, stop). */
+  private sleep(ms: number): Promise<void> {
+    if (this.isStopped) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = ms === Infinity ? null : setTimeout(wake, ms);
+      function wake(): void {
+        if (timer) clearTimeout(timer);
+        resolve();
+      }
+      this.wakeUp = () => {
+        this.wakeUp = null;
+        wake();
+      };
+    });
+  }
+}
+
+/** Each version of an endpoint is compiled once: a step and each of its sends use the same. */
+const subscriptions = new WeakMap<StoredEndpoint, FeedSubscription>();
+
+/** What an endpoint reads of the feed: its entities, its q on each (checked when it was saved). */
+function subscriptionOf(endpoint: StoredEndpoint, schema: Schema): FeedSubscription {
+  let sub = subscriptions.get(endpoint);
+  if (!sub) subscriptions.set(endpoint, (sub = compileSubscription(endpoint, schema)));
+  return sub;
+}
+
+function compileSubscription(endpoint: StoredEndpoint, schema: Schema): FeedSubscription {
+  const names = (endpoint.entities ?? [...schema.entities.keys()]).filter((name) => schema.entities.has(name));
+  let filters: Map<string, Predicate> | null = null;
+  if (endpoint.q !== null) {
+    filters = new Map();
+    for (const name of names) {
+      const node = parseFilter(schema.entities.get(name)!, endpoint.q, { mayUseCreatedBy: true });
+      if (node) filters.set(name, compileFilter(node));
+    }
+  }
+  return { caller: WEBHOOK_CALLER, entities: new Set(names), filters, key: `webhook ${endpoint.id}` };
+}

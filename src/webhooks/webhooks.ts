@@ -1,0 +1,260 @@
+// Webhooks (docs/webhooks.md): the endpoints' operations the API calls (no HTTP here), and one
+// deliverer per endpoint, run by the process that holds the delivery lease (every process of a
+// store of its own; on PostgreSQL, one at a time). Endpoints are kept by book.ts, sent to by
+// delivery.ts and send.ts.
+
+import { randomBytes } from "node:crypto";
+import type { LookupFunction } from "node:net";
+import { invalidRequest, webhookNotFound } from "../errors.ts";
+import type { ChangeFeed } from "../feed/change-feed.ts";
+import { eventIdOf, parseEventId } from "../feed/events.ts";
+import type { Schema } from "../schema/load.ts";
+import type { Store } from "../store/store.ts";
+import { progressKey, WebhookBook } from "./book.ts";
+import { Deliverer, RETRY_DELAYS_MS } from "./delivery.ts";
+import { checkFilter, EVENT_TYPES, MAX_WEBHOOKS, readEndpointFields, viewOf, type EndpointView, type StoredEndpoint } from "./endpoints.ts";
+import { SOLE_LEASE, storeLease, type Lease } from "./lease.ts";
+import { ATTEMPT_TIMEOUT_MS, createSender, newSecret, type Attempt, type Sender } from "./send.ts";
+import { checkWebhookUrl, type TargetPolicy } from "./target.ts";
+
+export interface WebhookOptions {
+  /** --webhooks-allow-private: receivers on loopback and private networks may be reached. */
+  readonly allowPrivate?: boolean;
+  /** --webhook-retry-scale: the retry schedule's delays multiplied by this (tests shorten it). */
+  readonly retryScale?: number;
+  /** Tests: an attempt's time limit instead of 10 s. */
+  readonly timeoutMs?: number;
+  /** Tests: how names are resolved. */
+  readonly lookup?: LookupFunction;
+}
+
+export interface EndpointMetrics {
+  readonly id: string;
+  readonly delivered: number;
+  readonly failed: number;
+  /** Seconds since the oldest event not yet delivered was written; null where this process does not deliver. */
+  readonly lagSeconds: number | null;
+}
+
+export class Webhooks {
+  private readonly deliverers = new Map<string, Deliverer>();
+  private readonly counts = new Map<string, { delivered: number; failed: number }>();
+  private lease: Lease | null = null;
+  private reconciling: Promise<void> = Promise.resolve();
+  private isClosed = false;
+
+  static async open(store: Store, feed: ChangeFeed, schema: Schema, options: WebhookOptions, warn: (message: string) => void): Promise<Webhooks> {
+    const scale = options.retryScale ?? 1;
+    if (!(scale > 0 && scale <= 1)) throw new Error(`The webhook retry scale must be a number above 0 and at most 1 (got ${scale}).`);
+    const book = await WebhookBook.open(store, warn);
+    const policy: TargetPolicy = { allowPrivate: options.allowPrivate ?? false, lookup: options.lookup };
+    const sender = createSender(policy, options.timeoutMs ?? ATTEMPT_TIMEOUT_MS);
+    const webhooks = new Webhooks(store, feed, schema, book, policy, sender, RETRY_DELAYS_MS.map((ms) => ms * scale), warn);
+    book.onChange(() => webhooks.reconcile());
+    store.onFeed(() => {
+      for (const deliverer of webhooks.deliverers.values()) deliverer.wake();
+    });
+    webhooks.reconcile();
+    return webhooks;
+  }
+
+  private constructor(
+    private readonly store: Store,
+    private readonly feed: ChangeFeed,
+    private readonly schema: Schema,
+    private readonly book: WebhookBook,
+    private readonly policy: TargetPolicy,
+    private readonly sender: Sender,
+    private readonly retryDelaysMs: readonly number[],
+    private readonly warn: (message: string) => void,
+  ) {}
+
+  async list(): Promise<EndpointView[]> {
+    return Promise.all(this.book.list().map(async (endpoint) => viewOf(endpoint, await this.progressOf(endpoint.id))));
+  }
+
+  async get(id: string): Promise<EndpointView> {
+    return viewOf(this.find(id), await this.progressOf(id));
+  }
+
+  /** A new endpoint, answered with its secret (the only time it is shown); it gets the events after now. */
+  async create(body: unknown): Promise<EndpointView & { secret: string }> {
+    const fields = readEndpointFields(body, this.schema, true);
+    const url = await checkWebhookUrl(fields.url, this.policy);
+    const entities = fields.entities ?? null;
+    const q = fields.q ?? null;
+    checkFilter(q, entities, this.schema);
+    const { head } = await this.store.feedState();
+    const now = new Date().toISOString();
+    const endpoint: StoredEndpoint = {
+      id: `wh_${randomBytes(8).toString("hex")}`,
+      url,
+      entities,
+      events: fields.events ?? EVENT_TYPES,
+      q,
+      description: fields.description ?? "",
+      enabled: fields.enabled ?? true,
+      disabled_reason: null,
+      secret: newSecret(),
+      created_date: now,
+      updated_date: now,
+      start: eventIdOf(head),
+      replay: null,
+    };
+    await this.book.change((stored) => {
+      if (stored.length >= MAX_WEBHOOKS) throw invalidRequest(`A server keeps at most ${MAX_WEBHOOKS} webhook endpoints; delete one first (GET /api/webhooks lists them).`, { max: MAX_WEBHOOKS });
+      return { endpoints: [...stored, endpoint], value: undefined };
+    });
+    return { ...viewOf(endpoint, undefined), secret: endpoint.secret };
+  }
+
+  /** PATCH: the fields given change; enabling again clears the reason it was disabled for. */
+  async update(id: string, body: unknown): Promise<EndpointView> {
+    this.find(id);
+    const fields = readEndpointFields(body, this.schema, false);
+    const url = fields.url === undefined ? undefined : await checkWebhookUrl(fields.url, this.policy);
+    const updated = await this.changeOne(id, (endpoint) => {
+      const next: StoredEndpoint = {
+        ...endpoint,
+        ...(url === undefined ? {} : { url }),
+        ...(fields.entities === undefined ? {} : { entities: fields.entities }),
+        ...(fields.events === undefined ? {} : { events: fields.events }),
+        ...(fields.q === undefined ? {} : { q: fields.q }),
+        ...(fields.description === undefined ? {} : { description: fields.description }),
+        ...(fields.enabled === undefined ? {} : { enabled: fields.enabled, disabled_reason: null }),
+        updated_date: new Date().toISOString(),
+      };
+      checkFilter(next.q, next.entities, this.schema);
+      return next;
+    });
+    return viewOf(updated, await this.progressOf(id));
+  }
+
+  async remove(id: string): Promise<{ id: string; deleted: true }> {
+    this.find(id);
+    await this.book.change((stored) => {
+      if (!stored.some((endpoint) => endpoint.id === id)) throw webhookNotFound(id);
+      return { endpoints: stored.filter((endpoint) => endpoint.id !== id), value: undefined, meta: [{ key: progressKey(id), value: null }] };
+    });
+    return { id, deleted: true };
+  }
+
+  /** The last attempts, newest first. */
+  async deliveries(id: string): Promise<readonly Attempt[]> {
+    this.find(id);
+    return (await this.progressOf(id))?.deliveries ?? [];
+  }
+
+  /** Sends every event after `since` again (through the sync catch-up when it is older than the feed's window). */
+  async replay(id: string, sinceText: string | null): Promise<{ id: string; since: string }> {
+    this.find(id);
+    if (sinceText === null) throw invalidRequest("Give since=<event id>: the events after it are sent again (0 for every record from the start, as sync events).", { parameter: "since" });
+    const since = eventIdOf(parseEventId(sinceText, "since", await this.store.feedState()));
+    await this.changeOne(id, (endpoint) => ({ ...endpoint, replay: { since, number: (endpoint.replay?.number ?? 0) + 1 } }));
+    return { id, since };
+  }
+
+  /** POST …/test: a ping, sent now, whatever the endpoint's state; answered with what the receiver did. */
+  async ping(id: string): Promise<Attempt> {
+    const endpoint = this.find(id);
+    const body = JSON.stringify({ type: "ping", timestamp: new Date().toISOString(), data: { endpoint: id, description: endpoint.description } });
+    const attempt = await this.sender.send(endpoint.url, endpoint.secret, `ping_${randomBytes(8).toString("hex")}`, body);
+    this.deliverers.get(id)?.note(attempt);
+    return attempt;
+  }
+
+  metrics(): EndpointMetrics[] {
+    return this.book.list().map(({ id, enabled }) => {
+      const counts = this.counts.get(id) ?? { delivered: 0, failed: 0 };
+      const deliverer = this.deliverers.get(id);
+      return { id, ...counts, lagSeconds: deliverer && enabled ? deliverer.lagSeconds : null };
+    });
+  }
+
+  /** Stops delivering after the attempts in flight, writes each position, and gives the lease back. */
+  async close(): Promise<void> {
+    this.isClosed = true;
+    await this.reconciling;
+    await Promise.all([...this.deliverers.values()].map((deliverer) => deliverer.stop(false)));
+    this.deliverers.clear();
+    await this.lease?.close();
+    this.book.close();
+    this.sender.close();
+  }
+
+  private find(id: string): StoredEndpoint {
+    const endpoint = this.book.get(id);
+    if (!endpoint) throw webhookNotFound(id);
+    return endpoint;
+  }
+
+  private async changeOne(id: string, change: (endpoint: StoredEndpoint) => StoredEndpoint): Promise<StoredEndpoint> {
+    return this.book.change((stored) => {
+      const index = stored.findIndex((endpoint) => endpoint.id === id);
+      if (index === -1) throw webhookNotFound(id);
+      const changed = change(stored[index]!);
+      return { endpoints: stored.map((endpoint, i) => (i === index ? changed : endpoint)), value: changed };
+    });
+  }
+
+  private async progressOf(id: string) {
+    return this.deliverers.get(id)?.progress() ?? (await this.book.progress(id));
+  }
+
+  /** Deliverers for the endpoints there are, while this process holds the lease; one change at a time. */
+  private reconcile(): void {
+    this.reconciling = this.reconciling.then(() => this.startAndStop()).catch((error: Error) => this.warn(`Webhook deliverers could not be started: ${error.message}`));
+  }
+
+  private async startAndStop(): Promise<void> {
+    const endpoints = this.book.list();
+    // A lease is sought once there is something to deliver: a store without webhooks writes nothing.
+    if (!this.lease && endpoints.length > 0 && !this.isClosed) {
+      this.lease = this.store.idNode === null ? SOLE_LEASE : storeLease(this.store, this.warn);
+      this.lease.onChange(() => this.reconcile());
+    }
+    const isHeld = !this.isClosed && (this.lease?.isHeld() ?? false);
+    const byId = new Map(endpoints.map((endpoint) => [endpoint.id, endpoint]));
+    for (const [id, deliverer] of this.deliverers) {
+      const endpoint = byId.get(id);
+      if (endpoint && isHeld) continue;
+      this.deliverers.delete(id);
+      // Deleted: its progress goes too. The lease lost: the new holder writes it from now on.
+      await deliverer.stop(true);
+      if (!endpoint) await this.store.commit({ puts: [], meta: [{ key: progressKey(id), value: null }] });
+    }
+    if (!isHeld) return;
+    for (const endpoint of endpoints) {
+      const running = this.deliverers.get(endpoint.id);
+      if (running) {
+        running.update(endpoint);
+        continue;
+      }
+      const progress = await this.book.progress(endpoint.id);
+      this.deliverers.set(endpoint.id, new Deliverer(endpoint, progress, this.deliveryContext()));
+    }
+  }
+
+  private deliveryContext() {
+    return {
+      store: this.store,
+      feed: this.feed,
+      schema: this.schema,
+      sender: this.sender,
+      retryDelaysMs: this.retryDelaysMs,
+      warn: this.warn,
+      disable: async (id: string, reason: string) => {
+        await this.changeOne(id, (endpoint) => ({ ...endpoint, enabled: false, disabled_reason: reason, updated_date: new Date().toISOString() })).catch((error: unknown) => {
+          // Deleted meanwhile: nothing to disable.
+          if ((error as { code?: string }).code !== "webhook_not_found") throw error;
+        });
+      },
+      count: (id: string, isDelivered: boolean) => {
+        let counts = this.counts.get(id);
+        if (!counts) this.counts.set(id, (counts = { delivered: 0, failed: 0 }));
+        if (isDelivered) counts.delivered++;
+        else counts.failed++;
+      },
+    };
+  }
+}
