@@ -13,6 +13,8 @@ export interface MetricSources {
   readonly entities: readonly string[];
   readonly store: StoreMetrics;
   readonly feed: { readonly streams: number; readonly longPolls: number };
+  /** Socket.IO connections of @base44/sdk's subscribe() (docs/base44-sdk.md) and the rooms they joined. */
+  readonly realtime: { readonly sockets: number; readonly rooms: number };
   /** Request log lines dropped because stdout did not keep up; null without --log. */
   readonly droppedLogLines: number | null;
 }
@@ -44,6 +46,8 @@ export function renderMetrics(sources: MetricSources): string {
 
   out.family("tabula_feed_streams", "gauge", "Change feed SSE streams open.").sample("tabula_feed_streams", null, sources.feed.streams);
   out.family("tabula_feed_long_polls", "gauge", "Change feed long polls waiting.").sample("tabula_feed_long_polls", null, sources.feed.longPolls);
+  out.family("tabula_realtime_sockets", "gauge", "Socket.IO connections open (WebSockets at /ws-user-apps/socket.io/).").sample("tabula_realtime_sockets", null, sources.realtime.sockets);
+  out.family("tabula_realtime_rooms", "gauge", "Rooms those connections joined: one change feed stream each.").sample("tabula_realtime_rooms", null, sources.realtime.rooms);
   if (sources.droppedLogLines !== null) {
     out.family("tabula_log_lines_dropped_total", "counter", "Request log lines dropped because stdout did not keep up.").sample("tabula_log_lines_dropped_total", null, sources.droppedLogLines);
   }
