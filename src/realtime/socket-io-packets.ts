@@ -1,7 +1,7 @@
 // The text packets of Engine.IO 4 and Socket.IO 5 as they travel in WebSocket messages
 // (docs/realtime.md): an Engine.IO packet is one type digit and its data; a Socket.IO packet rides
 // in an Engine.IO "message" (4) as a type digit, an optional "/namespace,", an optional ack id,
-// and JSON. Only text: binary packets (attachments) are not taken.
+// and JSON. Only text: binary packets (with attachments) are recognised, to be refused.
 
 /** Engine.IO packet types (the first character of every message). */
 export const ENGINE = { open: "0", close: "1", ping: "2", pong: "3", message: "4", upgrade: "5", noop: "6" } as const;
@@ -46,8 +46,14 @@ export function eventPacket(namespace: string, name: string, ...args: unknown[])
 export function decodeSocketPacket(text: string): SocketPacket | string {
   const type = Number(text[0]);
   if (text.length === 0 || !Number.isInteger(type) || type < SOCKET.connect || type > SOCKET.binaryAck) return `unknown Socket.IO packet type "${text.slice(0, 1)}"`;
-  if (type === SOCKET.binaryEvent || type === SOCKET.binaryAck) return "binary packets (attachments) are not taken by this server";
   let at = 1;
+  if (type === SOCKET.binaryEvent || type === SOCKET.binaryAck) {
+    // "<type><attachments>-[/namespace,]…": the rest is not read, as its attachments are not taken.
+    const count = /^\d+-/.exec(text.slice(1));
+    if (count === null) return "a binary packet without its count of attachments";
+    const rest = text.slice(1 + count[0].length);
+    return { type, namespace: rest.startsWith("/") ? rest.split(",")[0]! : DEFAULT_NAMESPACE };
+  }
   let namespace = DEFAULT_NAMESPACE;
   if (text[at] === "/") {
     const comma = text.indexOf(",", at);

@@ -22,9 +22,12 @@ export class RawSocket {
   /** The close code and reason, once closed. */
   readonly closed: Promise<{ code: number; reason: string }>;
 
-  constructor(readonly ws: WebSocket) {
+  /** `answersPings`: Engine.IO pings ("2") are answered ("3") as socket.io-client does; they are kept as messages too. */
+  constructor(readonly ws: WebSocket, answersPings = true) {
     ws.on("message", (data, isBinary) => {
-      this.messages.push(isBinary ? `<binary ${(data as Buffer).length}>` : data.toString());
+      const text = isBinary ? `<binary ${(data as Buffer).length}>` : data.toString();
+      if (answersPings && text === "2") ws.send("3");
+      this.messages.push(text);
       for (const wake of this.waiting.splice(0)) wake();
     });
     this.closed = new Promise((resolve) => ws.on("close", (code, reason) => resolve({ code, reason: reason.toString() })));
@@ -32,9 +35,9 @@ export class RawSocket {
   }
 
   /** Opens a WebSocket to the socket and waits for Engine.IO's open packet; its data. */
-  static async open(httpUrl: string, query: Record<string, string> = {}, options: WebSocket.ClientOptions = {}): Promise<{ socket: RawSocket; open: any }> {
+  static async open(httpUrl: string, query: Record<string, string> = {}, options: WebSocket.ClientOptions = {}, answersPings = true): Promise<{ socket: RawSocket; open: any }> {
     const ws = new WebSocket(socketUrl(httpUrl, query), options);
-    const socket = new RawSocket(ws);
+    const socket = new RawSocket(ws, answersPings);
     await new Promise<void>((resolve, reject) => {
       ws.once("open", () => resolve());
       ws.once("unexpected-response", (_, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
