@@ -99,6 +99,10 @@ function isValidCloseCode(code: number): boolean {
   return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999);
 }
 
+function uncork(socket: Socket): void {
+  socket.uncork();
+}
+
 export class WebSocket {
   private pending: Buffer = Buffer.alloc(0);
   /** The frames of a fragmented message read so far, and its opcode. */
@@ -155,6 +159,11 @@ export class WebSocket {
   /** Writes frames built by frameOf or textFrame; a client that stops reading is closed (1008). */
   write(frames: Buffer): void {
     if (this.state !== "open") return;
+    // Writes of one turn go out in one system call, as node:http corks a response's writes.
+    if (this.socket.writableCorked === 0) {
+      this.socket.cork();
+      process.nextTick(uncork, this.socket);
+    }
     this.socket.write(frames);
     if (this.socket.writableLength > this.limits.maxBufferedBytes) {
       this.close(CLOSE.policyViolation, `too slow: over ${this.limits.maxBufferedBytes} bytes not read; reconnect`);
