@@ -16,6 +16,7 @@
 // W1: --w1-ids N random ids to read (4,096), --w1-rounds N slices taking turns with bare and rounds
 // side by side (5); more rounds give a steadier median on a noisy host.
 // W9: W4's creates at c=32 alone, then with --subscribers SSE streams of Task's changes (bench/feed-subscribers.mjs).
+// W10: the same, alone, with --subscribers SSE streams, and with as many Socket.IO connections in Task's room.
 
 import { spawn } from "node:child_process";
 import { copyFileSync, cpSync, mkdtempSync, readdirSync, rmSync, statfsSync, writeFileSync } from "node:fs";
@@ -203,6 +204,27 @@ async function main() {
         `${pct(followed.rate / alone.rate)} of the rate without (target ≥ 70%); ${fmt(feed.deliveries / feed.seconds)} deliveries/s (${(feed.bytes / feed.seconds / 1048576).toFixed(0)} MiB/s); ` +
         `answer→arrival p50 ${feed.p50.toFixed(1)} ms, p99 ${feed.p99.toFixed(1)} ms, max ${feed.max.toFixed(0)} ms (target p99 ≤ 50 ms) over ${fmt(feed.probeArrivals)} of ${fmt(feed.expectedArrivals)} probe arrivals; ` +
         `${feed.ended} streams cut off, ${feed.refused} refused; subscribers' CPU ${pct(subscriberCpu)}`));
+    }
+    if (only("W10")) {
+      // W9's run three times: alone, with SSE streams, and with Socket.IO connections (the wire of
+      // @base44/sdk's subscribe()), each room a change feed stream of Task.
+      const random = createRandom(10);
+      let created = 0;
+      const requests = () => buildRequest("POST", "/api/entities/Task", { headers: { "X-Api-Key": SECRET_KEY }, body: makeTask(3 * options.records + created++, random) });
+      const alone = await measure(requests);
+      rows.push(row("W10 create, durable, no subscribers", options.connections, alone));
+      for (const [wire, what] of [["sse", "SSE streams"], ["socket.io", "Socket.IO subscribers (rooms)"]]) {
+        const subscribers = await startSubscribers(server.port, options.subscribers, wire);
+        subscribers.proc.stdin.write("start\n");
+        const followed = await measure(requests);
+        const feed = await subscribers.stop();
+        rows.push(row(`W10 create, durable, ${fmt(options.subscribers)} ${what} on Task`, options.connections, followed,
+          `${pct(followed.rate / alone.rate)} of the rate without; ${fmt(feed.deliveries / feed.seconds)} deliveries/s (${(feed.bytes / feed.seconds / 1048576).toFixed(0)} MiB/s); ` +
+          `request→arrival p50 ${feed.sentP50.toFixed(1)} ms, p99 ${feed.sentP99.toFixed(1)} ms; answer→arrival p50 ${feed.p50.toFixed(1)} ms, p99 ${feed.p99.toFixed(1)} ms, max ${feed.max.toFixed(0)} ms ` +
+          `over ${fmt(feed.probeArrivals)} of ${fmt(feed.expectedArrivals)} probe arrivals; ${feed.ended} cut off, ${feed.refused} refused`));
+        // The subscribers' connections close with their process: let the server let go of them first.
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
     }
     const sustained = only("SUSTAINED") ? await sustainWrites(server, dataDir, pick) : [];
     const afterLoad = { rss: readRss(server.proc.pid), files: dataFiles(dataDir), records: await countRecords(server) };
@@ -414,8 +436,8 @@ function poolPicker(ids) {
 }
 
 /** W9's subscriber process, once every stream is open; stop() answers what it measured. */
-function startSubscribers(port, count) {
-  const proc = spawn(process.execPath, [new URL("./feed-subscribers.mjs", import.meta.url).pathname, String(port), SECRET_KEY, String(count)], { stdio: ["pipe", "pipe", "inherit"] });
+function startSubscribers(port, count, wire = "sse") {
+  const proc = spawn(process.execPath, [new URL("./feed-subscribers.mjs", import.meta.url).pathname, String(port), SECRET_KEY, String(count), wire], { stdio: ["pipe", "pipe", "inherit"] });
   let output = "";
   proc.stdout.setEncoding("utf8");
   const lines = [];

@@ -64,7 +64,8 @@ Usage: npx tabula-server [serve] [options]   serve the entities of --schema
                            entry, which your proxy adds): only behind a proxy
   --changes-keep N         change feed events kept across restarts; a client      [TABULA_CHANGES_KEEP, default 100000]
                            resuming from before them catches up by records
-  --max-streams N          change feed streams and long polls held at once          [TABULA_MAX_STREAMS, default 1000]
+  --max-streams N          change feed streams, long polls and realtime sockets     [TABULA_MAX_STREAMS, default 1000]
+                           held at once
   --log FORMAT             one line per request on stdout: text, json or off        [TABULA_LOG, default text]
   --webhooks-allow-private webhooks may reach loopback, private and link-local     [TABULA_WEBHOOKS_ALLOW_PRIVATE=1]
                            addresses (a receiver on this machine; see docs/webhooks.md)

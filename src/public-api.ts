@@ -128,11 +128,11 @@ export interface StartOptions {
   readonly trustProxy?: boolean;
   /** Change feed events kept across restarts. Default 100,000. */
   readonly changesKeep?: number;
-  /** Change feed streams and long polls held at once. Default 1,000. */
+  /** Change feed streams, long polls and realtime sockets (@base44/sdk's subscribe()) held at once. Default 1,000. */
   readonly maxStreams?: number;
-  /** Unsent bytes after which a stream is closed with event: overflow. Default 1 MiB. */
+  /** Unsent bytes after which a stream is closed with event: overflow (a realtime socket with close 1008). Default 1 MiB. */
   readonly streamBufferBytes?: number;
-  /** How often a stream gets a keep-alive comment, in ms. Default 15,000. */
+  /** How often a stream gets a keep-alive comment, and a realtime socket a ping, in ms. Default 15,000. */
   readonly heartbeatMs?: number;
   /** One line per request on stdout. Default "off". */
   readonly log?: "text" | "json" | "off";

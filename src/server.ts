@@ -3,7 +3,7 @@
 // embedding API (api.ts) both start tabula through it.
 
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo, LookupFunction } from "node:net";
+import type { AddressInfo, LookupFunction, Socket } from "node:net";
 import { isAbsolute } from "node:path";
 import { performance } from "node:perf_hooks";
 import { ApiError, backupTargetExists, backupUnsupported, invalidJson, invalidRequest, forbidden, databaseUnreachable, expectationFailed, insufficientStorage, internalError, methodNotAllowed, notFound, storeUnavailable, uniqueViolation, writeContended } from "./errors.ts";
@@ -52,6 +52,7 @@ import { uiPageReply } from "./ui/page.ts";
 import { settingName } from "./option-names.ts";
 import { Webhooks } from "./webhooks/webhooks.ts";
 import { addWebhookRoutes, WEBHOOKS_PATH } from "./http/webhooks-routes.ts";
+import { isSocketIoPath, pollingRefused, Realtime } from "./realtime/realtime-server.ts";
 
 export const VERSION = "0.1.0";
 
@@ -102,10 +103,14 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
   // The port before the store: a busy one stops the start-up before the data folder is made,
   // locked or given keys.json. Requests that arrive before the store is open wait for it.
   let app: App | null = null;
+  let realtime: Realtime | null = null;
   const waiting: Array<[IncomingMessage, ServerResponse]> = [];
   const http = createHttpServer({ requireHostHeader: false }, (req, res) => (app === null ? void waiting.push([req, res]) : void app.handle(req, res)));
   http.on("clientError", answerClientError);
   http.on("connect", answerConnect);
+  // @base44/sdk's subscribe() (docs/base44-sdk.md); a socket that comes before the store is open is
+  // dropped, and socket.io-client tries again.
+  http.on("upgrade", (req: IncomingMessage, socket: Socket, head: Buffer) => (realtime === null ? socket.destroy() : realtime.handleUpgrade(req, socket, head)));
   http.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => sendReplyLingering(req, res, errorReply(expectationFailed(headerOf(req, "expect") ?? ""))));
   await listen(http, options.port ?? 8080, options.host ?? "127.0.0.1");
   let opened: Awaited<ReturnType<typeof openStore>>;
@@ -145,15 +150,17 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
       warn,
     );
     closeWebhooks = () => webhooks.close();
+    const sockets = new Realtime({ feed, keys, schema, appId: options.appId ?? null, cors, heartbeatMs: feedLimits.heartbeatMs, streamBufferBytes: feedLimits.streamBufferBytes });
     const requests = new RequestMetrics();
     const storeKind = location.kind;
     const metrics = () =>
       then(store.metrics(), (storeMetrics) =>
-        renderMetrics({ version: VERSION, storeKind, requests, entities: [...schema.entities.keys()], store: storeMetrics, feed: feed.load, webhooks: webhooks.metrics(), droppedLogLines: accessLog?.dropped ?? null }),
+        renderMetrics({ version: VERSION, storeKind, requests, entities: [...schema.entities.keys()], store: storeMetrics, feed: feed.load, webhooks: webhooks.metrics(), realtime: sockets.load, droppedLogLines: accessLog?.dropped ?? null }),
       );
     // The Host check is App's, so that its refusal is JSON like every other.
     const ready = new App(records, feed, keys, mounts, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, cors, options.onFatal, limiter, options.trustProxy ?? false, { requests, log: accessLog, metrics }, options.ui ?? true, backup, webhooks);
     app = ready;
+    realtime = sockets;
     for (const [req, res] of waiting.splice(0)) ready.handle(req, res);
     const { port, address, family } = http.address() as AddressInfo;
     const host = family === "IPv6" ? `[${address}]` : address;
@@ -183,6 +190,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
       async close() {
         // Deliverers first: each writes its position while the store is open.
         await webhooks.close();
+        sockets.close();
         feed.close();
         await stopListening(http);
         await accessLog?.close();
@@ -485,6 +493,7 @@ class App {
       note.route = path;
       return uiPageReply(method);
     }
+    if (isSocketIoPath(path)) throw pollingRefused();
     if (!path.startsWith("/api/")) throw notFound(path);
     const caller = this.keys.authenticate(presentedApiKey(req) ?? feedKeyOf(path, query));
     note.keyId = caller.keyId;

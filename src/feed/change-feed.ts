@@ -6,25 +6,24 @@
 // events from the store once (when the store says some may be readable) and hands it to every live
 // stream, formatted once per group of streams that asked for the same thing (key kind, entities,
 // q), so a thousand subscribers cost one serialization and a thousand socket writes. A live stream
-// whose unsent bytes pass a bound is cut off with `event: overflow` (it resumes from its last id),
-// and one catching up waits for its socket to drain before reading on: memory stays bounded however
-// slowly a reader reads.
+// whose unsent bytes pass a bound is cut off (an SSE stream with `event: overflow`, and it resumes
+// from its last id), and one catching up waits for its socket to drain before reading on: memory
+// stays bounded however slowly a reader reads. What the bytes look like is the sink's (feed-sink.ts).
 
-import type { ServerResponse } from "node:http";
 import { unauthorized } from "../errors.ts";
 import type { Caller } from "../records/caller.ts";
 import type { Schema } from "../schema/load.ts";
 import type { Predicate } from "../store/memory/predicate.ts";
 import { compareFeedPositions, isAfter, type FeedEvent, type FeedPosition, type FeedRead, type FeedState, type Store } from "../store/store.ts";
-import { changeJson, sseFrame } from "./events.ts";
-import { drainedOrClosed } from "../http/response.ts";
+import { changeJson } from "./events.ts";
+import type { FeedEnd, FeedSink } from "./feed-sink.ts";
 
 export interface FeedLimits {
   /** SSE streams and waiting long polls held at once (--max-streams). */
   readonly maxStreams: number;
   /** A comment is sent on every stream this often, so that proxies keep it open. */
   readonly heartbeatMs: number;
-  /** A live stream whose unsent bytes pass this is cut off with event: overflow. */
+  /** A live stream whose unsent bytes pass this is cut off (SSE: with event: overflow). */
   readonly streamBufferBytes: number;
 }
 
@@ -53,16 +52,16 @@ const STEP_EVENTS = 500;
 const FETCH_EVENTS = 1000;
 /** After a failed read of the store (a database away), the hub tries again this much later. */
 const FETCH_RETRY_MS = 1000;
-/** A stream cut off for overflow is destroyed if its client has not read to its end by then. */
-const OVERFLOW_GRACE_MS = 30_000;
 
 class Stream {
   closed = false;
   constructor(
-    readonly res: ServerResponse,
+    readonly sink: FeedSink,
     readonly sub: FeedSubscription,
     /** Where it has read to, while catching up or pending; a live stream is at the hub's head. */
     public position: FeedPosition,
+    /** Whether it holds one of --max-streams (a Socket.IO room does not: its connection does). */
+    readonly isCounted: boolean,
   ) {}
 }
 
@@ -76,7 +75,10 @@ export class ChangeFeed {
   private readonly streams = new Set<Stream>();
   /** Long polls waiting for news. */
   private readonly waiters = new Set<() => void>();
+  /** Streams counted, long polls waiting and connections held (hold()): what --max-streams bounds. */
   private held = 0;
+  private countedStreams = 0;
+  private connections = 0;
   private fetching = false;
   private fetchAgain = false;
   private closed = false;
@@ -110,9 +112,25 @@ export class ChangeFeed {
     return this.closed;
   }
 
-  /** SSE streams open and long polls waiting (GET /metrics). */
-  get load(): { readonly streams: number; readonly longPolls: number } {
-    return { streams: this.streams.size, longPolls: this.held - this.streams.size };
+  /** SSE streams open, long polls waiting, and connections held (GET /metrics). */
+  get load(): { readonly streams: number; readonly longPolls: number; readonly connections: number } {
+    return { streams: this.countedStreams, longPolls: this.held - this.countedStreams - this.connections, connections: this.connections };
+  }
+
+  /**
+   * Takes one of --max-streams for a connection whose streams are not counted one by one (a
+   * WebSocket and its rooms); false when none is left. release() gives it back.
+   */
+  hold(): boolean {
+    if (this.isFull) return false;
+    this.held++;
+    this.connections++;
+    return true;
+  }
+
+  release(): void {
+    this.held--;
+    this.connections--;
   }
 
   /** Whether another stream or long poll may be held (--max-streams). */
@@ -148,14 +166,20 @@ export class ChangeFeed {
     }
   }
 
-  /** Serves an SSE stream on `res` (its head is sent) from after `since`. */
-  openStream(res: ServerResponse, sub: FeedSubscription, since: FeedPosition): void {
-    const stream = new Stream(res, sub, since);
+  /**
+   * Serves a stream on `sink` from after `since`; with null, from the hub's head: the events it
+   * hands out from now on, with no read of the store.
+   */
+  openStream(sink: FeedSink, sub: FeedSubscription, since: FeedPosition | null, isCounted = true): void {
+    const stream = new Stream(sink, sub, since ?? this.head, isCounted);
     this.streams.add(stream);
-    this.held++;
-    res.on("close", () => this.drop(stream));
-    res.write(": tabula change feed\n\n");
-    if (this.closed) return void res.end();
+    if (isCounted) {
+      this.held++;
+      this.countedStreams++;
+    }
+    sink.onClose(() => this.drop(stream));
+    if (this.closed) return void this.end(stream, "closed");
+    if (since === null) return this.join(stream);
     void this.catchUp(stream);
   }
 
@@ -170,17 +194,11 @@ export class ChangeFeed {
   }
 
   /**
-   * Keys revoked or expired (docs/change-feed.md): their streams end with event: unauthorized, and
-   * their long polls wake to be answered 401.
+   * Keys revoked or expired (docs/change-feed.md): their streams end (SSE: with event:
+   * unauthorized), and their long polls wake to be answered 401.
    */
   endStreamsOf(keyIds: ReadonlySet<string>): void {
-    for (const stream of [...this.streams]) {
-      if (!keyIds.has(stream.sub.caller.keyId)) continue;
-      const { res } = stream;
-      this.drop(stream);
-      const message = "The API key of this stream was revoked or has expired; reconnect with a valid key.";
-      res.end(`event: unauthorized\ndata: ${JSON.stringify({ type: "unauthorized", message })}\n\n`);
-    }
+    for (const stream of [...this.streams]) if (keyIds.has(stream.sub.caller.keyId)) this.end(stream, "unauthorized");
     for (const wake of [...this.waiters]) wake();
   }
 
@@ -189,7 +207,7 @@ export class ChangeFeed {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.heartbeat);
-    for (const stream of this.streams) stream.res.end();
+    for (const stream of [...this.streams]) this.end(stream, "closed");
     for (const wake of this.waiters) wake();
   }
 
@@ -206,10 +224,10 @@ export class ChangeFeed {
     return filter === undefined || filter(event.row);
   }
 
-  private frames(events: readonly FeedEvent[], sub: FeedSubscription): string {
-    let text = "";
-    for (const event of events) if (this.matches(sub, event)) text += sseFrame(event, this.changeJson(event, sub));
-    return text;
+  /** The sink's bytes of the events `stream` follows; null when it follows none of them. */
+  private encode(events: readonly FeedEvent[], stream: Stream): string | Buffer | null {
+    const matched = events.filter((event) => this.matches(stream.sub, event));
+    return matched.length === 0 ? null : stream.sink.encode(matched, stream.sub.caller);
   }
 
   private async catchUp(stream: Stream): Promise<void> {
@@ -217,11 +235,11 @@ export class ChangeFeed {
       while (!stream.closed) {
         const { read } = await this.readFrom(stream.position, stream.sub, STEP_EVENTS);
         if (stream.closed) return;
-        const text = this.frames(read.events, stream.sub);
-        if (text !== "") this.send(stream, text);
+        const chunk = this.encode(read.events, stream);
+        if (chunk !== null) this.send(stream, chunk);
         if (compareFeedPositions(read.through, stream.position) > 0) {
           stream.position = read.through;
-          if (!stream.closed && stream.res.writableLength > this.limits.streamBufferBytes / 2) await drainedOrClosed(stream.res);
+          if (!stream.closed && stream.sink.bufferedBytes > this.limits.streamBufferBytes / 2) await stream.sink.drained();
           // The memory and file stores answer at once and a fast reader drains at once: without a
           // turn of the event loop, a long catch-up would hold every other request back (as an
           // export's did: export-stream.ts).
@@ -237,7 +255,7 @@ export class ChangeFeed {
     } catch (error) {
       // The store could not be read (a database away): the client resumes from its last id.
       this.warn(`A change feed stream was ended: ${(error as Error).message}`);
-      stream.res.end();
+      this.end(stream, "failed");
     }
   }
 
@@ -255,22 +273,23 @@ export class ChangeFeed {
     const group = this.groups.get(stream.sub.key);
     group?.delete(stream);
     if (group?.size === 0) this.groups.delete(stream.sub.key);
-    this.held--;
+    if (stream.isCounted) {
+      this.held--;
+      this.countedStreams--;
+    }
+  }
+
+  /** Lets go of a stream, then tells its sink why. */
+  private end(stream: Stream, why: FeedEnd): void {
+    this.drop(stream);
+    stream.sink.end(why);
   }
 
   private send(stream: Stream, chunk: string | Buffer): void {
     if (stream.closed) return;
-    stream.res.write(chunk);
-    if (stream.res.writableLength > this.limits.streamBufferBytes) this.overflow(stream);
-  }
-
-  /** Cuts off a stream that fell too far behind: it resumes from the last id it received. */
-  private overflow(stream: Stream): void {
-    const { res } = stream;
-    this.drop(stream);
-    const message = "This stream fell too far behind and was closed; reconnect with Last-Event-ID (or since) set to the last id you received.";
-    res.end(`event: overflow\ndata: ${JSON.stringify({ type: "overflow", message })}\n\n`);
-    setTimeout(() => res.destroy(), OVERFLOW_GRACE_MS).unref();
+    stream.sink.write(chunk);
+    // Cut off, it resumes from the last id it received.
+    if (stream.sink.bufferedBytes > this.limits.streamBufferBytes) this.end(stream, "overflow");
   }
 
   /** Reads what the store has after the hub's head and hands it to the live streams; one read at a time. */
@@ -300,7 +319,7 @@ export class ChangeFeed {
       const state = await this.store.feedState();
       if (compareFeedPositions(this.head, state.horizon) < 0) {
         // The window moved past what the hub handed out: every live stream resumes by itself.
-        for (const stream of [...this.pending, ...[...this.groups.values()].flatMap((group) => [...group])]) this.overflow(stream);
+        for (const stream of [...this.pending, ...[...this.groups.values()].flatMap((group) => [...group])]) this.end(stream, "overflow");
         this.head = state.head;
       }
       const read = await this.store.readChanges(this.head, null, FETCH_EVENTS);
@@ -314,17 +333,17 @@ export class ChangeFeed {
     for (const group of this.groups.values()) {
       const first = group.values().next().value as Stream | undefined;
       if (!first) continue;
-      const text = this.frames(events, first.sub);
-      if (text === "") continue;
-      const chunk = Buffer.from(text);
+      const encoded = this.encode(events, first);
+      if (encoded === null) continue;
+      const chunk = typeof encoded === "string" ? Buffer.from(encoded) : encoded;
       for (const stream of group) this.send(stream, chunk);
     }
     for (const stream of this.pending) {
-      const text = this.frames(
+      const chunk = this.encode(
         events.filter((event) => isAfter(event.row, stream.position)),
-        stream.sub,
+        stream,
       );
-      if (text !== "") this.send(stream, text);
+      if (chunk !== null) this.send(stream, chunk);
       if (stream.closed || compareFeedPositions(through, stream.position) < 0) continue;
       this.pending.delete(stream);
       this.join(stream);
@@ -347,6 +366,6 @@ export class ChangeFeed {
   }
 
   private beat(): void {
-    for (const stream of this.streams) if (!stream.closed) stream.res.write(": heartbeat\n\n");
+    for (const stream of this.streams) if (!stream.closed) stream.sink.heartbeat();
   }
 }

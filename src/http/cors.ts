@@ -79,3 +79,16 @@ export function addCorsHeaders(policy: CorsPolicy, req: IncomingMessage, res: Se
   }
   res.setHeader("Access-Control-Expose-Headers", EXPOSED_HEADERS);
 }
+
+/**
+ * Whether a WebSocket may be opened from this request's Origin: browsers apply no CORS to
+ * WebSockets, so the server does (RFC 6455 §10.2). No Origin (a server, curl) is allowed; a page
+ * on the server's own origin too, even with --cors off; any other as --cors says.
+ */
+export function isOriginAllowed(policy: CorsPolicy | null, req: IncomingMessage): boolean {
+  const origin = headerOf(req, "origin")?.toLowerCase();
+  if (origin === undefined || policy?.anyOrigin) return true;
+  if (policy !== null && policy.origins.has(origin)) return true;
+  const host = headerOf(req, "host")?.toLowerCase();
+  return host !== undefined && (origin === `http://${host}` || origin === `https://${host}`);
+}

@@ -24,6 +24,7 @@ import type { ChangeFeed } from "../feed/change-feed.ts";
 import { eventIdOf } from "../feed/events.ts";
 import type { EntityDef } from "../schema/fields.ts";
 import { parseFeedRequest } from "./feed-params.ts";
+import { SseSink } from "./sse-sink.ts";
 import { readExport } from "./export-stream.ts";
 import { importRecords } from "../records/import.ts";
 import { importFile, type ImportFile } from "../records/import-file.ts";
@@ -244,7 +245,7 @@ async function readChanges(ctx: RequestContext, entity: EntityDef | null): Promi
   if (request.stream) {
     if (feed.isFull) throw tooManyStreams(feed.limits.maxStreams);
     const headers = { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no" };
-    return { status: 200, headers, body: null, stream: (res) => feed.openStream(res, request.sub, request.since) };
+    return { status: 200, headers, body: null, stream: (res) => feed.openStream(new SseSink(res, ctx.records.schema), request.sub, request.since) };
   }
   if (request.waitMs > 0 && feed.isFull) throw tooManyStreams(feed.limits.maxStreams);
   const { events, next, oldest } = await feed.read(request.sub, request.since, request.limit, request.waitMs);

@@ -16,6 +16,8 @@ export interface MetricSources {
   readonly feed: { readonly streams: number; readonly longPolls: number };
   /** Per webhook endpoint: attempts counted by this process, and its lag where this process delivers. */
   readonly webhooks?: readonly EndpointMetrics[];
+  /** Socket.IO connections of @base44/sdk's subscribe() (docs/base44-sdk.md) and the rooms they joined. */
+  readonly realtime: { readonly sockets: number; readonly rooms: number };
   /** Request log lines dropped because stdout did not keep up; null without --log. */
   readonly droppedLogLines: number | null;
 }
@@ -57,6 +59,8 @@ export function renderMetrics(sources: MetricSources): string {
     out.family("tabula_webhook_lag_seconds", "gauge", "Per endpoint this process delivers for, the age of the oldest event not yet delivered (0 when caught up).");
     for (const { id, lagSeconds } of webhooks) if (lagSeconds !== null) out.sample("tabula_webhook_lag_seconds", { endpoint: id }, lagSeconds);
   }
+  out.family("tabula_realtime_sockets", "gauge", "Socket.IO connections open (WebSockets at /ws-user-apps/socket.io/).").sample("tabula_realtime_sockets", null, sources.realtime.sockets);
+  out.family("tabula_realtime_rooms", "gauge", "Rooms those connections joined: one change feed stream each.").sample("tabula_realtime_rooms", null, sources.realtime.rooms);
   if (sources.droppedLogLines !== null) {
     out.family("tabula_log_lines_dropped_total", "counter", "Request log lines dropped because stdout did not keep up.").sample("tabula_log_lines_dropped_total", null, sources.droppedLogLines);
   }

@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { EventEmitter } from "node:events";
 import type { ServerResponse } from "node:http";
 import { test } from "node:test";
+import { SseSink } from "../../src/http/sse-sink.ts";
 import { ChangeFeed, DEFAULT_FEED_LIMITS } from "../../src/feed/change-feed.ts";
 import { readExport } from "../../src/http/export-stream.ts";
 import type { RequestContext } from "../../src/http/routes.ts";
@@ -84,7 +85,7 @@ test("a change feed's catch-up lets other work run between its pages", async () 
   const feed = await ChangeFeed.open(records.store, records.schema, DEFAULT_FEED_LIMITS, () => {});
   const res = new InstantResponse(false);
   const turn = writesAtFirstTurn(res);
-  feed.openStream(res as unknown as ServerResponse, { caller: CALLER, entities: new Set(["Task"]), filters: null, key: "test" }, FEED_START);
+  feed.openStream(new SseSink(res as unknown as ServerResponse, records.schema), { caller: CALLER, entities: new Set(["Task"]), filters: null, key: "test" }, FEED_START);
   const writesThen = await turn;
   // The catch-up is over once the writes stop growing.
   for (let last = -1; last !== res.writes; ) {
