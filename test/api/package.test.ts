@@ -60,8 +60,9 @@ test("the packed tarball holds the bundle, types, bin and examples, and no sourc
     assert.ok(text.length < 60_000, `dist/${entry} is ${text.length} characters: the shared code belongs in a chunk`);
   }
   // A guard against shipping what should not ship (sources, tests, a second copy of the code), not a
-  // cap on features: 193 kB when set, 218 kB once schema changes and managed keys came.
-  assert.ok(packedBytes <= 250_000, `the tarball is ${packedBytes} bytes (at most 250,000)`);
+  // cap on features: 193 kB when set, 218 kB once schema changes and managed keys came, 256 kB with
+  // webhooks and the realtime socket.
+  assert.ok(packedBytes <= 300_000, `the tarball is ${packedBytes} bytes (at most 300,000)`);
   // Every docs/ page the README links to is in the package (npm shows relative images from the repository).
   const readme = readFileSync(join(ROOT, "README.md"), "utf8");
   for (const [, link] of readme.matchAll(/\]\((docs\/[^)#\s]+\.md)/g)) assert.ok(files.includes(link!), `the README links to ${link}, which the tarball lacks`);

@@ -1,6 +1,7 @@
 // A webhook receiver for tests: an HTTP server on 127.0.0.1 that verifies each request with the
 // standardwebhooks package (never with tabula's own code), keeps what arrived, and answers as the
-// test says: 2xx, another status, never (a hang), or not at all (down: its port closed).
+// test says: 2xx, another status, never (a hang), or not at all (down: each connection reset,
+// its port kept).
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -30,8 +31,13 @@ export class WebhookReceiver {
   private port = 0;
   private readonly waiters = new Set<() => void>();
 
+  private isDown = false;
+
   private constructor() {
     this.server = createServer((req, res) => this.handle(req, res));
+    this.server.on("connection", (socket) => {
+      if (this.isDown) socket.destroy();
+    });
   }
 
   static async start(): Promise<WebhookReceiver> {
@@ -55,14 +61,18 @@ export class WebhookReceiver {
   }
 
   /** Stops listening and drops every connection: tabula finds nobody there. */
+  //
+  // The port stays bound: freed, it could be taken by a receiver of a test file running beside this
+  // one, which would answer tabula's attempts in this receiver's place. Every connection is reset
+  // as it comes instead, which tabula takes as it takes a refused one.
   async down(): Promise<void> {
+    this.isDown = true;
     this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
-  /** Listens again, on the same port. */
-  up(): Promise<void> {
-    return this.listen();
+  /** Takes connections again. */
+  async up(): Promise<void> {
+    this.isDown = false;
   }
 
   /** Resolves once `check` holds of what arrived, or fails after `ms`. */
@@ -99,6 +109,7 @@ export class WebhookReceiver {
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
+    if (this.isDown) return void req.socket.destroy();
     let body = "";
     req.setEncoding("utf8");
     req.on("data", (chunk: string) => (body += chunk));
