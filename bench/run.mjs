@@ -15,7 +15,8 @@
 // --log: tabula's request log (off by default here; its metrics are always counted).
 // W1: --w1-ids N random ids to read (4,096), --w1-rounds N slices taking turns with bare and rounds
 // side by side (5); more rounds give a steadier median on a noisy host.
-// W9: W4's creates at c=32 alone, then with --subscribers SSE streams of Task's changes (bench/feed-subscribers.mjs).
+// W9: W4's creates at c=32 alone, then with --subscribers SSE streams of Task's changes (bench/feed-subscribers.mjs),
+// then the same creates and streams against a bare broadcaster (bench/bare-broadcaster.mjs), the floor.
 // W10: the same, alone, with --subscribers SSE streams, and with as many Socket.IO connections in Task's room.
 
 import { spawn } from "node:child_process";
@@ -187,23 +188,51 @@ async function main() {
     }
     if (only("W9")) {
       // W4's creates at c=32 without subscribers, then with SUBSCRIBERS SSE streams of Task's changes
-      // held by a child process (bench/feed-subscribers.mjs), which also probes delivery latency.
-      const random = createRandom(9);
-      let created = 0;
-      const requests = () => buildRequest("POST", "/api/entities/Task", { headers: { "X-Api-Key": SECRET_KEY }, body: makeTask(2 * options.records + created++, random) });
+      // held by a child process (bench/feed-subscribers.mjs), which also probes delivery latency; then
+      // the floor: the same creates (the same bodies) and the same subscriber child against a bare
+      // broadcaster (bench/bare-broadcaster.mjs), which writes each create's frame to every stream.
+      const creates = () => {
+        const random = createRandom(9);
+        let created = 0;
+        return () => buildRequest("POST", "/api/entities/Task", { headers: { "X-Api-Key": SECRET_KEY }, body: makeTask(2 * options.records + created++, random) });
+      };
+      const requests = creates();
       const alone = await measure(requests);
-      const subscribers = await startSubscribers(server.port, options.subscribers);
-      subscribers.proc.stdin.write("start\n");
-      const cpuBefore = readCpuMs(subscribers.proc.pid);
-      const startedAt = performance.now();
-      const followed = await measure(requests);
-      const subscriberCpu = (readCpuMs(subscribers.proc.pid) - cpuBefore) / (performance.now() - startedAt);
-      const feed = await subscribers.stop();
+      const followedBy = async (child) => {
+        const subscribers = await startSubscribers(child.port, options.subscribers);
+        subscribers.proc.stdin.write("start\n");
+        const cpuBefore = readCpuMs(subscribers.proc.pid);
+        const startedAt = performance.now();
+        const load = await measureWithCpu(child, { port: child.port, requests: child === server ? requests : creates(), connections: options.connections });
+        const subscriberCpu = (readCpuMs(subscribers.proc.pid) - cpuBefore) / (performance.now() - startedAt);
+        const feed = await subscribers.stop();
+        // The subscribers' connections close with their process: let the server let go of them first.
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        return { load, feed, subscriberCpu, deliveryRate: feed.deliveries / feed.seconds };
+      };
+      const followed = await followedBy(server);
+      // The floor writes one turn's frames as one chunk per socket; a broadcaster writing each
+      // create's frame on its own is measured beside it, for scale.
+      const floors = {};
+      for (const mode of ["per-turn", "per-create"]) {
+        bare = await startChild("bare-broadcaster", [new URL("./bare-broadcaster.mjs", import.meta.url).pathname, mode]);
+        floors[mode] = await followedBy(bare);
+        await stopChild(bare.proc);
+        bare = null;
+      }
+      const floor = floors["per-turn"];
+      // A probe's figures are null (NaN in JSON) when none of its events arrived while counting.
+      const ms = (value) => (typeof value === "number" ? value.toFixed(1) : "–");
+      const describe = ({ feed, subscriberCpu, deliveryRate }) =>
+        `${fmt(deliveryRate)} deliveries/s (${(feed.bytes / feed.seconds / 1048576).toFixed(0)} MiB/s); ` +
+        `answer→arrival p50 ${ms(feed.p50)} ms, p99 ${ms(feed.p99)} ms, max ${ms(feed.max)} ms over ${fmt(feed.probeArrivals)} of ${fmt(feed.expectedArrivals)} probe arrivals; ` +
+        `${feed.ended} streams cut off, ${feed.refused} refused; subscribers' CPU ${pct(subscriberCpu)}`;
       rows.push(row("W9 create, durable, no subscribers", options.connections, alone));
-      rows.push(row(`W9 create, durable, ${fmt(options.subscribers)} SSE subscribers on Task`, options.connections, followed,
-        `${pct(followed.rate / alone.rate)} of the rate without (target ≥ 70%); ${fmt(feed.deliveries / feed.seconds)} deliveries/s (${(feed.bytes / feed.seconds / 1048576).toFixed(0)} MiB/s); ` +
-        `answer→arrival p50 ${feed.p50.toFixed(1)} ms, p99 ${feed.p99.toFixed(1)} ms, max ${feed.max.toFixed(0)} ms (target p99 ≤ 50 ms) over ${fmt(feed.probeArrivals)} of ${fmt(feed.expectedArrivals)} probe arrivals; ` +
-        `${feed.ended} streams cut off, ${feed.refused} refused; subscribers' CPU ${pct(subscriberCpu)}`));
+      rows.push(row(`W9 floor: bare broadcaster, same creates, ${fmt(options.subscribers)} SSE subscribers`, options.connections, floor.load, `a turn's frames as one write per socket; ${describe(floor)}`));
+      rows.push(row(`W9 bare broadcaster writing each create's frame apart (for scale)`, options.connections, floors["per-create"].load, describe(floors["per-create"])));
+      rows.push(row(`W9 create, durable, ${fmt(options.subscribers)} SSE subscribers on Task`, options.connections, followed.load,
+        `**${pct(followed.load.rate / floor.load.rate)} of the floor's creates/s, ${pct(followed.deliveryRate / floor.deliveryRate)} of its deliveries/s** (target ≥ 70%, p99 ≤ 50 ms); ` +
+        `${pct(followed.load.rate / alone.rate)} of the rate without; ${describe(followed)}`));
     }
     if (only("W10")) {
       // W9's run three times: alone, with SSE streams, and with Socket.IO connections (the wire of
