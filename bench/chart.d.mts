@@ -23,6 +23,7 @@ export const LAYOUT: {
   readonly BAR_WIDTH: number;
   readonly TOP: number;
   readonly ROW_HEIGHT: number;
+  readonly LINE_HEIGHT: number;
   readonly BAR_HEIGHT: number;
   readonly BOTTOM: number;
 };

@@ -18,7 +18,9 @@ export const LAYOUT = Object.freeze({
   BAR_LEFT: 360,
   BAR_WIDTH: 400,
   TOP: 74,
+  /** At least; a row whose label wraps onto more lines is taller. */
   ROW_HEIGHT: 52,
+  LINE_HEIGHT: 15,
   BAR_HEIGHT: 20,
   BOTTOM: 56,
 });
@@ -29,6 +31,9 @@ const INK = "#1f2328";
 const MUTED = "#59636e";
 /** The scale's end is the next step above every ratio and target (and 1, the floor itself). */
 const SCALE_STEP = 0.25;
+/** Characters a label line holds left of the bars: the workload in bold 13 px, the floor in 11 px. */
+const WORKLOAD_LINE_CHARS = 42;
+const FLOOR_LINE_CHARS = 58;
 const FONT = "font-family=\"system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif\"";
 
 /** Whether a ratio meets its target: ≥ for higher-is-better, ≤ for lower-is-better (start-up). */
@@ -58,7 +63,15 @@ export function renderChart(entries, options = {}) {
   const date = options.date ?? new Date();
   const host = options.host ?? describeHost();
   const { WIDTH, TOP, ROW_HEIGHT, BOTTOM } = LAYOUT;
-  const axisY = TOP + Math.max(entries.length, 1) * ROW_HEIGHT;
+  const rows = [];
+  let rowTop = TOP;
+  for (const entry of entries) {
+    const labels = [...wrap(entry.workload, WORKLOAD_LINE_CHARS).map((line) => ({ line, isFloor: false })), ...wrap(`floor: ${entry.floor}`, FLOOR_LINE_CHARS).map((line) => ({ line, isFloor: true }))];
+    const height = Math.max(ROW_HEIGHT, labels.length * LAYOUT.LINE_HEIGHT + 16);
+    rows.push(drawRow(entry, labels, rowTop, height, max));
+    rowTop += height;
+  }
+  const axisY = entries.length === 0 ? TOP + ROW_HEIGHT : rowTop;
   const height = axisY + BOTTOM;
   const title = `tabula ÷ its floor, measured in one run, ${date.toISOString().slice(0, 16).replace("T", " ")} UTC`;
   const summary = entries.length === 0
@@ -73,7 +86,7 @@ export function renderChart(entries, options = {}) {
     text(LAYOUT.LABEL_LEFT, 50, host, { size: 12, fill: MUTED }),
     ...axis(max, axisY),
     ...(entries.length === 0 ? [text(LAYOUT.BAR_LEFT, TOP + ROW_HEIGHT / 2, "No ratio was measured in this run.", { size: 13, fill: MUTED })] : []),
-    ...entries.flatMap((entry, index) => drawRow(entry, TOP + index * ROW_HEIGHT, max)),
+    ...rows.flat(),
     text(LAYOUT.LABEL_LEFT, height - 16, "Each bar: tabula's figure ÷ the floor's, same run. The dark line: the target. ✓ meets it, ✗ does not. ≤: lower is better.", { size: 12, fill: MUTED }),
     "</svg>",
   ];
@@ -89,18 +102,20 @@ export function escapeXml(value) {
   return String(value).replace(/[&<>"']/g, (char) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;" })[char]);
 }
 
-function drawRow(entry, top, max) {
-  const { LABEL_LEFT, BAR_LEFT, BAR_HEIGHT, ROW_HEIGHT } = LAYOUT;
+/** labels: the row's lines left of the bars, the workload's first, then the floor's. */
+function drawRow(entry, labels, top, height, max) {
+  const { LABEL_LEFT, BAR_LEFT, BAR_HEIGHT, LINE_HEIGHT } = LAYOUT;
   const met = isMet(entry);
   const colour = met ? MET_COLOUR : NOT_MET_COLOUR;
-  const barY = top + (ROW_HEIGHT - BAR_HEIGHT) / 2;
+  const barY = top + (height - BAR_HEIGHT) / 2;
+  const labelY = top + (height - labels.length * LINE_HEIGHT) / 2 + 11;
   const end = Number.isFinite(entry.ratio) ? xOf(entry.ratio, max) : BAR_LEFT;
   const targetX = xOf(entry.target, max);
   const mark = met ? "✓" : "✗";
   return [
     `<g class="row" data-met="${met}">`,
-    text(LABEL_LEFT, barY + 9, entry.workload, { size: 13, weight: "600" }),
-    text(LABEL_LEFT, barY + 25, `floor: ${entry.floor}`, { size: 11, fill: MUTED }),
+    ...labels.map(({ line, isFloor }, index) =>
+      text(LABEL_LEFT, round(labelY + index * LINE_HEIGHT), line, isFloor ? { size: 11, fill: MUTED } : { size: 13, weight: "600" })),
     `<rect class="bar" x="${BAR_LEFT}" y="${barY}" width="${round(end - BAR_LEFT)}" height="${BAR_HEIGHT}" fill="${colour}"/>`,
     // A white edge under the marker keeps it visible over a bar of either colour.
     `<line x1="${round(targetX)}" x2="${round(targetX)}" y1="${barY - 6}" y2="${barY + BAR_HEIGHT + 6}" stroke="#ffffff" stroke-width="5.5"/>`,
@@ -133,6 +148,17 @@ function text(x, y, content, { size, weight, fill = INK, anchor, className } = {
   if (anchor) attributes.push(`text-anchor="${anchor}"`);
   if (className) attributes.unshift(`class="${className}"`);
   return `<text ${attributes.join(" ")}>${escapeXml(content)}</text>`;
+}
+
+/** Words into lines of at most `width` characters (a longer word gets a line of its own). */
+function wrap(content, width) {
+  const lines = [];
+  for (const word of content.split(" ")) {
+    const last = lines.at(-1);
+    if (last !== undefined && last.length + 1 + word.length <= width) lines[lines.length - 1] = `${last} ${word}`;
+    else lines.push(word);
+  }
+  return lines;
 }
 
 function targetText({ target, direction }) {
