@@ -32,4 +32,5 @@ export function scaleMax(entries: readonly ChartEntry[]): number;
 export function xOf(value: number, max: number): number;
 export function renderChart(entries: readonly ChartEntry[], options?: ChartOptions): string;
 export function writeChart(entries: readonly ChartEntry[], path: string, options?: ChartOptions): void;
+export function describeChart(entries: readonly ChartEntry[]): string;
 export function escapeXml(value: unknown): string;

@@ -74,9 +74,7 @@ export function renderChart(entries, options = {}) {
   const axisY = entries.length === 0 ? TOP + ROW_HEIGHT : rowTop;
   const height = axisY + BOTTOM;
   const title = `tabula ÷ its floor, measured in one run, ${date.toISOString().slice(0, 16).replace("T", " ")} UTC`;
-  const summary = entries.length === 0
-    ? "No ratio was measured in this run."
-    : entries.map((entry) => `${entry.workload}: ${formatRatio(entry.ratio)}, target ${targetText(entry)}, ${isMet(entry) ? "met" : "not met"} (floor: ${entry.floor}).`).join(" ");
+  const summary = describeChart(entries);
   const parts = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" role="img" aria-labelledby="chart-title chart-desc" ${FONT}>`,
     `<title id="chart-title">${escapeXml(title)}</title>`,
@@ -91,6 +89,15 @@ export function renderChart(entries, options = {}) {
     "</svg>",
   ];
   return `${parts.join("\n")}\n`;
+}
+
+/**
+ * The chart in words: its <desc>, and the text alternative of the Markdown that shows it (an
+ * image's own <desc> is not read out when a page shows it with <img>).
+ */
+export function describeChart(entries) {
+  if (entries.length === 0) return "No ratio was measured in this run.";
+  return entries.map((entry) => `${entry.workload}: ${formatRatio(entry.ratio)}, target ${targetText(entry)}, ${isMet(entry) ? "met" : "not met"} (floor: ${entry.floor}).`).join(" ");
 }
 
 /** Renders entries and writes the SVG to path; options as renderChart's. */

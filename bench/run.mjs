@@ -27,7 +27,7 @@ import path, { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildRequest, runLoad } from "./load.mjs";
 import { createRandom, makeTask, TASK_SCHEMA, WORDS } from "./task-schema.mjs";
-import { writeChart } from "./chart.mjs";
+import { describeChart, writeChart } from "./chart.mjs";
 import { dataFiles, measureDiskSync, readCpuMs, readRss, startChild, stopChild } from "./machine.mjs";
 
 const SECRET_KEY = "sk_bench_secret_";
@@ -296,8 +296,10 @@ async function main() {
     printReport({ rows, latencies, notes, afterSeed, seededStart, settled, afterLoad, afterKill, crashStart, afterStop, restarted, seeded, sustained });
     // A run that measured no ratio (--only W3) leaves the last chart as it was.
     if (options.chart !== "none" && ratios.length > 0) {
-      writeChart(ratios, options.chart);
-      console.log(`\nchart of ${ratios.length} ratios written to ${path.relative(process.cwd(), options.chart) || options.chart}`);
+      const date = new Date();
+      writeChart(ratios, options.chart, { date });
+      console.log(`\nchart of ${ratios.length} ratios written to ${path.relative(process.cwd(), options.chart) || options.chart}; in Markdown, with its text alternative:`);
+      console.log(`![${date.toISOString().slice(0, 10)}, tabula ÷ its floor in one run: ${describeChart(ratios)}](benchmarks.svg)`);
     }
   } finally {
     if (bare) await stopChild(bare.proc);

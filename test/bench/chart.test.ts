@@ -10,7 +10,7 @@ import type { ChartEntry } from "../../bench/chart.mjs";
 
 // bench/ is not compiled into .test-build/ with the tests: import it from where it lies.
 const chart: typeof import("../../bench/chart.mjs") = await import(new URL("../../bench/chart.mjs", import.meta.url).href);
-const { LAYOUT, renderChart, writeChart, isMet, scaleMax } = chart;
+const { LAYOUT, describeChart, renderChart, writeChart, isMet, scaleMax } = chart;
 
 const DATE = new Date("2026-11-28T08:30:00Z");
 const HOST = "2 × test CPU";
@@ -109,6 +109,16 @@ test("the title gives the date and the host", () => {
   const svg = renderChart([entry("W1", 1, 0.8)], { date: DATE, host: HOST });
   assert.match(svg, /<title id="chart-title">[^<]*2026-11-28 08:30 UTC<\/title>/);
   assert.match(svg, />2 × test CPU</);
+});
+
+test("the chart's words (its <desc>, and the Markdown's text alternative) give every figure and whether it is met", () => {
+  const entries = [entry("W1 read by id ÷ bare node:http", 0.87, 0.8), entry("start-up ÷ naive floor", 0.62, 0.5, "lower")];
+  const words = describeChart(entries);
+  assert.equal(words,
+    "W1 read by id ÷ bare node:http: 0.87, target ≥ 0.80, met (floor: floor of W1 read by id ÷ bare node:http). " +
+    "start-up ÷ naive floor: 0.62, target ≤ 0.50, not met (floor: floor of start-up ÷ naive floor).");
+  assert.match(renderChart(entries, { date: DATE, host: HOST }), /<desc id="chart-desc">W1 read by id ÷ bare node:http: 0\.87, target ≥ 0\.80, met /);
+  assert.equal(describeChart([]), "No ratio was measured in this run.");
 });
 
 test("an entry without a direction, target or floor is refused, not drawn", () => {
