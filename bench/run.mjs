@@ -148,7 +148,7 @@ async function main() {
       rows.push(row(`bare node:http, same ${bytes}-byte body (${rounds} slices taking turns with W1)`, options.connections, baseline, `slices: ${bareSlices.map((load) => fmt(load.rate)).join(", ")} req/s`));
       rows.push(row(`W1 read one by id (${fmt(options.w1Ids)} random ids)`, options.connections, w1,
         `${pct(sliceRatios[Math.floor(rounds / 2)])} of bare req/s, the median of ${rounds} slice pairs (${pct(sliceRatios[0])}–${pct(sliceRatios.at(-1))}; target ≥ 80%); p50 ${multiple(w1.p50 / baseline.p50)}, p99 ${multiple(w1.p99 / baseline.p99)} of bare`));
-      ratio("W1 read by id ÷ bare node:http", sliceRatios[Math.floor(rounds / 2)], 0.8, "higher", `bare node:http ${fmt(baseline.rate)} req/s (median of ${rounds} slice pairs)`);
+      ratio("W1 read by id ÷ bare node:http", sliceRatios[Math.floor(rounds / 2)], 0.8, "higher", `bare node:http ${fmt(baseline.rate)} req/s (mean of ${rounds} slices)`);
       const byRatio = sideBySide.map((round) => ({ ...round, ratio: round.bareUs / round.w1Us })).sort((a, b) => a.ratio - b.ratio);
       const median = byRatio[Math.floor(rounds / 2)];
       notes.push(`W1 and bare side by side (both loaded at once, ${options.connections} connections each, ${rounds} rounds): bare's CPU per request is ${pct(median.ratio)} of W1's, the median round (${pct(byRatio[0].ratio)}–${pct(byRatio.at(-1).ratio)}; bare ${median.bareUs.toFixed(1)} µs, W1 ${median.w1Us.toFixed(1)} µs). A host's speed drifts by tens of percent within seconds; measured at once, both servers see the same host, so this ratio is the steadier figure.`);
