@@ -18,13 +18,16 @@
 // W9: W4's creates at c=32 alone, then with --subscribers SSE streams of Task's changes (bench/feed-subscribers.mjs),
 // then the same creates and streams against a bare broadcaster (bench/bare-broadcaster.mjs), the floor.
 // W10: the same, alone, with --subscribers SSE streams, and with as many Socket.IO connections in Task's room.
+// --chart PATH: where the chart of this run's ratios goes (docs/benchmarks.svg; "none" for nowhere).
 
 import { spawn } from "node:child_process";
 import { copyFileSync, cpSync, mkdtempSync, readdirSync, rmSync, statfsSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path, { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { buildRequest, runLoad } from "./load.mjs";
 import { createRandom, makeTask, TASK_SCHEMA, WORDS } from "./task-schema.mjs";
+import { describeChart, writeChart } from "./chart.mjs";
 import { dataFiles, measureDiskSync, readCpuMs, readRss, startChild, stopChild } from "./machine.mjs";
 
 const SECRET_KEY = "sk_bench_secret_";
@@ -53,6 +56,20 @@ const options = parseOptions(process.argv.slice(2));
 /** Under --cpu-prof: each workload's window in the profile, for bench/profile-summary.mjs. */
 const profileWindows = [];
 const only = (name) => options.only === null || options.only.includes(name);
+/**
+ * Every ratio this run measured, for the chart written at the end (bench/chart.mjs, by default
+ * docs/benchmarks.svg): only what this run measured is drawn. A workload with a floor calls
+ * ratio(workload, value, target, direction, floor) once it has both figures:
+ * - workload: the bar's label, naming both sides ("W1 read by id ÷ bare node:http");
+ * - value: tabula's figure ÷ the floor's, measured in the same run;
+ * - target: the ratio the workload must reach (docs/benchmarks.md);
+ * - direction: "higher" (met when value ≥ target) or "lower" (met when value ≤ target: times);
+ * - floor: the floor's own figure, as a reader needs it beside the ratio ("51,900 req/s").
+ */
+const ratios = [];
+function ratio(workload, value, target, direction, floor) {
+  ratios.push({ workload, ratio: value, target, direction, floor });
+}
 
 
 async function main() {
@@ -125,12 +142,13 @@ async function main() {
       const sideBySide = await measureSideBySide(server, bare, w1Requests, bareRequests, slice.durationMs, rounds);
       await stopChild(bare.proc);
       bare = null;
-      const ratios = w1Slices.map((w1, i) => w1.rate / bareSlices[i].rate).sort((a, b) => a - b);
+      const sliceRatios = w1Slices.map((w1, i) => w1.rate / bareSlices[i].rate).sort((a, b) => a - b);
       const baseline = meanLoad(bareSlices);
       const w1 = meanLoad(w1Slices);
       rows.push(row(`bare node:http, same ${bytes}-byte body (${rounds} slices taking turns with W1)`, options.connections, baseline, `slices: ${bareSlices.map((load) => fmt(load.rate)).join(", ")} req/s`));
       rows.push(row(`W1 read one by id (${fmt(options.w1Ids)} random ids)`, options.connections, w1,
-        `${pct(ratios[Math.floor(rounds / 2)])} of bare req/s, the median of ${rounds} slice pairs (${pct(ratios[0])}–${pct(ratios.at(-1))}; target ≥ 80%); p50 ${ratio(w1.p50 / baseline.p50)}, p99 ${ratio(w1.p99 / baseline.p99)} of bare`));
+        `${pct(sliceRatios[Math.floor(rounds / 2)])} of bare req/s, the median of ${rounds} slice pairs (${pct(sliceRatios[0])}–${pct(sliceRatios.at(-1))}; target ≥ 80%); p50 ${multiple(w1.p50 / baseline.p50)}, p99 ${multiple(w1.p99 / baseline.p99)} of bare`));
+      ratio("W1 read by id ÷ bare node:http", sliceRatios[Math.floor(rounds / 2)], 0.8, "higher", `bare node:http ${fmt(baseline.rate)} req/s (mean of ${rounds} slices)`);
       const byRatio = sideBySide.map((round) => ({ ...round, ratio: round.bareUs / round.w1Us })).sort((a, b) => a.ratio - b.ratio);
       const median = byRatio[Math.floor(rounds / 2)];
       notes.push(`W1 and bare side by side (both loaded at once, ${options.connections} connections each, ${rounds} rounds): bare's CPU per request is ${pct(median.ratio)} of W1's, the median round (${pct(byRatio[0].ratio)}–${pct(byRatio.at(-1).ratio)}; bare ${median.bareUs.toFixed(1)} µs, W1 ${median.w1Us.toFixed(1)} µs). A host's speed drifts by tens of percent within seconds; measured at once, both servers see the same host, so this ratio is the steadier figure.`);
@@ -233,6 +251,9 @@ async function main() {
       rows.push(row(`W9 create, durable, ${fmt(options.subscribers)} SSE subscribers on Task`, options.connections, followed.load,
         `**${pct(followed.load.rate / floor.load.rate)} of the floor's creates/s, ${pct(followed.deliveryRate / floor.deliveryRate)} of its deliveries/s** (target ≥ 70%, p99 ≤ 50 ms); ` +
         `${pct(followed.load.rate / alone.rate)} of the rate without; ${describe(followed)}`));
+      const streams = `${fmt(options.subscribers)} SSE subscribers`;
+      ratio(`W9 creates/s, ${streams} ÷ bare broadcaster`, followed.load.rate / floor.load.rate, 0.7, "higher", `bare broadcaster ${fmt(floor.load.rate)} creates/s`);
+      ratio(`W9 deliveries/s, ${streams} ÷ bare broadcaster`, followed.deliveryRate / floor.deliveryRate, 0.7, "higher", `bare broadcaster ${fmt(floor.deliveryRate)} deliveries/s`);
     }
     if (only("W10")) {
       // W9's run three times: alone, with SSE streams, and with Socket.IO connections (the wire of
@@ -273,6 +294,13 @@ async function main() {
     server = null;
 
     printReport({ rows, latencies, notes, afterSeed, seededStart, settled, afterLoad, afterKill, crashStart, afterStop, restarted, seeded, sustained });
+    // A run that measured no ratio (--only W3) leaves the last chart as it was.
+    if (options.chart !== "none" && ratios.length > 0) {
+      const date = new Date();
+      writeChart(ratios, options.chart, { date });
+      console.log(`\nchart of ${ratios.length} ratios written to ${path.relative(process.cwd(), options.chart) || options.chart}; in Markdown, with its text alternative:`);
+      console.log(`![${date.toISOString().slice(0, 10)}, tabula ÷ its floor in one run: ${describeChart(ratios)}](benchmarks.svg)`);
+    }
   } finally {
     if (bare) await stopChild(bare.proc);
     if (server) await stopChild(server.proc);
@@ -550,7 +578,7 @@ function printReport({ rows, latencies, notes, afterSeed, seededStart, settled, 
 }
 
 function parseOptions(argv) {
-  const parsed = { records: 100_000, duration: 5, warmup: 1, connections: 32, only: null, keep: false, cpuProf: null, sustain: 0, nodeFlags: [], w1Ids: POOL_SIZE, w1Rounds: W1_ROUNDS, unique: false, subscribers: 1000, log: "off" };
+  const parsed = { records: 100_000, duration: 5, warmup: 1, connections: 32, only: null, keep: false, cpuProf: null, sustain: 0, nodeFlags: [], w1Ids: POOL_SIZE, w1Rounds: W1_ROUNDS, unique: false, subscribers: 1000, log: "off", chart: fileURLToPath(new URL("../docs/benchmarks.svg", import.meta.url)) };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = () => {
@@ -572,7 +600,8 @@ function parseOptions(argv) {
     else if (flag === "--sustain") parsed.sustain = positive(flag, value());
     else if (flag === "--node-flags") parsed.nodeFlags = value().split(/\s+/).filter(Boolean);
     else if (flag === "--cpu-prof") parsed.cpuProf = path.resolve(value());
-    else throw new Error(`unknown option ${flag}; options: --records N --duration S --warmup S --connections C --only W1,W2,AGG --keep --unique --cpu-prof DIR --sustain S --w1-ids N --w1-rounds N --subscribers N --log text|json|off --node-flags "--max-old-space-size=256"`);
+    else if (flag === "--chart") parsed.chart = ((text) => (text === "none" ? text : path.resolve(text)))(value());
+    else throw new Error(`unknown option ${flag}; options: --records N --duration S --warmup S --connections C --only W1,W2,AGG --keep --unique --cpu-prof DIR --sustain S --w1-ids N --w1-rounds N --subscribers N --log text|json|off --chart PATH|none --node-flags "--max-old-space-size=256"`);
   }
   return parsed;
 }
@@ -589,7 +618,7 @@ function fmt(value) {
 function pct(value) {
   return `${(value * 100).toFixed(0)}%`;
 }
-function ratio(value) {
+function multiple(value) {
   return `${value.toFixed(2)}×`;
 }
 

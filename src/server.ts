@@ -432,7 +432,7 @@ class App {
     if (view.bytes >= MIN_COMPRESSED_BYTES && headerOf(req, "accept-encoding") !== undefined) return false;
     sendView(res, view);
     // Without a log line to write, counted through the series held: no note and no Map look-ups a
-    // read, 2–3% of W1 on a slow host (docs/benchmarks.md, "2026-11-26, sixth").
+    // read, 2–3% of W1 on a slow host ("2026-11-26, sixth" in git log -p -- docs/benchmarks-history.md).
     if (this.observability.log) this.observe(req, { started, route: PLAIN_READ_ROUTE, keyId: caller.keyId }, 200);
     else (this.plainReads ??= this.observability.requests.series("GET", PLAIN_READ_ROUTE, 200)).observe((performance.now() - started) / 1000);
     return true;
