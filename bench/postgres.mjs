@@ -15,7 +15,7 @@
 
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -60,6 +60,12 @@ async function recordsIn(url, schema) {
   } finally {
     await sql.end();
   }
+}
+
+/** The process's user + system CPU time so far, in ms (Linux: /proc/PID/stat, in clock ticks of 10 ms). */
+function readCpuMs(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 const fmt = (n) => Math.round(n).toLocaleString("en-US");
@@ -114,14 +120,22 @@ async function main() {
         const slice = durationMs / ROUNDS;
         const order = round % 2 === 0 ? ["direct", "tabula"] : ["tabula", "direct"];
         const result = {};
-        for (const who of order) result[who] = await measure(who === "tabula" ? tabula : direct, who === "tabula" ? tabulaRequests : directRequests, connections, slice);
+        for (const who of order) {
+          const server = who === "tabula" ? tabula : direct;
+          const cpuBefore = readCpuMs(server.proc.pid);
+          result[who] = await measure(server, who === "tabula" ? tabulaRequests : directRequests, connections, slice);
+          result[who].cpuMs = readCpuMs(server.proc.pid) - cpuBefore;
+          result[who].answers = (result[who].rate * (slice + 500)) / 1000; // the warm-up (500 ms) spends CPU too
+        }
         pairs.push(result);
       }
+      // CPU time per answer, each server's own process: steadier than req/s on a busy machine.
+      const cpuPer = (who) => pairs.reduce((total, pair) => total + pair[who].cpuMs, 0) / pairs.reduce((total, pair) => total + pair[who].answers, 0);
       const mean = (who, field) => pairs.reduce((total, pair) => total + pair[who][field], 0) / ROUNDS;
       const sum = (who) => ({ rate: mean(who, "rate"), p50: mean(who, "p50"), p99: mean(who, "p99") });
       const ratios = pairs.map((pair) => pair.tabula.rate / pair.direct.rate).sort((a, b) => a - b);
-      row(directName, connections, sum("direct"));
-      row(name, connections, sum("tabula"), `${pct(ratios[1])} of direct, the median of ${ROUNDS} slice pairs (${pct(ratios[0])}–${pct(ratios[2])}; target ≥ ${target}%)`);
+      row(directName, connections, sum("direct"), `${cpuPer("direct").toFixed(2)} ms CPU per answer`);
+      row(name, connections, sum("tabula"), `${pct(ratios[1])} of direct, the median of ${ROUNDS} slice pairs (${pct(ratios[0])}–${pct(ratios[2])}; target ≥ ${target}%); ${cpuPer("tabula").toFixed(2)} ms CPU per answer`);
     };
     // Both servers must answer the same records (as JSON values: jsonb keeps its keys in its own order).
     const checkSameAnswer = async (path, directPath) => {
