@@ -21,7 +21,7 @@ export function recordJson(entity: EntityDef, row: Row, caller: Caller, cache = 
   }
   const slot = isSecret ? "secretJson" : "publicJson";
   const json = JSON.stringify(recordObject(entity, row, caller, null));
-  if (cache) cacheJson(row, slot, json);
+  if (cache && row.isTransient !== true) cacheJson(row, slot, json);
   return json;
 }
 
