@@ -165,11 +165,14 @@ function writeCompactedSnapshot(dataDir, jsonLines, count) {
   const seq = 1 + Math.ceil(count / BULK_RECORDS);
   const kept = Math.min(CHANGES_KEEP, count);
   const horizon = kept < count ? positionOf(count - kept - 1) : [0, 0];
-  const parts = [frame({ format: "tabula-snapshot/5", seq, rev: count, horizon }), `${JSON.stringify({ entity: "Task" })}\n`];
+  const fields = Object.keys(JSON.parse(records[0][1]));
+  const parts = [frame({ format: "tabula-snapshot/5", seq, rev: count, horizon }), `${JSON.stringify({ entity: "Task", fields })}\n`];
   records.forEach(([, line], i) => parts.push(`${i + 1} ${positionOf(i).join(".")} ${line}\n`));
   for (let i = count - kept; i < count; i++) parts.push(`${JSON.stringify({ event: [...positionOf(i), "Task", "create", records[i][0]] })}\n`);
+  // The declarations a server stores as metadata, as the seeding server did.
+  parts.push(`${JSON.stringify({ meta: { key: "schema", value: TASK_SCHEMA } })}\n`);
   const body = Buffer.from(parts.join(""));
-  const end = frame({ end: true, rows: count, answers: 0, events: kept, meta: 0, checksum: crc32(body).toString(16).padStart(8, "0") });
+  const end = frame({ end: true, rows: count, answers: 0, events: kept, meta: 1, checksum: crc32(body).toString(16).padStart(8, "0") });
   writeFileSync(join(dataDir, `snapshot-${String(seq).padStart(16, "0")}`), Buffer.concat([body, Buffer.from(end)]));
 }
 
