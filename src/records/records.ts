@@ -91,14 +91,13 @@ export class Records {
   }
 
   /**
-   * For a plain read by a secret key (server.ts): the view of the live record, cached or made now
-   * when the store holds it in memory; undefined when the store reads asynchronously or has no such
+   * For a plain read by a secret key that missed the cache (server.ts): the view of the live
+   * record, made now and cached when the store holds it in memory; undefined when the store reads asynchronously or has no such
    * live record, which the general path answers. A read after start-up is such a miss: the view is
    * made from the row's stored text when that is its JSON (serialize.ts), without parsing it.
    */
   secretViewAtHand(entity: EntityDef, id: string, caller: Caller): RecordView | undefined {
-    const cached = this.cachedView(entity, id, caller);
-    if (cached !== undefined || caller.kind !== "secret") return cached;
+    if (caller.kind !== "secret") return undefined;
     const row = this.store.get(entity.name, id);
     if (row === undefined || row instanceof Promise || row.deleted) return undefined;
     const view = viewOf(row, recordJson(entity, row, caller, false));
