@@ -1,6 +1,6 @@
 // Start-up and cold reads (issue 45, targets 1 and 3), each against its floor in the same run:
 //
-//   node bench/startup.mjs [--records 300000] [--rounds 3] [--cold-reads 100000] [--keep | --reuse DIR]
+//   node bench/startup.mjs [--records 300000] [--rounds 3] [--cold-reads 100000] [--keep | --reuse DIR] [--dist DIR]
 //
 // Seeds a data folder with the Task records of task-schema.mjs (POST /bulk, then a start that
 // compacts the log into a snapshot) and writes the same records as JSON lines. Then, taking turns
@@ -29,7 +29,7 @@ const CHANGES_KEEP = 100_000;
 const options = parseOptions(process.argv.slice(2));
 
 function parseOptions(argv) {
-  const options = { records: 300_000, rounds: 3, coldReads: 100_000, keep: false, reuse: null, nodeFlags: [] };
+  const options = { records: 300_000, rounds: 3, coldReads: 100_000, keep: false, reuse: null, dist: new URL("../dist/", import.meta.url).pathname, nodeFlags: [] };
   for (let i = 0; i < argv.length; i++) {
     const name = argv[i];
     if (name === "--records") options.records = Number(argv[++i]);
@@ -37,6 +37,7 @@ function parseOptions(argv) {
     else if (name === "--cold-reads") options.coldReads = Number(argv[++i]);
     else if (name === "--keep") options.keep = true;
     else if (name === "--reuse") options.reuse = argv[++i];
+    else if (name === "--dist") options.dist = argv[++i];
     else if (name === "--node-flag") options.nodeFlags.push(argv[++i]);
     else throw new Error(`unknown option ${name}; see the comment at the top of bench/startup.mjs`);
   }
@@ -48,8 +49,9 @@ async function main() {
   const dir = options.reuse ?? mkdtempSync(join(os.tmpdir(), "tabula-startup-"));
   const dataDir = join(dir, "data");
   const jsonLines = join(dir, "records.jsonl");
-  copyFileSync(new URL("../dist/tabula.mjs", import.meta.url), join(dir, "tabula.mjs"));
-  cpSync(new URL("../dist/chunks", import.meta.url), join(dir, "chunks"), { recursive: true });
+  // A private copy of the bundle (--dist: another build's, to compare): a build meanwhile changes nothing.
+  copyFileSync(join(options.dist, "tabula.mjs"), join(dir, "tabula.mjs"));
+  cpSync(join(options.dist, "chunks"), join(dir, "chunks"), { recursive: true });
   writeFileSync(join(dir, "schema.json"), JSON.stringify(TASK_SCHEMA));
   const start = (flags = options.nodeFlags) =>
     startChild("tabula", [...flags, join(dir, "tabula.mjs"), "--schema", join(dir, "schema.json"), "--data", dataDir, "--port", "0", "--secret-key", SECRET_KEY, "--log", "off"]);
