@@ -98,10 +98,18 @@ export class Records {
    */
   secretViewAtHand(entity: EntityDef, id: string, caller: Caller): RecordView | undefined {
     if (caller.kind !== "secret") return undefined;
+    // A store without a read cache (PostgreSQL) has no rows at hand: its get() is a query, which the
+    // general path makes (and whose failure it answers).
+    const cache = this.store.readCache(entity.name, newViewCache);
+    if (cache === null) return undefined;
     const row = this.store.get(entity.name, id);
-    if (row === undefined || row instanceof Promise || row.deleted) return undefined;
+    if (row instanceof Promise) {
+      row.catch(() => {});
+      return undefined;
+    }
+    if (row === undefined || row.deleted) return undefined;
     const view = viewOf(row, recordJson(entity, row, caller, false));
-    this.store.readCache(entity.name, newViewCache)?.keep(row.id, caller, view);
+    cache.keep(row.id, caller, view);
     return view;
   }
 
