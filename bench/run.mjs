@@ -488,7 +488,7 @@ async function measureWebhooks(server, measure) {
   return [
     row("W11 create, durable, no webhooks", options.connections, alone),
     row(`W11 create, durable, ${W11_ENDPOINTS} webhook endpoints on Task`, options.connections, followed,
-      `${pct(followed.rate / alone.rate)} of the rate without (target ≥ 90%); ${fmt(load.deliveries)} deliveries, the last ${fmt(drainMs)} ms after the load stopped; ` +
+      `${pct(followed.rate / alone.rate)} of the rate without (target ≥ 90%); ${fmt(load.deliveries)} deliveries (${fmt(W11_ENDPOINTS * (followed.statuses[201] ?? 0))} creates answered 201 × ${W11_ENDPOINTS}; more: warm-up creates, or events sent again), the last ${fmt(drainMs)} ms after the load stopped; ` +
       `lag under this load p50 ${fmt(load.p50)} ms, p99 ${fmt(load.p99)} ms; creates paced at ${PACED_PER_SECOND}/s: lag p50 ${paced.p50} ms, p99 ${paced.p99} ms, max ${paced.max} ms over ${fmt(paced.deliveries)} deliveries`),
   ];
 }
