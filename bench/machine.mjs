@@ -3,9 +3,16 @@
 
 import { spawn } from "node:child_process";
 import { closeSync, fdatasyncSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
+import os from "node:os";
 import { join } from "node:path";
 
 const CLOCK_TICKS_PER_SECOND = 100; // USER_HZ on Linux: the unit of utime and stime in /proc/<pid>/stat
+
+/** The machine in one line, for a report's or a chart's title: its CPUs, memory, Node and kernel. */
+export function describeHost() {
+  const cpus = os.cpus();
+  return `${cpus.length} × ${cpus[0]?.model.trim() ?? "cpu"}, ${(os.totalmem() / 1073741824).toFixed(1)} GiB RAM, Node ${process.version}, ${os.type()} ${os.release()}`;
+}
 
 /** Spawns node with args and resolves once it prints `listening on URL`, with the time it took. */
 export function startChild(name, args) {

@@ -15,17 +15,21 @@
 // --log: tabula's request log (off by default here; its metrics are always counted).
 // W1: --w1-ids N random ids to read (4,096), --w1-rounds N slices taking turns with bare and rounds
 // side by side (5); more rounds give a steadier median on a noisy host.
-// W9: W4's creates at c=32 alone, then with --subscribers SSE streams of Task's changes (bench/feed-subscribers.mjs).
+// W9: W4's creates at c=32 alone, then with --subscribers SSE streams of Task's changes (bench/feed-subscribers.mjs),
+// then the same creates and streams against a bare broadcaster (bench/bare-broadcaster.mjs), the floor.
 // W10: the same, alone, with --subscribers SSE streams, and with as many Socket.IO connections in Task's room.
 // W11: W4's creates at c=32 alone, then with 3 webhook endpoints on Task (bench/webhook-receivers.mjs);
 // the delivery lag under that load, and of creates paced at PACED_PER_SECOND.
+// --chart PATH: where the chart of this run's ratios goes (docs/benchmarks.svg; "none" for nowhere).
 
 import { spawn } from "node:child_process";
 import { copyFileSync, cpSync, mkdtempSync, readdirSync, rmSync, statfsSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path, { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { buildRequest, runLoad } from "./load.mjs";
 import { createRandom, makeTask, TASK_SCHEMA, WORDS } from "./task-schema.mjs";
+import { describeChart, writeChart } from "./chart.mjs";
 import { dataFiles, measureDiskSync, readCpuMs, readRss, startChild, stopChild } from "./machine.mjs";
 
 const SECRET_KEY = "sk_bench_secret_";
@@ -60,6 +64,20 @@ const options = parseOptions(process.argv.slice(2));
 /** Under --cpu-prof: each workload's window in the profile, for bench/profile-summary.mjs. */
 const profileWindows = [];
 const only = (name) => options.only === null || options.only.includes(name);
+/**
+ * Every ratio this run measured, for the chart written at the end (bench/chart.mjs, by default
+ * docs/benchmarks.svg): only what this run measured is drawn. A workload with a floor calls
+ * ratio(workload, value, target, direction, floor) once it has both figures:
+ * - workload: the bar's label, naming both sides ("W1 read by id ÷ bare node:http");
+ * - value: tabula's figure ÷ the floor's, measured in the same run;
+ * - target: the ratio the workload must reach (docs/benchmarks.md);
+ * - direction: "higher" (met when value ≥ target) or "lower" (met when value ≤ target: times);
+ * - floor: the floor's own figure, as a reader needs it beside the ratio ("51,900 req/s").
+ */
+const ratios = [];
+function ratio(workload, value, target, direction, floor) {
+  ratios.push({ workload, ratio: value, target, direction, floor });
+}
 
 
 async function main() {
@@ -132,12 +150,13 @@ async function main() {
       const sideBySide = await measureSideBySide(server, bare, w1Requests, bareRequests, slice.durationMs, rounds);
       await stopChild(bare.proc);
       bare = null;
-      const ratios = w1Slices.map((w1, i) => w1.rate / bareSlices[i].rate).sort((a, b) => a - b);
+      const sliceRatios = w1Slices.map((w1, i) => w1.rate / bareSlices[i].rate).sort((a, b) => a - b);
       const baseline = meanLoad(bareSlices);
       const w1 = meanLoad(w1Slices);
       rows.push(row(`bare node:http, same ${bytes}-byte body (${rounds} slices taking turns with W1)`, options.connections, baseline, `slices: ${bareSlices.map((load) => fmt(load.rate)).join(", ")} req/s`));
       rows.push(row(`W1 read one by id (${fmt(options.w1Ids)} random ids)`, options.connections, w1,
-        `${pct(ratios[Math.floor(rounds / 2)])} of bare req/s, the median of ${rounds} slice pairs (${pct(ratios[0])}–${pct(ratios.at(-1))}; target ≥ 80%); p50 ${ratio(w1.p50 / baseline.p50)}, p99 ${ratio(w1.p99 / baseline.p99)} of bare`));
+        `${pct(sliceRatios[Math.floor(rounds / 2)])} of bare req/s, the median of ${rounds} slice pairs (${pct(sliceRatios[0])}–${pct(sliceRatios.at(-1))}; target ≥ 80%); p50 ${multiple(w1.p50 / baseline.p50)}, p99 ${multiple(w1.p99 / baseline.p99)} of bare`));
+      ratio("W1 read by id ÷ bare node:http", sliceRatios[Math.floor(rounds / 2)], 0.8, "higher", `bare node:http ${fmt(baseline.rate)} req/s (mean of ${rounds} slices)`);
       const byRatio = sideBySide.map((round) => ({ ...round, ratio: round.bareUs / round.w1Us })).sort((a, b) => a.ratio - b.ratio);
       const median = byRatio[Math.floor(rounds / 2)];
       notes.push(`W1 and bare side by side (both loaded at once, ${options.connections} connections each, ${rounds} rounds): bare's CPU per request is ${pct(median.ratio)} of W1's, the median round (${pct(byRatio[0].ratio)}–${pct(byRatio.at(-1).ratio)}; bare ${median.bareUs.toFixed(1)} µs, W1 ${median.w1Us.toFixed(1)} µs). A host's speed drifts by tens of percent within seconds; measured at once, both servers see the same host, so this ratio is the steadier figure.`);
@@ -195,23 +214,54 @@ async function main() {
     }
     if (only("W9")) {
       // W4's creates at c=32 without subscribers, then with SUBSCRIBERS SSE streams of Task's changes
-      // held by a child process (bench/feed-subscribers.mjs), which also probes delivery latency.
-      const random = createRandom(9);
-      let created = 0;
-      const requests = () => buildRequest("POST", "/api/entities/Task", { headers: { "X-Api-Key": SECRET_KEY }, body: makeTask(2 * options.records + created++, random) });
+      // held by a child process (bench/feed-subscribers.mjs), which also probes delivery latency; then
+      // the floor: the same creates (the same bodies) and the same subscriber child against a bare
+      // broadcaster (bench/bare-broadcaster.mjs), which writes each create's frame to every stream.
+      const creates = () => {
+        const random = createRandom(9);
+        let created = 0;
+        return () => buildRequest("POST", "/api/entities/Task", { headers: { "X-Api-Key": SECRET_KEY }, body: makeTask(2 * options.records + created++, random) });
+      };
+      const requests = creates();
       const alone = await measure(requests);
-      const subscribers = await startSubscribers(server.port, options.subscribers);
-      subscribers.proc.stdin.write("start\n");
-      const cpuBefore = readCpuMs(subscribers.proc.pid);
-      const startedAt = performance.now();
-      const followed = await measure(requests);
-      const subscriberCpu = (readCpuMs(subscribers.proc.pid) - cpuBefore) / (performance.now() - startedAt);
-      const feed = await subscribers.stop();
+      const followedBy = async (child) => {
+        const subscribers = await startSubscribers(child.port, options.subscribers);
+        subscribers.proc.stdin.write("start\n");
+        const cpuBefore = readCpuMs(subscribers.proc.pid);
+        const startedAt = performance.now();
+        const load = await measureWithCpu(child, { port: child.port, requests: child === server ? requests : creates(), connections: options.connections });
+        const subscriberCpu = (readCpuMs(subscribers.proc.pid) - cpuBefore) / (performance.now() - startedAt);
+        const feed = await subscribers.stop();
+        // The subscribers' connections close with their process: let the server let go of them first.
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        return { load, feed, subscriberCpu, deliveryRate: feed.deliveries / feed.seconds };
+      };
+      const followed = await followedBy(server);
+      // The floor writes one turn's frames as one chunk per socket; a broadcaster writing each
+      // create's frame on its own is measured beside it, for scale.
+      const floors = {};
+      for (const mode of ["per-turn", "per-create"]) {
+        bare = await startChild("bare-broadcaster", [new URL("./bare-broadcaster.mjs", import.meta.url).pathname, mode]);
+        floors[mode] = await followedBy(bare);
+        await stopChild(bare.proc);
+        bare = null;
+      }
+      const floor = floors["per-turn"];
+      // A probe's figures are null (NaN in JSON) when none of its events arrived while counting.
+      const ms = (value) => (typeof value === "number" ? value.toFixed(1) : "–");
+      const describe = ({ feed, subscriberCpu, deliveryRate }) =>
+        `${fmt(deliveryRate)} deliveries/s (${(feed.bytes / feed.seconds / 1048576).toFixed(0)} MiB/s); ` +
+        `answer→arrival p50 ${ms(feed.p50)} ms, p99 ${ms(feed.p99)} ms, max ${ms(feed.max)} ms over ${fmt(feed.probeArrivals)} of ${fmt(feed.expectedArrivals)} probe arrivals; ` +
+        `${feed.ended} streams cut off, ${feed.refused} refused; subscribers' CPU ${pct(subscriberCpu)}`;
       rows.push(row("W9 create, durable, no subscribers", options.connections, alone));
-      rows.push(row(`W9 create, durable, ${fmt(options.subscribers)} SSE subscribers on Task`, options.connections, followed,
-        `${pct(followed.rate / alone.rate)} of the rate without (target ≥ 70%); ${fmt(feed.deliveries / feed.seconds)} deliveries/s (${(feed.bytes / feed.seconds / 1048576).toFixed(0)} MiB/s); ` +
-        `answer→arrival p50 ${feed.p50.toFixed(1)} ms, p99 ${feed.p99.toFixed(1)} ms, max ${feed.max.toFixed(0)} ms (target p99 ≤ 50 ms) over ${fmt(feed.probeArrivals)} of ${fmt(feed.expectedArrivals)} probe arrivals; ` +
-        `${feed.ended} streams cut off, ${feed.refused} refused; subscribers' CPU ${pct(subscriberCpu)}`));
+      rows.push(row(`W9 floor: bare broadcaster, same creates, ${fmt(options.subscribers)} SSE subscribers`, options.connections, floor.load, `a turn's frames as one write per socket; ${describe(floor)}`));
+      rows.push(row(`W9 bare broadcaster writing each create's frame apart (for scale)`, options.connections, floors["per-create"].load, describe(floors["per-create"])));
+      rows.push(row(`W9 create, durable, ${fmt(options.subscribers)} SSE subscribers on Task`, options.connections, followed.load,
+        `**${pct(followed.load.rate / floor.load.rate)} of the floor's creates/s, ${pct(followed.deliveryRate / floor.deliveryRate)} of its deliveries/s** (target ≥ 70%, p99 ≤ 50 ms); ` +
+        `${pct(followed.load.rate / alone.rate)} of the rate without; ${describe(followed)}`));
+      const streams = `${fmt(options.subscribers)} SSE subscribers`;
+      ratio(`W9 creates/s, ${streams} ÷ bare broadcaster`, followed.load.rate / floor.load.rate, 0.7, "higher", `bare broadcaster ${fmt(floor.load.rate)} creates/s`);
+      ratio(`W9 deliveries/s, ${streams} ÷ bare broadcaster`, followed.deliveryRate / floor.deliveryRate, 0.7, "higher", `bare broadcaster ${fmt(floor.deliveryRate)} deliveries/s`);
     }
     if (only("W10")) {
       // W9's run three times: alone, with SSE streams, and with Socket.IO connections (the wire of
@@ -253,6 +303,13 @@ async function main() {
     server = null;
 
     printReport({ rows, latencies, notes, afterSeed, seededStart, settled, afterLoad, afterKill, crashStart, afterStop, restarted, seeded, sustained });
+    // A run that measured no ratio (--only W3) leaves the last chart as it was.
+    if (options.chart !== "none" && ratios.length > 0) {
+      const date = new Date();
+      writeChart(ratios, options.chart, { date });
+      console.log(`\nchart of ${ratios.length} ratios written to ${path.relative(process.cwd(), options.chart) || options.chart}; in Markdown, with its text alternative:`);
+      console.log(`![${date.toISOString().slice(0, 10)}, tabula ÷ its floor in one run: ${describeChart(ratios)}](benchmarks.svg)`);
+    }
   } finally {
     if (bare) await stopChild(bare.proc);
     if (server) await stopChild(server.proc);
@@ -602,7 +659,7 @@ function printReport({ rows, latencies, notes, afterSeed, seededStart, settled, 
 }
 
 function parseOptions(argv) {
-  const parsed = { records: 100_000, duration: 5, warmup: 1, connections: 32, only: null, keep: false, cpuProf: null, sustain: 0, nodeFlags: [], w1Ids: POOL_SIZE, w1Rounds: W1_ROUNDS, unique: false, subscribers: 1000, log: "off" };
+  const parsed = { records: 100_000, duration: 5, warmup: 1, connections: 32, only: null, keep: false, cpuProf: null, sustain: 0, nodeFlags: [], w1Ids: POOL_SIZE, w1Rounds: W1_ROUNDS, unique: false, subscribers: 1000, log: "off", chart: fileURLToPath(new URL("../docs/benchmarks.svg", import.meta.url)) };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = () => {
@@ -624,7 +681,8 @@ function parseOptions(argv) {
     else if (flag === "--sustain") parsed.sustain = positive(flag, value());
     else if (flag === "--node-flags") parsed.nodeFlags = value().split(/\s+/).filter(Boolean);
     else if (flag === "--cpu-prof") parsed.cpuProf = path.resolve(value());
-    else throw new Error(`unknown option ${flag}; options: --records N --duration S --warmup S --connections C --only W1,W2,AGG --keep --unique --cpu-prof DIR --sustain S --w1-ids N --w1-rounds N --subscribers N --log text|json|off --node-flags "--max-old-space-size=256"`);
+    else if (flag === "--chart") parsed.chart = ((text) => (text === "none" ? text : path.resolve(text)))(value());
+    else throw new Error(`unknown option ${flag}; options: --records N --duration S --warmup S --connections C --only W1,W2,AGG --keep --unique --cpu-prof DIR --sustain S --w1-ids N --w1-rounds N --subscribers N --log text|json|off --chart PATH|none --node-flags "--max-old-space-size=256"`);
   }
   return parsed;
 }
@@ -641,7 +699,7 @@ function fmt(value) {
 function pct(value) {
   return `${(value * 100).toFixed(0)}%`;
 }
-function ratio(value) {
+function multiple(value) {
   return `${value.toFixed(2)}×`;
 }
 

@@ -52,6 +52,14 @@ const STEP_EVENTS = 500;
 const FETCH_EVENTS = 1000;
 /** After a failed read of the store (a database away), the hub tries again this much later. */
 const FETCH_RETRY_MS = 1000;
+/**
+ * After handing events out, the hub waits this long per open stream before it hands out more. A
+ * write to a socket costs about 8 µs of the server's time, nearly whatever it carries
+ * (docs/benchmarks.md, "Fan-out (W9)"): under a steady stream of writes, the events of 20 ms per
+ * thousand streams go out together, one write per socket, and the writes take at most about a
+ * third of the server's time. The first event after a quiet spell waits for nothing.
+ */
+const FANOUT_GAP_US_PER_STREAM = 20;
 
 class Stream {
   closed = false;
@@ -81,6 +89,9 @@ export class ChangeFeed {
   private connections = 0;
   private fetching = false;
   private fetchAgain = false;
+  /** When the hub last handed events out (performance.now()), and its timer for the next time. */
+  private dispatchedAt = -Infinity;
+  private fetchTimer: NodeJS.Timeout | null = null;
   private closed = false;
   private readonly heartbeat: NodeJS.Timeout;
   /** Whether a key is still accepted: a long poll whose key went is answered 401 (set by the server). */
@@ -99,7 +110,7 @@ export class ChangeFeed {
     head: FeedPosition,
   ) {
     this.head = head;
-    store.onFeed(() => this.fetch());
+    store.onFeed(() => this.fetchSoon());
     this.heartbeat = setInterval(() => this.beat(), limits.heartbeatMs).unref();
   }
 
@@ -207,6 +218,7 @@ export class ChangeFeed {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.heartbeat);
+    if (this.fetchTimer) clearTimeout(this.fetchTimer);
     for (const stream of [...this.streams]) this.end(stream, "closed");
     for (const wake of this.waiters) wake();
   }
@@ -292,6 +304,17 @@ export class ChangeFeed {
     if (stream.sink.bufferedBytes > this.limits.streamBufferBytes) this.end(stream, "overflow");
   }
 
+  /** fetch(), once the gap after the last hand-out has passed (FANOUT_GAP_US_PER_STREAM). */
+  private fetchSoon(): void {
+    if (this.fetchTimer) return;
+    const waitMs = this.dispatchedAt + (this.streams.size * FANOUT_GAP_US_PER_STREAM) / 1000 - performance.now();
+    if (waitMs <= 0) return this.fetch();
+    this.fetchTimer = setTimeout(() => {
+      this.fetchTimer = null;
+      this.fetch();
+    }, waitMs);
+  }
+
   /** Reads what the store has after the hub's head and hands it to the live streams; one read at a time. */
   private fetch(): void {
     if (this.closed) return;
@@ -303,7 +326,7 @@ export class ChangeFeed {
     this.fetchAll().then(
       () => {
         this.fetching = false;
-        if (this.fetchAgain) this.fetch();
+        if (this.fetchAgain) this.fetchSoon();
       },
       (error: Error) => {
         this.fetching = false;
@@ -325,11 +348,12 @@ export class ChangeFeed {
       const read = await this.store.readChanges(this.head, null, FETCH_EVENTS);
       if (compareFeedPositions(read.through, this.head) <= 0) return;
       this.dispatch(read.events, read.through);
-      if (read.events.length < FETCH_EVENTS && !this.fetchAgain) return;
+      if (read.events.length < FETCH_EVENTS) return;
     }
   }
 
   private dispatch(events: readonly FeedEvent[], through: FeedPosition): void {
+    this.dispatchedAt = performance.now();
     for (const group of this.groups.values()) {
       const first = group.values().next().value as Stream | undefined;
       if (!first) continue;

@@ -8,7 +8,7 @@
 // entry, the id it is kept under, the view and each of its strings. Here a read touches two: the
 // table's slot, which holds the id's hash, and one string that holds the id, the ETag and the JSON
 // side by side. Bare node:http servers answering from each did 0.75–0.79 and 0.82–0.87 of bare's
-// requests a second under wrk (docs/benchmarks.md, "2026-11-26, later").
+// requests a second under wrk ("2026-11-26, later" in git log -p -- docs/benchmarks-history.md).
 
 import type { ReadCache, Row } from "../store/store.ts";
 import type { Caller } from "./caller.ts";
@@ -35,7 +35,7 @@ function viewFrom(json: string, bytes: number, etag: string): RecordView {
  * Views are kept for at most this many records and kinds of key (in all entities), and the view
  * cached longest ago goes first: about 45 MB for records of 300 bytes. A table of 100,000 records
  * read at random by one kind of key fits whole; with 65,536 one read in three missed, and such
- * reads took about 7 µs more CPU on average on a slow host (docs/benchmarks.md, "2026-11-26").
+ * reads took about 7 µs more CPU on average on a slow host ("2026-11-26" in git log -p -- docs/benchmarks-history.md).
  */
 export const MAX_CACHED_VIEWS = 131_072;
 

@@ -90,6 +90,21 @@ export class Records {
     });
   }
 
+  /**
+   * For a plain read by a secret key that missed the cache (server.ts): the view of the live
+   * record, made now and cached when the store holds it in memory; undefined when the store reads asynchronously or has no such
+   * live record, which the general path answers. A read after start-up is such a miss: the view is
+   * made from the row's stored text when that is its JSON (serialize.ts), without parsing it.
+   */
+  secretViewAtHand(entity: EntityDef, id: string, caller: Caller): RecordView | undefined {
+    if (caller.kind !== "secret") return undefined;
+    const row = this.store.get(entity.name, id);
+    if (row === undefined || row instanceof Promise || row.deleted) return undefined;
+    const view = viewOf(row, recordJson(entity, row, caller, false));
+    this.store.readCache(entity.name, newViewCache)?.keep(row.id, caller, view);
+    return view;
+  }
+
   /** The cached view of the record with this id for `caller`'s kind of key, or undefined: never reads the store. */
   cachedView(entity: EntityDef, id: string, caller: Caller): RecordView | undefined {
     return this.store.readCache(entity.name, newViewCache)?.find(id, caller);

@@ -6,12 +6,19 @@
 import type { EntityDef } from "../schema/fields.ts";
 import type { Row } from "../store/store.ts";
 import type { Caller } from "./caller.ts";
+import { forEachMemberName, unparsedDataJson } from "../store/text-row.ts";
 
 export function recordJson(entity: EntityDef, row: Row, caller: Caller, cache = true): string {
   // A version this server has just built carries its data's JSON, which is the secret-key record
   // (records.ts). It is not cached: most written records are not read back soon, and a read caches.
   const memo = row.memo;
   const isSecret = caller.kind === "secret";
+  // A row still held as the text it was loaded as (store/text-row.ts) is sent as it is, when that
+  // text is this record's JSON: no parse, no stringify, and nothing to cache on the row.
+  if (isSecret) {
+    const stored = unparsedDataJson(row);
+    if (stored !== undefined && isRecordJson(entity, stored)) return stored;
+  }
   if (memo !== undefined) {
     const dataJson = memo.dataJson;
     if (dataJson !== undefined) return isSecret ? dataJson : withoutCreatedBy(dataJson, row.data.created_by_id);
@@ -21,7 +28,7 @@ export function recordJson(entity: EntityDef, row: Row, caller: Caller, cache = 
   }
   const slot = isSecret ? "secretJson" : "publicJson";
   const json = JSON.stringify(recordObject(entity, row, caller, null));
-  if (cache) cacheJson(row, slot, json);
+  if (cache && row.isTransient !== true) cacheJson(row, slot, json);
   return json;
 }
 
@@ -53,6 +60,47 @@ function cacheJson(row: Row, slot: "secretJson" | "publicJson", json: string): v
   else memo.publicJson = json;
 }
 
+const PLATFORM_FIELDS = ["created_date", "updated_date", "created_by_id"];
+
+/**
+ * Whether stored data JSON is the secret-key record JSON recordObject would give: "id" first, then
+ * declared fields in declaration order with no null among them, then the platform fields in their
+ * order. Rows written under the current declarations are stored so (records.ts); a field since
+ * dropped, or declarations reordered, leave rows that are not, and those are built as usual.
+ */
+export function isRecordJson(entity: EntityDef, json: string): boolean {
+  const names = entity.fieldNames;
+  let isFirst = true;
+  let declared = -1;
+  let platform = -1;
+  let isRecord = true;
+  const isName = (name: string, from: number, to: number): boolean => name.length === to - from && json.startsWith(name, from);
+  const isScanned = forEachMemberName(json, (_json, from, to) => {
+    if (!isRecord) return;
+    if (isFirst) {
+      isFirst = false;
+      isRecord = isName("id", from, to);
+      return;
+    }
+    if (platform < 0) {
+      for (let at = declared + 1; at < names.length; at++) {
+        if (!isName(names[at]!, from, to)) continue;
+        declared = at;
+        // recordObject leaves a null out; the stored text has it.
+        isRecord = !json.startsWith("null", to + 2);
+        return;
+      }
+    }
+    for (let at = platform + 1; at < PLATFORM_FIELDS.length; at++) {
+      if (!isName(PLATFORM_FIELDS[at]!, from, to)) continue;
+      platform = at;
+      return;
+    }
+    isRecord = false;
+  });
+  return isScanned && isRecord && !isFirst;
+}
+
 /** A record version's ETag (docs/api.md): strong, quoted, from its revision, which every write changes. */
 export function etagOf(row: Row): string {
   return `"${row.rev.toString(36)}"`;
@@ -74,7 +122,7 @@ export function recordObject(entity: EntityDef, row: Row, caller: Caller, fields
     const value = data[name];
     if (value !== undefined && value !== null) out[name] = value;
   }
-  for (const name of ["created_date", "updated_date", "created_by_id"]) {
+  for (const name of PLATFORM_FIELDS) {
     if (fields && !fields.includes(name)) continue;
     if (name === "created_by_id" && caller.kind !== "secret") continue;
     out[name] = data[name];

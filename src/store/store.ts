@@ -31,6 +31,12 @@ export interface Row {
    */
   seq?: number;
   index?: number;
+  /**
+   * Built for one read and dropped after it (the PostgreSQL store's rows: every read asks the
+   * database). Its JSON is not cached: no later read sees this object, and the cache would only
+   * keep it alive, for the garbage collector to move and sweep.
+   */
+  readonly isTransient?: true;
 }
 
 /** Store.readCache(): entries by record id, opaque to the store, which only deletes them. */

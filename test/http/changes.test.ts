@@ -229,6 +229,41 @@ describe("the change feed", () => {
     stream.close();
   });
 
+  test("many streams of three shapes under concurrent writers: each gets its own events, shaped for its key, once and in order", async () => {
+    // The hub hands a stretch of events out once per group of equal subscriptions, and coalesces
+    // the writes that come while it waits between hand-outs: no group may get another's bytes.
+    const q = encodeURIComponent(JSON.stringify({ status: "done" }));
+    const shapes = [
+      { apiKey: SECRET, path: "/api/entities/Task/changes" },
+      { apiKey: PUBLISHABLE, path: "/api/entities/Task/changes" },
+      { apiKey: SECRET, path: `/api/entities/Task/changes?q=${q}` },
+    ];
+    const streams = Array.from({ length: 60 }, (_, i) => ({ shape: i % 3, client: new SseClient(server.url + shapes[i % 3]!.path, { "X-Api-Key": shapes[i % 3]!.apiKey }) }));
+    await Promise.all(streams.map(({ client }) => client.opened));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const writers = Array.from({ length: 16 }, async (_, w) => {
+      const written: Array<{ id: string; isDone: boolean }> = [];
+      for (let i = 0; i < 6; i++) {
+        const isDone = (w + i) % 2 === 0;
+        written.push({ id: await create(server, { title: `s${w}-${i}`, status: isDone ? "done" : "todo" }), isDone });
+      }
+      return written;
+    });
+    const written = (await Promise.all(writers)).flat();
+    const expected = [written.map((w) => w.id).sort(), written.map((w) => w.id).sort(), written.filter((w) => w.isDone).map((w) => w.id).sort()];
+    for (const { shape, client } of streams) await client.waitFor(expected[shape]!.length);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    for (const { shape, client } of streams) {
+      const events = client.events;
+      assert.deepEqual(events.map((e) => e.json.id).sort(), expected[shape], `shape ${shape}: its events, each once`);
+      assert.deepEqual(events.map((e) => e.id!), [...events.map((e) => e.id!)].sort(eventIdOrder), `shape ${shape}: in commit order`);
+      const isPublishable = shape === 1;
+      for (const event of events) assert.equal("created_by_id" in event.json.data, !isPublishable, `shape ${shape}: created_by_id only for a secret key`);
+      if (shape === 2) assert.ok(events.every((e) => e.json.data.status === "done"), "q narrows");
+      client.close();
+    }
+  });
+
   test("the SDK's prefix serves the same feed", async () => {
     const since = (await server.call("GET", "/api/apps/demo/changes")).body.next;
     const id = await create(server, { title: "sdk" });

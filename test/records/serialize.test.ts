@@ -157,6 +157,23 @@ describe("the read JSON cache", () => {
     assert.ok(big.every((row) => row.memo?.secretJson === undefined), "a bigger page's rows are not");
   });
 
+  test("leaves transient rows (read from PostgreSQL for one answer) uncached, alone or in a page, and answers the same", () => {
+    const transient = (i: number): Row => ({
+      id: `t${i}`,
+      rev: 1,
+      deleted: false,
+      data: { id: `t${i}`, title: `read once ${i}`, created_date: "2026-01-01T00:00:00.000Z", updated_date: "2026-01-01T00:00:00.000Z", created_by_id: "key_1" },
+      isTransient: true,
+    });
+    const one = transient(0);
+    assert.equal(recordJson(task, one, SECRET), reference(one, SECRET));
+    assert.equal(recordJson(task, one, PUBLISHABLE), reference(one, PUBLISHABLE));
+    assert.equal(one.memo, undefined, "a transient row gets no memo");
+    const rows = [1, 2, 3].map(transient);
+    assert.equal(recordsJson(task, rows, SECRET, null), `[${rows.map((row) => reference(row, SECRET)).join(",")}]`);
+    assert.ok(rows.every((row) => row.memo === undefined), "nor do the rows of a page");
+  });
+
   test("a written version gives up its data JSON once the store has it", () => {
     const records = freshRecords();
     const change = records.create(task, { title: "Keep it short" }, SECRET);

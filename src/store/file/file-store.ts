@@ -10,6 +10,7 @@ import { acquireLock, type DirectoryLock } from "./lock.ts";
 import { MemoryStore, type ValueIndexedFields } from "../memory/memory-store.ts";
 import { isTemporarySnapshot, parseSnapshotName, readSnapshot, snapshotName, writeSnapshot, type SnapshotState } from "./snapshot.ts";
 import { compareFeedPositions, isOutOfSpace, type Commit, type FeedEvent, type FeedPosition, type Row, type StoreMetrics, type UniqueFields, type WriteBatch } from "../store.ts";
+import { TextRow } from "../text-row.ts";
 import { UnsyncedBatches } from "./unsynced-batches.ts";
 import { checkBackupTarget, holdFiles, readKeysJson, releaseFiles, writeBackup, type BackupPoint, type BackupSummary } from "./backup.ts";
 import { MAX_LOG_LINE_CHARS, WriteAheadLog, parseSegmentName, readSegment, segmentName, syncDirectory, type LogEntry, type LogPut, type RowImage, type Segment } from "./wal.ts";
@@ -272,6 +273,13 @@ export class FileStore extends MemoryStore {
     const events: FeedEvent[] = [];
     const header = await readSnapshot(path, {
       onRow: (entity, image) => this.applyRow(entity, loader.toSnapshotRow(image)),
+      // Kept as text, parsed when first read (text-row.ts): a start-up parses no row.
+      onRowText: (entity, { id, rev, deleted, json, seq, index }) => this.applyRow(entity, new TextRow(id, rev, deleted, json, seq, index)),
+      onEntityFields: (entity, names) => {
+        const table = this.table(entity);
+        table.textFieldNames ??= new Set();
+        for (const name of names) table.textFieldNames.add(name);
+      },
       onAnswer: (answer) => this.apply({ puts: [], answer }, 0),
       onMeta: (write) => this.applyMeta(write),
       onEvent: (event) => {
@@ -413,9 +421,9 @@ export class FileStore extends MemoryStore {
 
   /** Row versions are immutable, so copying references is a consistent picture of this instant. */
   private captureState(): SnapshotState {
-    const entities: Array<[string, Row[]]> = [];
+    const entities: Array<[string, Row[], ReadonlySet<string> | null]> = [];
     for (const [entity, table] of this.tables) {
-      if (table.rows.size > 0) entities.push([entity, Array.from(table.rows.values())]);
+      if (table.rows.size > 0) entities.push([entity, Array.from(table.rows.values()), table.textFieldNames]);
     }
     const now = Date.now();
     const answers = [...this.answers.values()].filter((answer) => answer.expiresAt > now);

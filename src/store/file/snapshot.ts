@@ -28,6 +28,7 @@ import { crc32 } from "node:zlib";
 import type { ChangeType, FeedPosition, IdempotentAnswer, MetaWrite, Row } from "../store.ts";
 import { crcHex, frameLine, parseFramedLine, parseSeqFileName, scanLineRuns, scanLines, seqFileName, writeFully, type RowImage } from "./wal.ts";
 import { replaceFile, TEMPORARY_SUFFIX } from "./durable-file.ts";
+import { dataJsonOf, MemberNames, TextRow, unparsedDataJson } from "../text-row.ts";
 
 const SNAPSHOT_FORMAT = "tabula-snapshot/5";
 /**
@@ -53,12 +54,15 @@ const SNAPSHOT_PREFIX = "snapshot-";
  * arrives while a chunk is being serialized waits for it (about a millisecond, not fifteen).
  */
 const WRITE_CHUNK_CHARS = 1 << 16;
+/** Rows whose names are gathered between two yields (fieldNamesOf). */
+const FIELD_NAMES_YIELD_ROWS = 1 << 14;
 
 /** The state a snapshot records, captured in one tick while writes go on into a new segment. */
 export interface SnapshotState {
   readonly seq: number;
   readonly rev: number;
-  readonly entities: ReadonlyArray<readonly [entity: string, rows: readonly Row[]]>;
+  /** With the member names of the rows still held as text, when the snapshot they came from gave them. */
+  readonly entities: ReadonlyArray<readonly [entity: string, rows: readonly Row[], textFieldNames?: ReadonlySet<string> | null]>;
   readonly answers: readonly IdempotentAnswer[];
   /** The change feed's kept events before seq, oldest first, each saying whether its version is still the record's. */
   readonly events: ReadonlyArray<{ readonly entity: string; readonly type: EventType; readonly row: Row; readonly current: boolean }>;
@@ -72,11 +76,29 @@ export type EventType = ChangeType | "sync";
 
 export interface SnapshotReader {
   onRow(entity: string, row: RowImage): void;
+  /**
+   * A format 4 or 5 row line whose data opens with its id, handed over as the data's JSON text,
+   * unparsed, when the reader takes rows so (the file store does: docs/architecture.md, "Rows parsed
+   * on first use"). The checksum still covers it; readers without it get every row parsed.
+   */
+  onRowText?(entity: string, row: RowText): void;
+  /** The member names of an entity's row data, when its entity line gives them (written since rows are kept as text). */
+  onEntityFields?(entity: string, names: readonly string[]): void;
   onAnswer(answer: IdempotentAnswer): void;
   /** A kept event: with the version it wrote, or (undefined) the version of the record loaded as a row. */
   onEvent(event: SnapshotEvent): void;
   /** A metadata value (format 5). */
   onMeta?(write: MetaWrite): void;
+}
+
+export interface RowText {
+  readonly id: string;
+  readonly rev: number;
+  readonly deleted: boolean;
+  /** JSON.stringify of the row's data, as the snapshot's writer wrote it. */
+  readonly json: string;
+  readonly seq: number;
+  readonly index: number;
 }
 
 export interface SnapshotEvent {
@@ -125,8 +147,8 @@ export async function writeSnapshot(dir: string, state: SnapshotState): Promise<
       bytes += buffer.length;
     };
     let rows = 0;
-    for (const [entity, entityRows] of state.entities) {
-      text += `${JSON.stringify({ entity })}\n`;
+    for (const [entity, entityRows, textFieldNames] of state.entities) {
+      text += `${JSON.stringify({ entity, fields: await fieldNamesOf(entityRows, textFieldNames) })}\n`;
       for (const row of entityRows) {
         text += rowLine(row);
         rows++;
@@ -147,12 +169,32 @@ export async function writeSnapshot(dir: string, state: SnapshotState): Promise<
   return bytes;
 }
 
+/**
+ * Every member name of the rows' data, for the entity line: a start then knows the names stored
+ * (the check for undeclared fields) without reading rows it keeps as text. Yields now and then,
+ * as the writing does.
+ */
+async function fieldNamesOf(rows: readonly Row[], textFieldNames: ReadonlySet<string> | null | undefined): Promise<string[]> {
+  const names = new Set(textFieldNames ?? []);
+  const scanned = new MemberNames();
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!;
+    if (i % FIELD_NAMES_YIELD_ROWS === FIELD_NAMES_YIELD_ROWS - 1) await new Promise((resolve) => setImmediate(resolve));
+    const json = unparsedDataJson(row);
+    if (json !== undefined && (textFieldNames || scanned.add(json))) continue;
+    for (const name in row.data) names.add(name);
+  }
+  for (const name of scanned.names) names.add(name);
+  return [...names];
+}
+
 /** A format 3 row line; JSON.stringify writes no raw newline, so the data stays on one line. */
 function rowLine(row: Row): string {
+  if (!(row instanceof TextRow) && row.data.id !== row.id) return `${JSON.stringify({ row: { id: row.id, rev: row.rev, deleted: row.deleted, data: row.data, seq: row.seq ?? 0, index: row.index ?? 0 } })}\n`;
   const seq = row.seq ?? 0;
   const index = row.index ?? 0;
-  if (row.data.id !== row.id) return `${JSON.stringify({ row: { id: row.id, rev: row.rev, deleted: row.deleted, data: row.data, seq, index } })}\n`;
-  return `${row.rev} ${seq}.${index}${row.deleted ? ` ${DELETED_MARK}` : " "}${JSON.stringify(row.data)}\n`;
+  // A row still unparsed since start-up is written back as the text it was read as.
+  return `${row.rev} ${seq}.${index}${row.deleted ? ` ${DELETED_MARK}` : " "}${dataJsonOf(row)}\n`;
 }
 
 /**
@@ -160,7 +202,7 @@ function rowLine(row: Row): string {
  * one. Format 3 has no position: data starts with "{" and the deleted mark with a quote, so a
  * digit after the rev can only be one.
  */
-function parseRowLine(text: string, from: number, to: number): RowImage | undefined {
+function parseRowLine(text: string, from: number, to: number, onText?: (row: RowText) => void): RowImage | null | undefined {
   let at = from;
   let rev = 0;
   for (let code = text.charCodeAt(at); code >= 0x30 && code <= 0x39; code = text.charCodeAt(++at)) rev = rev * 10 + (code - 0x30);
@@ -179,13 +221,63 @@ function parseRowLine(text: string, from: number, to: number): RowImage | undefi
   }
   const deleted = text.startsWith(DELETED_MARK, at);
   if (deleted) at += DELETED_MARK.length;
+  if (onText && seq !== undefined) {
+    const id = leadingIdOf(text, at, to);
+    if (id !== undefined) {
+      onText({ id, rev, deleted, json: text.slice(at, to), seq, index: index! });
+      return null;
+    }
+  }
   const data = parseObject(text.slice(at, to));
   if (!data || typeof data.id !== "string") return undefined;
   return seq === undefined ? { id: data.id, rev, deleted, data } : { id: data.id, rev, deleted, data, seq, index };
 }
 
+const ID_OPENING = '{"id":"';
+
+/**
+ * The id of data JSON that opens with `{"id":"…"` and holds no escape in it, read without parsing;
+ * undefined otherwise (such a row is parsed). The rest is trusted as JSON: the checksum covers it.
+ */
+function leadingIdOf(text: string, from: number, to: number): string | undefined {
+  if (!text.startsWith(ID_OPENING, from) || text.charCodeAt(to - 1) !== 0x7d) return undefined;
+  const idFrom = from + ID_OPENING.length;
+  const idTo = text.indexOf('"', idFrom);
+  if (idTo < 0 || idTo >= to || idTo === idFrom) return undefined;
+  const id = text.slice(idFrom, idTo);
+  return id.includes("\\") ? undefined : id;
+}
+
 function isDigit(code: number): boolean {
   return code >= 0x30 && code <= 0x39;
+}
+
+const EVENT_OPENING = '{"event":[';
+const EVENT_CLOSING = '"]}';
+
+/**
+ * The event of a line `{"event":[seq,index,"Entity","type","id"]}` (no row: the version is the
+ * record's), read without JSON.parse; undefined for any other line, which parseEventLine reads.
+ */
+function plainEventOf(text: string, from: number, to: number): SnapshotEvent | undefined {
+  if (!text.startsWith(EVENT_CLOSING, to - EVENT_CLOSING.length)) return undefined;
+  let at = from + EVENT_OPENING.length;
+  let seq = 0;
+  const seqFrom = at;
+  for (; isDigit(text.charCodeAt(at)); at++) seq = seq * 10 + (text.charCodeAt(at) - 0x30);
+  if (at === seqFrom || text.charCodeAt(at) !== 0x2c) return undefined;
+  const indexFrom = ++at;
+  let index = 0;
+  for (; isDigit(text.charCodeAt(at)); at++) index = index * 10 + (text.charCodeAt(at) - 0x30);
+  if (at === indexFrom || text.charCodeAt(at) !== 0x2c || text.charCodeAt(at + 1) !== 0x22) return undefined;
+  const strings = text.slice(at + 2, to - EVENT_CLOSING.length);
+  // Three plain strings: no escape, and no quote but the four between them.
+  if (strings.includes("\\")) return undefined;
+  const parts = strings.split('","');
+  if (parts.length !== 3 || parts.some((part) => part.includes('"'))) return undefined;
+  const [entity, type, id] = parts as [string, string, string];
+  if (!EVENT_TYPES.has(type) || !Number.isSafeInteger(seq) || !Number.isSafeInteger(index)) return undefined;
+  return { entity, type: type as EventType, seq, index, id, row: undefined };
 }
 
 /** The event of an event line, or undefined when it is malformed. */
@@ -266,20 +358,30 @@ async function readLineSnapshot(path: string, header: Record<string, unknown>, r
   let metaValues = 0;
   let line = 0;
   let checksum = 0;
+  const onText = reader.onRowText && ((row: RowText): void => reader.onRowText!(entity!, row));
   const onLine = (text: string, from: number, to: number): void => {
     if (line === 1) return; // the header, read already
     const first = text.charCodeAt(from);
     if (first >= 0x30 && first <= 0x39) {
-      const row = parseRowLine(text, from, to);
-      if (!row) throw damaged(line, "a row line is not a revision and a data object with an id");
       if (entity === undefined) throw damaged(line, "a row comes before any entity line");
-      reader.onRow(entity, row);
+      const row = parseRowLine(text, from, to, onText);
+      if (row === undefined) throw damaged(line, "a row line is not a revision and a data object with an id");
+      if (row !== null) reader.onRow(entity, row);
       rows++;
+      return;
+    }
+    // Most lines after the rows are kept events of current versions: read without JSON.parse.
+    const event = text.startsWith(EVENT_OPENING, from) ? plainEventOf(text, from, to) : undefined;
+    if (event !== undefined) {
+      reader.onEvent(event);
+      events++;
       return;
     }
     const value = parseObject(text.slice(from, to));
     if (typeof value?.entity === "string") {
       entity = value.entity;
+      const fields = value.fields;
+      if (Array.isArray(fields) && fields.every((name) => typeof name === "string")) reader.onEntityFields?.(entity, fields as string[]);
     } else if (value?.event) {
       // Before rows: an event line may carry the version it wrote as "row".
       const event = parseEventLine(value);

@@ -1,6 +1,7 @@
 // The memory store: every entity's rows in a Table, answered through plan.ts. It is also
 // the in-memory half of the file store, which adds the log by overriding persist() and friends.
 
+import { MemberNames, unparsedDataJson } from "../text-row.ts";
 import type { FilterNode, SortPosition, SortSpec } from "../../query/filter-tree.ts";
 import { limitRegexScan } from "./time-limit.ts";
 import { planCount, planEach, planList } from "./plan.ts";
@@ -110,7 +111,17 @@ export class MemoryStore implements Store {
     for (const [entity, table] of this.tables) {
       if (table.rows.size === 0) continue;
       const fields = new Set<string>();
-      for (const row of table.rows.values()) for (const name in row.data) fields.add(name);
+      const texts = new MemberNames();
+      const { textFieldNames } = table;
+      for (const row of table.rows.values()) {
+        // A row still held as text gives its names without being parsed (text-row.ts): those the
+        // snapshot listed, or read from its text.
+        const json = unparsedDataJson(row);
+        if (json !== undefined && (textFieldNames !== null || texts.add(json))) continue;
+        for (const name in row.data) fields.add(name);
+      }
+      for (const name of texts.names) fields.add(name);
+      for (const name of textFieldNames ?? []) fields.add(name);
       names.set(entity, fields);
     }
     return names;

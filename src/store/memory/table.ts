@@ -9,6 +9,7 @@
 import { compareSortKeys, toSortKey } from "../../schema/fields.ts";
 import type { SortSpec } from "../../query/filter-tree.ts";
 import { SortedIndex } from "./sorted-index.ts";
+import { TextRow } from "../text-row.ts";
 import { isAfter, positionOf, uniqueKeyOf, type FeedPosition, type ReadCache, type Row } from "../store.ts";
 
 /** The live record that holds each key of a unique set of fields. */
@@ -25,6 +26,11 @@ export interface UniqueClash {
 
 export class Table {
   readonly rows = new Map<string, Row>();
+  /**
+   * Every member name of the data of the rows loaded as text (text-row.ts), when the snapshot gave
+   * them: storedFieldNames() then reads no such row.
+   */
+  textFieldNames: Set<string> | null = null;
   /** Store.readCache(), made at the first read by id: every change to a row deletes the row's entry. */
   readCache: ReadCache | null = null;
   private readonly sortIndexes = new Map<string, SortedIndex>();
@@ -90,6 +96,8 @@ export class Table {
   apply(row: Row): Row | undefined {
     const old = this.rows.get(row.id);
     this.rows.set(row.id, row);
+    // The names listed were those of the rows loaded; with one of them gone, they may be more.
+    if (old instanceof TextRow) this.textFieldNames = null;
     // Loading a data folder applies every row before any read: no cache, no look-up.
     this.readCache?.delete(row.id);
     if (this.written) this.keepWrittenOrder(row);
@@ -148,6 +156,7 @@ export class Table {
     const old = this.rows.get(id);
     if (!old) return;
     this.rows.delete(id);
+    if (old instanceof TextRow) this.textFieldNames = null;
     this.readCache?.delete(id);
     for (const index of this.uniqueIndexes) {
       const key = uniqueKeyOf(old, index.fields);
@@ -207,6 +216,7 @@ export class Table {
 
   clear(): void {
     this.written = null;
+    this.textFieldNames = null;
     this.rows.clear();
     this.readCache?.clear();
     this.sortIndexes.clear();

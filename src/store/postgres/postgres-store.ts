@@ -869,7 +869,8 @@ async function probeDatabase(postgres: Awaited<ReturnType<typeof loadDriver>>, u
 }
 
 function toRow(row: DbRow & { seq?: number | string; idx?: number }): Row {
-  const stored: Row = { id: row.id, rev: Number(row.rev), deleted: row.deleted, data: row.data };
+  // Transient: a row read from the database is never read again as this object (Row.isTransient).
+  const stored: Row = { id: row.id, rev: Number(row.rev), deleted: row.deleted, data: row.data, isTransient: true };
   if (row.seq !== undefined) {
     stored.seq = Number(row.seq);
     stored.index = row.idx;
