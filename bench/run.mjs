@@ -18,6 +18,8 @@
 // W9: W4's creates at c=32 alone, then with --subscribers SSE streams of Task's changes (bench/feed-subscribers.mjs),
 // then the same creates and streams against a bare broadcaster (bench/bare-broadcaster.mjs), the floor.
 // W10: the same, alone, with --subscribers SSE streams, and with as many Socket.IO connections in Task's room.
+// W11: W4's creates at c=32 alone, then with 3 webhook endpoints on Task (bench/webhook-receivers.mjs);
+// the delivery lag under that load, and of creates paced at PACED_PER_SECOND.
 // --chart PATH: where the chart of this run's ratios goes (docs/benchmarks.svg; "none" for nowhere).
 
 import { spawn } from "node:child_process";
@@ -50,6 +52,12 @@ const LATENCY_WARMUP = 10;
 /** ...fewer when they take longer than this in all (but at least LATENCY_MIN_SAMPLES), to keep AGG within ~10 s. */
 const LATENCY_BUDGET_MS = 1500;
 const LATENCY_MIN_SAMPLES = 20;
+/** W11: webhook endpoints, and the paced writes whose lag is measured apart (one at a time, this many a second for PACED_MS). */
+const W11_ENDPOINTS = 3;
+const PACED_PER_SECOND = 200;
+const PACED_MS = 3000;
+/** W11: how long the endpoints may take to deliver the load's backlog before the run gives up. */
+const DRAIN_MAX_MS = 300_000;
 
 
 const options = parseOptions(process.argv.slice(2));
@@ -276,6 +284,7 @@ async function main() {
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
     }
+    if (only("W11")) rows.push(...(await measureWebhooks(server, measure)));
     const sustained = only("SUSTAINED") ? await sustainWrites(server, dataDir, pick) : [];
     const afterLoad = { rss: readRss(server.proc.pid), files: dataFiles(dataDir), records: await countRecords(server) };
     // A crash first: the next start replays every log entry after the snapshot. Then a clean stop.
@@ -492,6 +501,78 @@ function poolPicker(ids) {
   return () => ids[Math.floor(random() * ids.length)];
 }
 
+/**
+ * W11: W4's creates at c=32, then the same with W11_ENDPOINTS webhook endpoints on Task; how long
+ * the endpoints took to deliver the backlog; then creates paced at PACED_PER_SECOND, whose lag is
+ * the delivery lag of a server not saturated. Lag: the event's timestamp to its arrival.
+ */
+async function measureWebhooks(server, measure) {
+  const random = createRandom(11);
+  let created = 0;
+  const requests = () => buildRequest("POST", "/api/entities/Task", { headers: { "X-Api-Key": SECRET_KEY }, body: makeTask(4 * options.records + created++, random) });
+  const api = async (method, path, body) => {
+    const response = await fetch(`${server.url}${path}`, { method, headers: { "X-Api-Key": SECRET_KEY, "Content-Type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+    if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
+    return response.headers.get("content-type")?.includes("json") ? response.json() : response.text();
+  };
+  /** Resolves once every endpoint is caught up (lag 0 in GET /metrics); the ms it took. */
+  const drained = async () => {
+    const startedAt = performance.now();
+    for (;;) {
+      const lags = [...(await api("GET", "/metrics")).matchAll(/^tabula_webhook_lag_seconds\{[^}]*\} (\S+)$/gm)].map((match) => Number(match[1]));
+      if (lags.length === W11_ENDPOINTS && lags.every((lag) => lag === 0)) return performance.now() - startedAt;
+      if (performance.now() - startedAt > DRAIN_MAX_MS) throw new Error(`W11: the endpoints had not caught up after ${DRAIN_MAX_MS} ms (lags ${lags.join(", ")} s)`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  };
+  const alone = await measure(requests);
+  const receivers = await startLineChild([new URL("./webhook-receivers.mjs", import.meta.url).pathname, String(W11_ENDPOINTS)], "the webhook receivers");
+  const ports = (await receivers.nextLine()).replace(/^ready /, "").split(",");
+  const endpoints = [];
+  for (const port of ports) endpoints.push(await api("POST", "/api/webhooks", { url: `http://127.0.0.1:${port}/hook`, entities: ["Task"] }));
+  const followed = await measure(requests);
+  const drainMs = await drained();
+  for (let n = 0, startedAt = performance.now(); performance.now() - startedAt < PACED_MS; n++) {
+    await api("POST", "/api/entities/Task", { title: `w11paced-${n}`, status: "todo", priority: 1 });
+    const due = startedAt + ((n + 1) * 1000) / PACED_PER_SECOND;
+    if (due > performance.now()) await new Promise((resolve) => setTimeout(resolve, due - performance.now()));
+  }
+  await drained();
+  receivers.proc.stdin.write("stop\n");
+  const { groups } = JSON.parse(await receivers.nextLine());
+  for (const endpoint of endpoints) await api("DELETE", `/api/webhooks/${endpoint.id}`);
+  const { load, paced } = groups;
+  return [
+    row("W11 create, durable, no webhooks", options.connections, alone),
+    row(`W11 create, durable, ${W11_ENDPOINTS} webhook endpoints on Task`, options.connections, followed,
+      `${pct(followed.rate / alone.rate)} of the rate without (target ≥ 90%); ${fmt(load.deliveries)} deliveries (${fmt(W11_ENDPOINTS * (followed.statuses[201] ?? 0))} creates answered 201 × ${W11_ENDPOINTS}; more: warm-up creates, or events sent again), the last ${fmt(drainMs)} ms after the load stopped; ` +
+      `lag under this load p50 ${fmt(load.p50)} ms, p99 ${fmt(load.p99)} ms; creates paced at ${PACED_PER_SECOND}/s: lag p50 ${paced.p50} ms, p99 ${paced.p99} ms, max ${paced.max} ms over ${fmt(paced.deliveries)} deliveries`),
+  ];
+}
+
+/** A child that speaks in lines on stdout: nextLine() resolves with each. */
+function startLineChild(args, what) {
+  const proc = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "inherit"] });
+  let output = "";
+  proc.stdout.setEncoding("utf8");
+  const lines = [];
+  let wake = null;
+  proc.stdout.on("data", (text) => {
+    output += text;
+    for (let end = output.indexOf("\n"); end >= 0; end = output.indexOf("\n")) {
+      lines.push(output.slice(0, end));
+      output = output.slice(end + 1);
+    }
+    wake?.();
+  });
+  const nextLine = () =>
+    new Promise((resolve, reject) => {
+      const check = () => (lines.length > 0 ? resolve(lines.shift()) : proc.exitCode !== null ? reject(new Error(`${what} exited`)) : (wake = check));
+      check();
+    });
+  return { proc, nextLine };
+}
+
 /** W9's subscriber process, once every stream is open; stop() answers what it measured. */
 function startSubscribers(port, count, wire = "sse") {
   const proc = spawn(process.execPath, [new URL("./feed-subscribers.mjs", import.meta.url).pathname, String(port), SECRET_KEY, String(count), wire], { stdio: ["pipe", "pipe", "inherit"] });
@@ -525,7 +606,7 @@ function startSubscribers(port, count, wire = "sse") {
 }
 
 async function startTabula(dir, dataDir, nodeFlags = []) {
-  return startChild("tabula", [...nodeFlags, join(dir, "tabula.mjs"), "--schema", join(dir, "schema.json"), "--data", dataDir, "--port", "0", "--secret-key", SECRET_KEY, "--log", options.log]);
+  return startChild("tabula", [...nodeFlags, join(dir, "tabula.mjs"), "--schema", join(dir, "schema.json"), "--data", dataDir, "--port", "0", "--secret-key", SECRET_KEY, "--log", options.log, "--webhooks-allow-private"]);
 }
 
 function row(workload, connections, load, note = "") {

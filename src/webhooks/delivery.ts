@@ -31,7 +31,7 @@ const IDLE_WAIT_MS = 1000;
 const READ_RETRY_MS = 1000;
 
 /** Who the feed shapes events for: a secret key (docs/webhooks.md: the event as a secret key sees it). */
-const WEBHOOK_CALLER = { keyId: "webhooks", kind: "secret" } as const;
+export const WEBHOOK_CALLER = { keyId: "webhooks", kind: "secret" } as const;
 
 export interface DeliveryContext {
   readonly store: Store;
@@ -45,6 +45,8 @@ export interface DeliveryContext {
   disable(id: string, reason: string): Promise<void>;
   /** Counts an attempt (GET /metrics). */
   count(id: string, isDelivered: boolean): void;
+  /** The event's body, serialized once for every endpoint (all see it as a secret key does). */
+  bodyOf(event: FeedEvent): string;
 }
 
 /** A stored event id read back; stored ones were issued by this store. */
@@ -176,8 +178,7 @@ export class Deliverer {
 
   /** One attempt at `event`; false when it failed (the next is scheduled, or the endpoint disabled). */
   private async send(endpoint: StoredEndpoint, event: FeedEvent): Promise<boolean> {
-    const sub = subscriptionOf(endpoint, this.ctx.schema);
-    const attempt = await this.ctx.sender.send(endpoint.url, endpoint.secret, eventIdOf(positionOf(event.row)), this.ctx.feed.changeJson(event, sub));
+    const attempt = await this.ctx.sender.send(endpoint.url, endpoint.secret, eventIdOf(positionOf(event.row)), this.ctx.bodyOf(event));
     this.keep(attempt);
     this.ctx.count(endpoint.id, attempt.error === null);
     if (attempt.error === null) {

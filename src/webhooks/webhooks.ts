@@ -7,11 +7,11 @@ import { randomBytes } from "node:crypto";
 import type { LookupFunction } from "node:net";
 import { invalidRequest, webhookNotFound } from "../errors.ts";
 import type { ChangeFeed } from "../feed/change-feed.ts";
-import { eventIdOf, parseEventId } from "../feed/events.ts";
+import { changeJson, eventIdOf, parseEventId } from "../feed/events.ts";
 import type { Schema } from "../schema/load.ts";
-import type { Store } from "../store/store.ts";
+import type { FeedEvent, Store } from "../store/store.ts";
 import { progressKey, WebhookBook } from "./book.ts";
-import { Deliverer, RETRY_DELAYS_MS } from "./delivery.ts";
+import { Deliverer, RETRY_DELAYS_MS, WEBHOOK_CALLER } from "./delivery.ts";
 import { checkFilter, EVENT_TYPES, MAX_WEBHOOKS, readEndpointFields, viewOf, type EndpointView, type StoredEndpoint } from "./endpoints.ts";
 import { SOLE_LEASE, storeLease, type Lease } from "./lease.ts";
 import { ATTEMPT_TIMEOUT_MS, createSender, newSecret, type Attempt, type Sender } from "./send.ts";
@@ -39,6 +39,8 @@ export interface EndpointMetrics {
 export class Webhooks {
   private readonly deliverers = new Map<string, Deliverer>();
   private readonly counts = new Map<string, { delivered: number; failed: number }>();
+  /** Each event's body, made once for all endpoints; let go with the feed's rows. */
+  private readonly bodies = new WeakMap<object, { type: string; body: string }>();
   private lease: Lease | null = null;
   private reconciling: Promise<void> = Promise.resolve();
   private isClosed = false;
@@ -248,6 +250,14 @@ export class Webhooks {
           // Deleted meanwhile: nothing to disable.
           if ((error as { code?: string }).code !== "webhook_not_found") throw error;
         });
+      },
+      bodyOf: (event: FeedEvent) => {
+        // Keyed by the row, which the feed hands every reader alike; a sync of the same row differs.
+        const kept = this.bodies.get(event.row);
+        if (kept && kept.type === event.type) return kept.body;
+        const body = changeJson(this.schema.entities.get(event.entity)!, event, WEBHOOK_CALLER);
+        this.bodies.set(event.row, { type: event.type, body });
+        return body;
       },
       count: (id: string, isDelivered: boolean) => {
         let counts = this.counts.get(id);
