@@ -575,24 +575,7 @@ function startLineChild(args, what) {
 
 /** W9's subscriber process, once every stream is open; stop() answers what it measured. */
 function startSubscribers(port, count, wire = "sse") {
-  const proc = spawn(process.execPath, [new URL("./feed-subscribers.mjs", import.meta.url).pathname, String(port), SECRET_KEY, String(count), wire], { stdio: ["pipe", "pipe", "inherit"] });
-  let output = "";
-  proc.stdout.setEncoding("utf8");
-  const lines = [];
-  let wake = null;
-  proc.stdout.on("data", (text) => {
-    output += text;
-    for (let end = output.indexOf("\n"); end >= 0; end = output.indexOf("\n")) {
-      lines.push(output.slice(0, end));
-      output = output.slice(end + 1);
-    }
-    wake?.();
-  });
-  const nextLine = () =>
-    new Promise((resolve, reject) => {
-      const check = () => (lines.length > 0 ? resolve(lines.shift()) : proc.exitCode !== null ? reject(new Error("the subscribers exited")) : (wake = check));
-      check();
-    });
+  const { proc, nextLine } = startLineChild([new URL("./feed-subscribers.mjs", import.meta.url).pathname, String(port), SECRET_KEY, String(count), wire], "the subscribers");
   return nextLine().then((ready) => {
     if (!ready.startsWith("ready")) throw new Error(`the subscribers said ${ready}`);
     return {

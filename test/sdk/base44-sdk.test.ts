@@ -3,8 +3,9 @@
 
 import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, test } from "node:test";
-import { createClient, Base44Error } from "@base44/sdk";
+import { createClient } from "@base44/sdk";
 import { PUBLISHABLE, SECRET, startTestServer, type TestServer } from "../support/server.ts";
+import { refusal } from "../support/sdk.ts";
 
 // The SDK logs every error it throws to the console unless it runs in production.
 process.env.NODE_ENV = "production";
@@ -19,17 +20,6 @@ before(async () => {
 });
 beforeEach(() => server.reset());
 after(() => server.close());
-
-/** The Base44Error a call rejects with. */
-async function refusal(call: Promise<unknown>): Promise<Base44Error> {
-  try {
-    await call;
-  } catch (error) {
-    assert.ok(error instanceof Base44Error, String(error));
-    return error;
-  }
-  assert.fail("the call succeeded");
-}
 
 describe("records, one at a time", () => {
   test("create, get, update and delete", async () => {

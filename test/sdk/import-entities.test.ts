@@ -4,8 +4,9 @@
 
 import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, test } from "node:test";
-import { createClient, Base44Error } from "@base44/sdk";
+import { createClient } from "@base44/sdk";
 import { PUBLISHABLE, SECRET, startTestServer, type TestServer } from "../support/server.ts";
+import { refusal } from "../support/sdk.ts";
 
 // The SDK logs every error it throws to the console unless it runs in production.
 process.env.NODE_ENV = "production";
@@ -20,16 +21,6 @@ before(async () => {
 });
 beforeEach(() => server.reset());
 after(() => server.close());
-
-async function refusal(call: Promise<unknown>): Promise<Base44Error> {
-  try {
-    await call;
-  } catch (error) {
-    assert.ok(error instanceof Base44Error, String(error));
-    return error;
-  }
-  assert.fail("the call succeeded");
-}
 
 /** The stored records' fields named, sorted by title. */
 async function stored(...fields: string[]): Promise<unknown[]> {
