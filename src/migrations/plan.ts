@@ -10,6 +10,7 @@
 import { convertValue } from "./convert.ts";
 import type { Migration, Step } from "./migration-file.ts";
 import type { MetaWrite, Put, Row, Store, WriteBatch } from "../store/store.ts";
+import { StoredRow } from "../store/stored-row.ts";
 
 /** Refused ids a report names per step. */
 const IDS_SHOWN = 5;
@@ -76,7 +77,7 @@ export class MigrationPlanner {
       for (const work of rows.values()) {
         if (!work.changed) continue;
         const moved = work.baseEntity !== entity;
-        const row: Row = { id: work.base.id, rev: refused ? 0 : this.store.nextRev(), deleted: work.base.deleted, data: work.data };
+        const row: Row = new StoredRow(work.base.id, refused ? 0 : this.store.nextRev(), work.base.deleted, work.data);
         puts.push({ entity, row, replaces: moved ? 0 : work.base.rev, sync: true });
         if (!refused) {
           work.base = row;

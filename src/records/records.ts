@@ -14,6 +14,7 @@ import { then, type Maybe } from "../maybe.ts";
 import { IsoTimes } from "../iso-time.ts";
 import { IdGenerator } from "../store/ids.ts";
 import type { Commit, IdempotentAnswer, ListQuery, MatchCheck, Put, Row, Store } from "../store/store.ts";
+import { StoredRow } from "../store/stored-row.ts";
 import { aggregate, type AggregateResult } from "./aggregate.ts";
 import type { AggregateSpec } from "./aggregate-spec.ts";
 import type { Caller } from "./caller.ts";
@@ -229,7 +230,7 @@ export class Records {
     const current = this.isoTimes.of(now);
     const updated = typeof previous === "string" && previous > current ? previous : current;
     const rev = this.store.nextRev();
-    if (hasUndeclaredField(entity, row.data)) return { id: row.id, rev, deleted, data: mergedData(row.data, changes, updated) };
+    if (hasUndeclaredField(entity, row.data)) return new StoredRow(row.id, rev, deleted, mergedData(row.data, changes, updated));
     return rowInRecordOrder(row.id, rev, deleted, recordOrderData(entity, row, changes, updated));
   }
 }
@@ -240,7 +241,7 @@ export class Records {
  * (wal.ts), so a new version is serialized once. The file store drops it once the line is framed.
  */
 function rowInRecordOrder(id: string, rev: number, deleted: boolean, data: Record<string, unknown>): Row {
-  return { id, rev, deleted, data, memo: { dataJson: dataJsonOf(data) } };
+  return new StoredRow(id, rev, deleted, data, { dataJson: dataJsonOf(data) });
 }
 
 /** Bodies nest at most MAX_JSON_DEPTH levels, but older builds stored deeper values, too deep for JSON.stringify. */

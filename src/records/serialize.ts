@@ -6,14 +6,15 @@
 import type { EntityDef } from "../schema/fields.ts";
 import type { Row } from "../store/store.ts";
 import type { Caller } from "./caller.ts";
-import { forEachMemberName, unparsedDataJson } from "../store/text-row.ts";
+import { forEachMemberName } from "../store/member-names.ts";
+import { unparsedDataJson } from "../store/stored-row.ts";
 
 export function recordJson(entity: EntityDef, row: Row, caller: Caller, cache = true): string {
   // A version this server has just built carries its data's JSON, which is the secret-key record
   // (records.ts). It is not cached: most written records are not read back soon, and a read caches.
   const memo = row.memo;
   const isSecret = caller.kind === "secret";
-  // A row still held as the text it was loaded as (store/text-row.ts) is sent as it is, when that
+  // A row still held as the text it was loaded as (store/stored-row.ts) is sent as it is, when that
   // text is this record's JSON: no parse, no stringify, and nothing to cache on the row.
   if (isSecret) {
     const stored = unparsedDataJson(row);

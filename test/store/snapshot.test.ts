@@ -105,14 +105,14 @@ describe("snapshot format 5", () => {
     assert.deepEqual(header?.horizon, [0, 0]);
     const data = (id: string): string => JSON.stringify(sampleRows().find(({ row }) => row.id === id)!.row.data);
     assert.deepEqual(lines.slice(1, -1), [
-      '{"entity":"Task","fields":["id","title","status","done","created_date","updated_date","created_by_id","tags","meta","undeclared"]}',
+      '{"entity":"Task","fields":["id","title","status","done","created_date","updated_date","created_by_id","tags","meta","undeclared"],"rows":6}',
       `1 1.0 ${data("a1")}`,
       `2 2.0 ${data("a2")}`,
       `5 3.0 ${data("a3")}`,
       `4 4.0 "deleted" ${data("a4")}`,
       `6 5.0 ${data("a5")}`,
       `{"row":{"id":"a6","rev":7,"deleted":false,"data":${data("a6")},"seq":6,"index":0}}`,
-      '{"entity":"Gone","fields":["id","name","created_date","updated_date"]}',
+      '{"entity":"Gone","fields":["id","name","created_date","updated_date"],"rows":1}',
       `3 7.0 ${data("b1")}`,
       JSON.stringify({ answer }),
       ...sampleRows().map(({ entity, row }, i) => JSON.stringify({ event: [i + 1, 0, entity, "create", row.id] })),

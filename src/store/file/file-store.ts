@@ -10,7 +10,7 @@ import { acquireLock, type DirectoryLock } from "./lock.ts";
 import { MemoryStore, type ValueIndexedFields } from "../memory/memory-store.ts";
 import { isTemporarySnapshot, parseSnapshotName, readSnapshot, snapshotName, writeSnapshot, type SnapshotState } from "./snapshot.ts";
 import { compareFeedPositions, isOutOfSpace, type Commit, type FeedEvent, type FeedPosition, type Row, type StoreMetrics, type UniqueFields, type WriteBatch } from "../store.ts";
-import { TextRow } from "../text-row.ts";
+import { StoredRow } from "../stored-row.ts";
 import { UnsyncedBatches } from "./unsynced-batches.ts";
 import { checkBackupTarget, holdFiles, readKeysJson, releaseFiles, writeBackup, type BackupPoint, type BackupSummary } from "./backup.ts";
 import { MAX_LOG_LINE_CHARS, WriteAheadLog, parseSegmentName, readSegment, segmentName, syncDirectory, type LogEntry, type LogPut, type RowImage, type Segment } from "./wal.ts";
@@ -272,14 +272,15 @@ export class FileStore extends MemoryStore {
     const path = join(this.options.dir, snapshotName(seq));
     const events: FeedEvent[] = [];
     const header = await readSnapshot(path, {
-      onRow: (entity, image) => this.applyRow(entity, loader.toSnapshotRow(image)),
-      // Kept as text, parsed when first read (text-row.ts): a start-up parses no row.
-      onRowText: (entity, { id, rev, deleted, json, seq, index }) => this.applyRow(entity, new TextRow(id, rev, deleted, json, seq, index)),
+      onRow: (entity, image) => this.loadRow(entity, loader.toSnapshotRow(image)),
+      // Kept as text, parsed when first read (stored-row.ts): a start-up parses no row.
+      onRowText: (entity, bytes, idTo, from, to, rev, deleted, seq, index) => this.loadRowBytes(entity, bytes, idTo, from, to, rev, deleted, seq, index),
       onEntityFields: (entity, names) => {
         const table = this.table(entity);
         table.textFieldNames ??= new Set();
         for (const name of names) table.textFieldNames.add(name);
       },
+      onEntityRows: (entity, rows) => this.table(entity).rows.expect(rows),
       onAnswer: (answer) => this.apply({ puts: [], answer }, 0),
       onMeta: (write) => this.applyMeta(write),
       onEvent: (event) => {
@@ -290,6 +291,7 @@ export class FileStore extends MemoryStore {
         events.push({ entity: event.entity, type: event.type, row });
       },
     });
+    this.noteLoadedIds();
     if (header.seq !== seq) throw new Error(`Cannot open the data folder: ${path} says it covers entries before ${header.seq}, its name says ${seq}. Was it renamed by hand?`);
     // A snapshot from before the feed: its rows were given positions 0.1, 0.2…, all older than any event.
     this.window.restore(events, header.horizon ?? loader.lastLegacyPosition);
@@ -467,7 +469,7 @@ class RowLoader {
     }
     const createdBy = data.created_by_id;
     if (typeof createdBy === "string") data.created_by_id = this.shareApiKeyId(createdBy);
-    return { id, rev: image.rev, deleted: image.deleted, data, seq: image.seq ?? 0, index: image.index ?? 0 };
+    return new StoredRow(id, image.rev, image.deleted, data, undefined, image.seq ?? 0, image.index ?? 0);
   }
 
   /** A row of a snapshot's rows (a log line's take their position from its seq). */

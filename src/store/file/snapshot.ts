@@ -5,7 +5,7 @@
 //
 // Format 5 (the one written) is a stream of JSON values, one line each, made to load fast:
 //   {"format":"tabula-snapshot/5","seq":…,"rev":…,"horizon":[s,i],"crc":…}   the header, framed like a log line
-//   {"entity":"Task"}                                        the rows that follow are Task's
+//   {"entity":"Task","fields":[…],"rows":…}                  the rows that follow are Task's: their member names, how many
 //   7 12.0 {"id":"01a2…","title":…}                          a row: its rev, feed position, then its data
 //   9 13.4 "deleted" {"id":"01a3…",…}                        a deleted row
 //   {"row":{"id","rev","deleted","data","seq","index"}}      a row whose id is not data.id
@@ -21,14 +21,15 @@
 // rows are given positions 0.1, 0.2… in file order. Formats 1 and 2 (framed JSON lines, a checksum
 // each) are still read.
 
-import { isAscii } from "node:buffer";
 import { open } from "node:fs/promises";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
 import type { ChangeType, FeedPosition, IdempotentAnswer, MetaWrite, Row } from "../store.ts";
-import { crcHex, frameLine, parseFramedLine, parseSeqFileName, scanLineRuns, scanLines, seqFileName, writeFully, type RowImage } from "./wal.ts";
+import { crcHex, frameLine, parseFramedLine, parseSeqFileName, scanLines, seqFileName, writeFully, type RowImage } from "./wal.ts";
 import { replaceFile, TEMPORARY_SUFFIX } from "./durable-file.ts";
-import { dataJsonOf, MemberNames, TextRow, unparsedDataJson } from "../text-row.ts";
+import { readLineRuns } from "./line-runs.ts";
+import { MemberNames } from "../member-names.ts";
+import { dataJsonOf, isUnparsed, unparsedDataJson } from "../stored-row.ts";
 
 const SNAPSHOT_FORMAT = "tabula-snapshot/5";
 /**
@@ -77,28 +78,21 @@ export type EventType = ChangeType | "sync";
 export interface SnapshotReader {
   onRow(entity: string, row: RowImage): void;
   /**
-   * A format 4 or 5 row line whose data opens with its id, handed over as the data's JSON text,
-   * unparsed, when the reader takes rows so (the file store does: docs/architecture.md, "Rows parsed
+   * A format 4 or 5 row line whose data opens with its id, handed over as where the data's JSON
+   * lies in the bytes read (`bytes[from, to)`, opening with `{"id":"` and the id, which ends at
+   * idTo and holds no escape), unparsed, when the reader takes rows so (the file store does: docs/architecture.md, "Rows parsed
    * on first use"). The checksum still covers it; readers without it get every row parsed.
    */
-  onRowText?(entity: string, row: RowText): void;
+  onRowText?(entity: string, bytes: Buffer, idTo: number, from: number, to: number, rev: number, deleted: boolean, seq: number, index: number): void;
   /** The member names of an entity's row data, when its entity line gives them (written since rows are kept as text). */
   onEntityFields?(entity: string, names: readonly string[]): void;
+  /** How many rows of the entity follow, when its entity line says (written since rows are kept as bytes). */
+  onEntityRows?(entity: string, rows: number): void;
   onAnswer(answer: IdempotentAnswer): void;
   /** A kept event: with the version it wrote, or (undefined) the version of the record loaded as a row. */
   onEvent(event: SnapshotEvent): void;
   /** A metadata value (format 5). */
   onMeta?(write: MetaWrite): void;
-}
-
-export interface RowText {
-  readonly id: string;
-  readonly rev: number;
-  readonly deleted: boolean;
-  /** JSON.stringify of the row's data, as the snapshot's writer wrote it. */
-  readonly json: string;
-  readonly seq: number;
-  readonly index: number;
 }
 
 export interface SnapshotEvent {
@@ -148,7 +142,8 @@ export async function writeSnapshot(dir: string, state: SnapshotState): Promise<
     };
     let rows = 0;
     for (const [entity, entityRows, textFieldNames] of state.entities) {
-      text += `${JSON.stringify({ entity, fields: await fieldNamesOf(entityRows, textFieldNames) })}\n`;
+      // The row count lets a reader size its tables before the rows come (older readers ignore it).
+      text += `${JSON.stringify({ entity, fields: await fieldNamesOf(entityRows, textFieldNames), rows: entityRows.length })}\n`;
       for (const row of entityRows) {
         text += rowLine(row);
         rows++;
@@ -180,8 +175,7 @@ async function fieldNamesOf(rows: readonly Row[], textFieldNames: ReadonlySet<st
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i]!;
     if (i % FIELD_NAMES_YIELD_ROWS === FIELD_NAMES_YIELD_ROWS - 1) await new Promise((resolve) => setImmediate(resolve));
-    const json = unparsedDataJson(row);
-    if (json !== undefined && (textFieldNames || scanned.add(json))) continue;
+    if (isUnparsed(row) && (textFieldNames || scanned.add(unparsedDataJson(row)!))) continue;
     for (const name in row.data) names.add(name);
   }
   for (const name of scanned.names) names.add(name);
@@ -190,7 +184,7 @@ async function fieldNamesOf(rows: readonly Row[], textFieldNames: ReadonlySet<st
 
 /** A format 3 row line; JSON.stringify writes no raw newline, so the data stays on one line. */
 function rowLine(row: Row): string {
-  if (!(row instanceof TextRow) && row.data.id !== row.id) return `${JSON.stringify({ row: { id: row.id, rev: row.rev, deleted: row.deleted, data: row.data, seq: row.seq ?? 0, index: row.index ?? 0 } })}\n`;
+  if (unparsedDataJson(row) === undefined && row.data.id !== row.id) return `${JSON.stringify({ row: { id: row.id, rev: row.rev, deleted: row.deleted, data: row.data, seq: row.seq ?? 0, index: row.index ?? 0 } })}\n`;
   const seq = row.seq ?? 0;
   const index = row.index ?? 0;
   // A row still unparsed since start-up is written back as the text it was read as.
@@ -198,86 +192,125 @@ function rowLine(row: Row): string {
 }
 
 /**
- * The row of a format 3 or 4 row line (`from` to `to` in `text`), or undefined if the line is not
- * one. Format 3 has no position: data starts with "{" and the deleted mark with a quote, so a
- * digit after the rev can only be one.
+ * The row of a format 3, 4 or 5 row line (`line[from, to)`), or undefined if the line is not one.
+ * Format 3 has no position: data starts with "{" and the deleted mark with a quote, so a digit
+ * after the rev can only be one. A line with a position whose data opens with its id is handed to
+ * `onText` unparsed, and null answered.
  */
-function parseRowLine(text: string, from: number, to: number, onText?: (row: RowText) => void): RowImage | null | undefined {
+function parseRowLine(line: Buffer, from: number, to: number, onText: TextRowHandler | undefined): RowImage | null | undefined {
   let at = from;
   let rev = 0;
-  for (let code = text.charCodeAt(at); code >= 0x30 && code <= 0x39; code = text.charCodeAt(++at)) rev = rev * 10 + (code - 0x30);
-  if (at === from || text.charCodeAt(at) !== 0x20) return undefined;
+  for (let code = line[at]!; isDigit(code); code = line[++at]!) rev = rev * 10 + (code - 0x30);
+  if (at === from || line[at] !== 0x20) return undefined;
   at++;
   let seq: number | undefined;
-  let index: number | undefined;
-  if (isDigit(text.charCodeAt(at))) {
+  let index = 0;
+  if (isDigit(line[at]!)) {
     const seqFrom = at;
-    for (seq = 0; isDigit(text.charCodeAt(at)); at++) seq = seq * 10 + (text.charCodeAt(at) - 0x30);
-    if (at === seqFrom || text.charCodeAt(at) !== 0x2e) return undefined;
+    for (seq = 0; isDigit(line[at]!); at++) seq = seq * 10 + (line[at]! - 0x30);
+    if (at === seqFrom || line[at] !== 0x2e) return undefined;
     const indexFrom = ++at;
-    for (index = 0; isDigit(text.charCodeAt(at)); at++) index = index * 10 + (text.charCodeAt(at) - 0x30);
-    if (at === indexFrom || text.charCodeAt(at) !== 0x20) return undefined;
+    for (; isDigit(line[at]!); at++) index = index * 10 + (line[at]! - 0x30);
+    if (at === indexFrom || line[at] !== 0x20) return undefined;
     at++;
   }
-  const deleted = text.startsWith(DELETED_MARK, at);
-  if (deleted) at += DELETED_MARK.length;
+  const deleted = startsWithBytes(line, at, DELETED_MARK_BYTES);
+  if (deleted) at += DELETED_MARK_BYTES.length;
   if (onText && seq !== undefined) {
-    const id = leadingIdOf(text, at, to);
-    if (id !== undefined) {
-      onText({ id, rev, deleted, json: text.slice(at, to), seq, index: index! });
+    const idTo = leadingIdEnd(line, at, to);
+    if (idTo >= 0) {
+      onText(line, idTo, at, to, rev, deleted, seq, index);
       return null;
     }
   }
-  const data = parseObject(text.slice(at, to));
+  const data = parseObject(line.toString("utf8", at, to));
   if (!data || typeof data.id !== "string") return undefined;
   return seq === undefined ? { id: data.id, rev, deleted, data } : { id: data.id, rev, deleted, data, seq, index };
 }
 
-const ID_OPENING = '{"id":"';
+type TextRowHandler = (bytes: Buffer, idTo: number, from: number, to: number, rev: number, deleted: boolean, seq: number, index: number) => void;
+
+const ID_OPENING = Buffer.from('{"id":"');
+const DELETED_MARK_BYTES = Buffer.from(DELETED_MARK);
 
 /**
- * The id of data JSON that opens with `{"id":"…"` and holds no escape in it, read without parsing;
- * undefined otherwise (such a row is parsed). The rest is trusted as JSON: the checksum covers it.
+ * Where the id of data JSON that opens with `{"id":"…"` ends (its closing quote), when it is not
+ * empty and holds no escape; -1 otherwise (such a row is parsed). Read without parsing: the rest
+ * is trusted as JSON, the checksum covers it.
  */
-function leadingIdOf(text: string, from: number, to: number): string | undefined {
-  if (!text.startsWith(ID_OPENING, from) || text.charCodeAt(to - 1) !== 0x7d) return undefined;
+function leadingIdEnd(line: Buffer, from: number, to: number): number {
+  if (!startsWithBytes(line, from, ID_OPENING) || line[to - 1] !== 0x7d) return -1;
   const idFrom = from + ID_OPENING.length;
-  const idTo = text.indexOf('"', idFrom);
-  if (idTo < 0 || idTo >= to || idTo === idFrom) return undefined;
-  const id = text.slice(idFrom, idTo);
-  return id.includes("\\") ? undefined : id;
+  for (let at = idFrom; at < to; at++) {
+    const code = line[at]!;
+    if (code === 0x22) return at === idFrom ? -1 : at;
+    if (code === 0x5c) return -1;
+  }
+  return -1;
+}
+
+function startsWithBytes(line: Buffer, at: number, prefix: Buffer): boolean {
+  for (let i = 0; i < prefix.length; i++) if (line[at + i] !== prefix[i]) return false;
+  return true;
 }
 
 function isDigit(code: number): boolean {
   return code >= 0x30 && code <= 0x39;
 }
 
-const EVENT_OPENING = '{"event":[';
-const EVENT_CLOSING = '"]}';
+const EVENT_OPENING = Buffer.from('{"event":[');
+const EVENT_CLOSING = Buffer.from('"]}');
+/** The types an event line may name, by their bytes: read without making a string. */
+const EVENT_TYPE_BYTES: ReadonlyArray<readonly [Buffer, EventType]> = (["create", "update", "delete", "restore", "sync"] as const).map((type) => [Buffer.from(type), type]);
 
 /**
  * The event of a line `{"event":[seq,index,"Entity","type","id"]}` (no row: the version is the
  * record's), read without JSON.parse; undefined for any other line, which parseEventLine reads.
  */
-function plainEventOf(text: string, from: number, to: number): SnapshotEvent | undefined {
-  if (!text.startsWith(EVENT_CLOSING, to - EVENT_CLOSING.length)) return undefined;
+function plainEventOf(line: Buffer, from: number, to: number): SnapshotEvent | undefined {
+  if (!startsWithBytes(line, from, EVENT_OPENING) || !startsWithBytes(line, to - EVENT_CLOSING.length, EVENT_CLOSING)) return undefined;
   let at = from + EVENT_OPENING.length;
   let seq = 0;
   const seqFrom = at;
-  for (; isDigit(text.charCodeAt(at)); at++) seq = seq * 10 + (text.charCodeAt(at) - 0x30);
-  if (at === seqFrom || text.charCodeAt(at) !== 0x2c) return undefined;
+  for (; isDigit(line[at]!); at++) seq = seq * 10 + (line[at]! - 0x30);
+  if (at === seqFrom || line[at] !== 0x2c) return undefined;
   const indexFrom = ++at;
   let index = 0;
-  for (; isDigit(text.charCodeAt(at)); at++) index = index * 10 + (text.charCodeAt(at) - 0x30);
-  if (at === indexFrom || text.charCodeAt(at) !== 0x2c || text.charCodeAt(at + 1) !== 0x22) return undefined;
-  const strings = text.slice(at + 2, to - EVENT_CLOSING.length);
-  // Three plain strings: no escape, and no quote but the four between them.
-  if (strings.includes("\\")) return undefined;
-  const parts = strings.split('","');
-  if (parts.length !== 3 || parts.some((part) => part.includes('"'))) return undefined;
-  const [entity, type, id] = parts as [string, string, string];
-  if (!EVENT_TYPES.has(type) || !Number.isSafeInteger(seq) || !Number.isSafeInteger(index)) return undefined;
-  return { entity, type: type as EventType, seq, index, id, row: undefined };
+  for (; isDigit(line[at]!); at++) index = index * 10 + (line[at]! - 0x30);
+  if (at === indexFrom || line[at] !== 0x2c || line[at + 1] !== 0x22) return undefined;
+  // Three plain strings, "…","…","…": no escape, no quote but the four between them, ASCII.
+  const entityFrom = at + 2;
+  const stringsTo = to - EVENT_CLOSING.length;
+  let entityTo = -1;
+  let typeTo = -1;
+  for (at = entityFrom; at < stringsTo; at++) {
+    const code = line[at]!;
+    if (code === 0x5c || code >= 0x80) return undefined;
+    if (code !== 0x22) continue;
+    if (line[at + 1] !== 0x2c || line[at + 2] !== 0x22 || typeTo >= 0) return undefined;
+    if (entityTo < 0) entityTo = at;
+    else typeTo = at;
+    at += 2;
+  }
+  if (typeTo < 0 || !Number.isSafeInteger(seq) || !Number.isSafeInteger(index)) return undefined;
+  const type = eventTypeAt(line, entityTo + 3, typeTo);
+  if (type === undefined) return undefined;
+  return { entity: entityNameAt(line, entityFrom, entityTo), type, seq, index, id: line.toString("latin1", typeTo + 3, stringsTo), row: undefined };
+}
+
+/** The last entity name an event line gave, as bytes and as a string: kept events share it. */
+let lastEntity = { bytes: Buffer.alloc(0), name: "" };
+
+function entityNameAt(line: Buffer, from: number, to: number): string {
+  const { bytes, name } = lastEntity;
+  if (bytes.length === to - from && startsWithBytes(line, from, bytes)) return name;
+  lastEntity = { bytes: Buffer.from(line.subarray(from, to)), name: line.toString("latin1", from, to) };
+  return lastEntity.name;
+}
+
+function eventTypeAt(line: Buffer, from: number, to: number): EventType | undefined {
+  for (const [bytes, type] of EVENT_TYPE_BYTES) if (bytes.length === to - from && startsWithBytes(line, from, bytes)) return type;
+  return undefined;
 }
 
 /** The event of an event line, or undefined when it is malformed. */
@@ -358,30 +391,32 @@ async function readLineSnapshot(path: string, header: Record<string, unknown>, r
   let metaValues = 0;
   let line = 0;
   let checksum = 0;
-  const onText = reader.onRowText && ((row: RowText): void => reader.onRowText!(entity!, row));
-  const onLine = (text: string, from: number, to: number): void => {
+  const onRowText = reader.onRowText?.bind(reader);
+  const onText: TextRowHandler | undefined =
+    onRowText && ((bytes, idTo, from, to, rev, deleted, seq, index) => onRowText(entity!, bytes, idTo, from, to, rev, deleted, seq, index));
+  const onLine = (bytes: Buffer, from: number, to: number): void => {
     if (line === 1) return; // the header, read already
-    const first = text.charCodeAt(from);
-    if (first >= 0x30 && first <= 0x39) {
+    if (isDigit(bytes[from]!)) {
       if (entity === undefined) throw damaged(line, "a row comes before any entity line");
-      const row = parseRowLine(text, from, to, onText);
+      const row = parseRowLine(bytes, from, to, onText);
       if (row === undefined) throw damaged(line, "a row line is not a revision and a data object with an id");
       if (row !== null) reader.onRow(entity, row);
       rows++;
       return;
     }
     // Most lines after the rows are kept events of current versions: read without JSON.parse.
-    const event = text.startsWith(EVENT_OPENING, from) ? plainEventOf(text, from, to) : undefined;
+    const event = plainEventOf(bytes, from, to);
     if (event !== undefined) {
       reader.onEvent(event);
       events++;
       return;
     }
-    const value = parseObject(text.slice(from, to));
+    const value = parseObject(bytes.toString("utf8", from, to));
     if (typeof value?.entity === "string") {
       entity = value.entity;
       const fields = value.fields;
       if (Array.isArray(fields) && fields.every((name) => typeof name === "string")) reader.onEntityFields?.(entity, fields as string[]);
+      if (Number.isSafeInteger(value.rows) && (value.rows as number) >= 0) reader.onEntityRows?.(entity, value.rows as number);
     } else if (value?.event) {
       // Before rows: an event line may carry the version it wrote as "row".
       const event = parseEventLine(value);
@@ -408,14 +443,13 @@ async function readLineSnapshot(path: string, header: Record<string, unknown>, r
     }
   };
   // The end marker, the last line, is held back from the runs: the checksum covers what precedes it.
-  const { size, rest } = await scanLineRuns(path, true, (run) => {
+  // Read as bytes and never decoded whole: rows kept as text point into the runs (line-runs.ts).
+  const { size, rest } = await readLineRuns(path, true, (run) => {
     checksum = crc32(run, checksum);
-    // Decoded a run at a time, not a line at a time; latin1 is the faster decoder where it may serve.
-    const text = isAscii(run) ? run.toString("latin1") : run.toString("utf8");
-    for (let from = 0; from < text.length; ) {
-      const to = text.indexOf("\n", from);
+    for (let from = 0; from < run.length; ) {
+      const to = run.indexOf(NEWLINE, from);
       line++;
-      onLine(text, from, to);
+      onLine(run, from, to);
       from = to + 1;
     }
   });

@@ -1,7 +1,8 @@
 // The memory store: every entity's rows in a Table, answered through plan.ts. It is also
 // the in-memory half of the file store, which adds the log by overriding persist() and friends.
 
-import { MemberNames, unparsedDataJson } from "../text-row.ts";
+import { MemberNames } from "../member-names.ts";
+import { isUnparsed, unparsedDataJson } from "../stored-row.ts";
 import type { FilterNode, SortPosition, SortSpec } from "../../query/filter-tree.ts";
 import { limitRegexScan } from "./time-limit.ts";
 import { planCount, planEach, planList } from "./plan.ts";
@@ -113,11 +114,11 @@ export class MemoryStore implements Store {
       const fields = new Set<string>();
       const texts = new MemberNames();
       const { textFieldNames } = table;
-      for (const row of table.rows.values()) {
-        // A row still held as text gives its names without being parsed (text-row.ts): those the
+      // Rows still held as loaded bytes are all rows loaded as text: the snapshot listed their names.
+      for (const row of textFieldNames !== null ? table.rows.heldValues() : table.rows.values()) {
+        // A row still held as text gives its names without being parsed (stored-row.ts): those the
         // snapshot listed, or read from its text.
-        const json = unparsedDataJson(row);
-        if (json !== undefined && (textFieldNames !== null || texts.add(json))) continue;
+        if (isUnparsed(row) && (textFieldNames !== null || texts.add(unparsedDataJson(row)!))) continue;
         for (const name in row.data) fields.add(name);
       }
       for (const name of texts.names) fields.add(name);
@@ -339,6 +340,30 @@ export class MemoryStore implements Store {
     if (row.rev > this.rev) this.rev = row.rev;
     if (this.largestId === undefined || row.id > this.largestId) this.largestId = row.id;
     return replaced;
+  }
+
+  /**
+   * A row of a snapshot being loaded: the first of its record, into a table with no index built
+   * yet (Table.load). What applyRow does, less the look-ups a start-up need not make.
+   */
+  protected loadRow(entity: string, row: Row): void {
+    this.table(entity).load(row);
+    if (row.rev > this.rev) this.rev = row.rev;
+    if (this.largestId === undefined || row.id > this.largestId) this.largestId = row.id;
+  }
+
+  /** A snapshot's row kept as the bytes of its data's JSON (Table.loadBytes), on loadRow's terms. */
+  protected loadRowBytes(entity: string, bytes: Buffer, idTo: number, from: number, to: number, rev: number, deleted: boolean, seq: number, index: number): void {
+    this.table(entity).loadBytes(bytes, idTo, from, to, rev, deleted, seq, index);
+    if (rev > this.rev) this.rev = rev;
+  }
+
+  /** Takes the greatest id of the rows loaded as bytes into account (maxId), once they are all in. */
+  protected noteLoadedIds(): void {
+    for (const table of this.tables.values()) {
+      const id = table.rows.greatestLoadedId();
+      if (id !== undefined && (this.largestId === undefined || id > this.largestId)) this.largestId = id;
+    }
   }
 
   /** Starts making the batch durable; null when there is nothing to wait for. */

@@ -5,6 +5,7 @@
 
 import { compareCodePoints, parseDateValue } from "../../schema/fields.ts";
 import type { Row } from "../store.ts";
+import { StoredRow } from "../stored-row.ts";
 import { compileFoldedIncludes, foldCase } from "./case-fold.ts";
 import type { CompareNode, ElemMatchNode, FilterNode, RegexOperand, ValueKind } from "../../query/filter-tree.ts";
 import { regexOf } from "../../query/regex-guard.ts";
@@ -141,7 +142,7 @@ function compileElemMatch(node: ElemMatchNode, scope: Scope): Predicate {
 
 /** The sub-tree of $elemMatch reads only `data`, which is the element. */
 function elementRow(element: unknown): Row {
-  return { id: "", rev: 0, deleted: false, data: element as Row["data"] };
+  return new StoredRow("", 0, false, element as Row["data"]);
 }
 
 function compileCompare(node: CompareNode, scope: Scope): Predicate {

@@ -8,8 +8,9 @@
 
 import { compareSortKeys, toSortKey } from "../../schema/fields.ts";
 import type { SortSpec } from "../../query/filter-tree.ts";
+import { RowMap } from "./row-map.ts";
 import { SortedIndex } from "./sorted-index.ts";
-import { TextRow } from "../text-row.ts";
+import { StoredRow } from "../stored-row.ts";
 import { isAfter, positionOf, uniqueKeyOf, type FeedPosition, type ReadCache, type Row } from "../store.ts";
 
 /** The live record that holds each key of a unique set of fields. */
@@ -25,9 +26,9 @@ export interface UniqueClash {
 }
 
 export class Table {
-  readonly rows = new Map<string, Row>();
+  readonly rows = new RowMap();
   /**
-   * Every member name of the data of the rows loaded as text (text-row.ts), when the snapshot gave
+   * Every member name of the data of the rows loaded as text (stored-row.ts), when the snapshot gave
    * them: storedFieldNames() then reads no such row.
    */
   textFieldNames: Set<string> | null = null;
@@ -97,7 +98,7 @@ export class Table {
     const old = this.rows.get(row.id);
     this.rows.set(row.id, row);
     // The names listed were those of the rows loaded; with one of them gone, they may be more.
-    if (old instanceof TextRow) this.textFieldNames = null;
+    if (old instanceof StoredRow && old.wasLoadedAsText) this.textFieldNames = null;
     // Loading a data folder applies every row before any read: no cache, no look-up.
     this.readCache?.delete(row.id);
     if (this.written) this.keepWrittenOrder(row);
@@ -121,6 +122,36 @@ export class Table {
       if (!index.owners.has(key)) index.owners.set(key, row.id);
     }
     return old;
+  }
+
+  /**
+   * Stores a row of a snapshot being loaded: the table holds no version of its record yet and has
+   * built no index, read cache or written order (each is built on first use, after loading), so
+   * only the rows, the live count and the unique indexes are kept (see apply).
+   */
+  load(row: Row): void {
+    this.rows.set(row.id, row);
+    if (!row.deleted) this.live++;
+    for (const index of this.uniqueIndexes) {
+      const key = uniqueKeyOf(row, index.fields);
+      // A clash under a newly declared set is settled once every row is in (settleUniqueIndexes).
+      if (key !== null && !index.owners.has(key)) index.owners.set(key, row.id);
+    }
+  }
+
+  /**
+   * Stores a row of a snapshot being loaded as the bytes of its data's JSON (RowMap.addLoaded), on
+   * the same terms as load(). A table with unique sets needs every row's values now: its rows are
+   * made at once (still unparsed until read).
+   */
+  loadBytes(bytes: Buffer, idTo: number, from: number, to: number, rev: number, deleted: boolean, seq: number, index: number): void {
+    if (this.uniqueIndexes.length > 0) {
+      const id = bytes.toString("utf8", from + '{"id":"'.length, idTo);
+      this.load(StoredRow.ofText(id, rev, deleted, bytes, from, to, seq, index));
+      return;
+    }
+    this.rows.addLoaded(bytes, idTo, from, rev, deleted, seq, index);
+    if (!deleted) this.live++;
   }
 
   /**
@@ -156,7 +187,7 @@ export class Table {
     const old = this.rows.get(id);
     if (!old) return;
     this.rows.delete(id);
-    if (old instanceof TextRow) this.textFieldNames = null;
+    if (old instanceof StoredRow && old.wasLoadedAsText) this.textFieldNames = null;
     this.readCache?.delete(id);
     for (const index of this.uniqueIndexes) {
       const key = uniqueKeyOf(old, index.fields);

@@ -1,10 +1,10 @@
-// Reading member names out of stored data JSON without parsing it (store/text-row.ts), and telling
+// Reading member names out of stored data JSON without parsing it (store/member-names.ts), and telling
 // whether that JSON is a record's answer as it stands (records/serialize.ts): cases where a
 // scanner could be fooled (quotes, backslashes, braces inside strings, nesting, nulls).
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { forEachMemberName, MemberNames } from "../../src/store/text-row.ts";
+import { forEachMemberName, MemberNames } from "../../src/store/member-names.ts";
 import { isRecordJson } from "../../src/records/serialize.ts";
 import type { EntityDef } from "../../src/schema/fields.ts";
 

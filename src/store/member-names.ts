@@ -1,55 +1,6 @@
-// A row loaded from a snapshot, kept as its data's JSON text until something reads row.data: a
-// start-up then parses no row (docs/architecture.md, "Rows parsed on first use"). The text goes
-// once the data is parsed. Rows are immutable versions, so the text stays the data's JSON for as
-// long as it is kept, and a snapshot or a read by id can use it as it is.
-
-import type { Row, RowMemo } from "./store.ts";
-
-export class TextRow implements Row {
-  memo?: RowMemo = undefined;
-  seq?: number;
-  index?: number;
-  private text: string | undefined;
-  private parsed: Readonly<Record<string, unknown>> | undefined = undefined;
-
-  constructor(
-    readonly id: string,
-    readonly rev: number,
-    readonly deleted: boolean,
-    text: string,
-    seq: number,
-    index: number,
-  ) {
-    this.text = text;
-    this.seq = seq;
-    this.index = index;
-  }
-
-  get data(): Readonly<Record<string, unknown>> {
-    if (this.parsed === undefined) {
-      // The snapshot's checksum covered this text when it was read; the snapshot's writer wrote it
-      // with JSON.stringify, so it parses.
-      this.parsed = JSON.parse(this.text!) as Record<string, unknown>;
-      this.text = undefined;
-    }
-    return this.parsed;
-  }
-
-  /** The data's JSON as stored, while it has not been parsed. */
-  get unparsedJson(): string | undefined {
-    return this.text;
-  }
-}
-
-/** JSON.stringify(row.data), without parsing or stringifying when the row still holds it as text. */
-export function dataJsonOf(row: Row): string {
-  return (row instanceof TextRow ? row.unparsedJson : undefined) ?? row.memo?.dataJson ?? JSON.stringify(row.data);
-}
-
-/** The data's JSON text of a row not yet parsed, else undefined. */
-export function unparsedDataJson(row: Row): string | undefined {
-  return row instanceof TextRow ? row.unparsedJson : undefined;
-}
+// Reading the member names of stored data JSON without parsing it: a data folder's rows kept as
+// text (stored-row.ts) are scanned so for the names of fields no longer declared, and a snapshot's
+// entity line is written from them (docs/architecture.md, "Rows parsed on first use").
 
 /**
  * Calls `visit` with where each member name of a JSON object's text lies (between its quotes), as
