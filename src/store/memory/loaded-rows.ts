@@ -36,8 +36,11 @@ export class LoadedRows {
   private flags = new Uint8Array(INITIAL_ROWS);
   /** Open addressing, linear probing: slot + 1 per entry, 0 for none; at most half full. */
   private table = new Int32Array(INITIAL_ROWS * 2);
-  /** The StoredRow made of each slot read so far. */
-  private made: Array<StoredRow | undefined> = [];
+  /**
+   * The StoredRow made of each slot read so far. Sized with the typed arrays: a store far past the
+   * end of an array would turn its elements into a slow dictionary.
+   */
+  private made: Array<StoredRow | undefined> = new Array(INITIAL_ROWS);
   /** The slot whose id is the greatest (in byte order), -1 for none. */
   private greatest = -1;
 
@@ -215,6 +218,9 @@ export class LoadedRows {
     this.seqs = grown(this.seqs);
     this.indexes = grown(this.indexes);
     this.flags = grown(this.flags);
+    const made = new Array<StoredRow | undefined>(size);
+    for (let slot = 0; slot < this.count; slot++) made[slot] = this.made[slot];
+    this.made = made;
     // A power of two, at least twice the rows: probes stay short.
     let tableSize = this.table.length;
     while (tableSize < size * 2) tableSize *= 2;
