@@ -67,7 +67,7 @@ export class Records {
     readonly schema: Schema,
     readonly store: Store,
   ) {
-    this.ids = new IdGenerator(store.maxId(), store.idNode);
+    this.ids = new IdGenerator(() => store.maxId(), store.idNode);
   }
 
   entity(name: string): EntityDef {

@@ -1,6 +1,6 @@
 // Record ids (docs/api.md): 24 lowercase hex = 12 hex digits of milliseconds + a 12-digit counter.
 // Ids only grow, even when the clock steps back or after a restart (seeded with the largest id
-// stored), so "later records have larger ids" holds and id order is creation order.
+// stored, looked up when the first id is made: a start-up need not find it), so "later records have larger ids" holds and id order is creation order.
 //
 // Processes that share a store (PostgreSQL) each hold a node number (Store.idNode): their ids are
 // the milliseconds, 4 hex digits of the node and an 8-digit counter, so two processes never make
@@ -19,10 +19,17 @@ export class IdGenerator {
   private readonly counterDigits: number;
   private readonly counterLimit: number;
 
-  constructor(largestId?: string, node: number | null = null) {
+  /** `largestId` answers the largest id stored; it is asked once, before the first id is made. */
+  constructor(
+    private largestId: (() => string | undefined) | null = null,
+    node: number | null = null,
+  ) {
     this.nodeHex = node === null ? "" : (node % 16 ** NODE_DIGITS).toString(16).padStart(NODE_DIGITS, "0");
     this.counterDigits = 12 - this.nodeHex.length;
     this.counterLimit = 16 ** this.counterDigits;
+  }
+
+  private seed(largestId: string | undefined): void {
     if (largestId && /^[0-9a-f]{24}$/.test(largestId)) {
       this.setMs(parseInt(largestId.slice(0, 12), 16));
       // Another node's counter says nothing about ours; the time alone keeps ours growing.
@@ -31,6 +38,10 @@ export class IdGenerator {
   }
 
   next(now = Date.now()): string {
+    if (this.largestId !== null) {
+      this.seed(this.largestId());
+      this.largestId = null;
+    }
     if (now > this.lastMs) {
       this.setMs(now);
       this.counter = 0;

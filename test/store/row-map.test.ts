@@ -67,6 +67,8 @@ describe("rows loaded as bytes", () => {
       assert.deepEqual([row.id, row.rev, row.data.n], [records[i]!.id, i + 1, i]);
     }
     assert.equal(map.greatestLoadedId(), "ñ-999-✓", "byte order, which is code point order");
+    assert.equal([...map.values()].length, 5000);
+    assert.equal(map.greatestLoadedId(), "ñ-999-✓", "still known once every row is made");
   });
 
   test("a second row with the same id replaces the first", () => {

@@ -291,7 +291,6 @@ export class FileStore extends MemoryStore {
         events.push({ entity: event.entity, type: event.type, row });
       },
     });
-    this.noteLoadedIds();
     if (header.seq !== seq) throw new Error(`Cannot open the data folder: ${path} says it covers entries before ${header.seq}, its name says ${seq}. Was it renamed by hand?`);
     // A snapshot from before the feed: its rows were given positions 0.1, 0.2…, all older than any event.
     this.window.restore(events, header.horizon ?? loader.lastLegacyPosition);

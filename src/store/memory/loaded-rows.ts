@@ -41,8 +41,8 @@ export class LoadedRows {
    * end of an array would turn its elements into a slow dictionary.
    */
   private made: Array<StoredRow | undefined> = new Array(INITIAL_ROWS);
-  /** The slot whose id is the greatest (in byte order), -1 for none. */
-  private greatest = -1;
+  /** The greatest id added, once asked (greatestId). */
+  private greatest: string | undefined = undefined;
 
   /**
    * Adds a row whose data is the JSON at bytes[from, to), opening with `{"id":"` and its id, which
@@ -69,7 +69,6 @@ export class LoadedRows {
       slot = this.count++;
       this.table[at] = slot + 1;
       this.pending++;
-      if (this.greatest < 0 || this.compareIds(bytes, idFrom, idTo, this.greatest) > 0) this.greatest = slot;
     } else if ((this.flags[slot]! & GONE) !== 0) {
       this.pending++;
     }
@@ -116,7 +115,16 @@ export class LoadedRows {
 
   /** The greatest id added (in byte order, which is code point order), undefined if none. */
   greatestId(): string | undefined {
-    return this.greatest < 0 ? undefined : this.idAt(this.greatest);
+    if (this.greatest === undefined && this.count > 0) {
+      let greatest = 0;
+      for (let slot = 1; slot < this.count; slot++) {
+        const bytes = this.buffers[this.chunkOf[slot]!]!;
+        const idFrom = this.textFrom[slot]! + OPENING_BYTES;
+        if (this.compareIds(bytes, idFrom, bytes.indexOf(0x22, idFrom), greatest) > 0) greatest = slot;
+      }
+      this.greatest = this.idAt(greatest);
+    }
+    return this.greatest;
   }
 
   private rowAt(slot: number, id: string): StoredRow {

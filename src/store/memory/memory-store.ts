@@ -149,7 +149,13 @@ export class MemoryStore implements Store {
   }
 
   maxId(): string | undefined {
-    return this.largestId;
+    let largest = this.largestId;
+    // Rows loaded as bytes were not compared as they came: their greatest id is found when asked.
+    for (const table of this.tables.values()) {
+      const id = table.rows.greatestLoadedId();
+      if (id !== undefined && (largest === undefined || id > largest)) largest = id;
+    }
+    return largest;
   }
 
   commit(batch: WriteBatch): Promise<Commit> {
@@ -356,14 +362,6 @@ export class MemoryStore implements Store {
   protected loadRowBytes(entity: string, bytes: Buffer, idTo: number, from: number, to: number, rev: number, deleted: boolean, seq: number, index: number): void {
     this.table(entity).loadBytes(bytes, idTo, from, to, rev, deleted, seq, index);
     if (rev > this.rev) this.rev = rev;
-  }
-
-  /** Takes the greatest id of the rows loaded as bytes into account (maxId), once they are all in. */
-  protected noteLoadedIds(): void {
-    for (const table of this.tables.values()) {
-      const id = table.rows.greatestLoadedId();
-      if (id !== undefined && (this.largestId === undefined || id > this.largestId)) this.largestId = id;
-    }
   }
 
   /** Starts making the batch durable; null when there is nothing to wait for. */

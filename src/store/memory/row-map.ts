@@ -12,6 +12,8 @@ const MAX_EXPECTED_ROWS = 1 << 26;
 export class RowMap {
   private readonly held = new Map<string, Row>();
   private loaded: LoadedRows | null = null;
+  /** The greatest id of the rows loaded as bytes, kept once they are all made rows. */
+  private greatestLoaded: string | undefined = undefined;
 
   get size(): number {
     return this.held.size + (this.loaded?.pending ?? 0);
@@ -37,12 +39,14 @@ export class RowMap {
 
   clear(): void {
     this.loaded = null;
+    this.greatestLoaded = undefined;
     this.held.clear();
   }
 
   /** Every row; those still held as loaded bytes are made rows first. */
   values(): IterableIterator<Row> {
     if (this.loaded !== null) {
+      this.greatestLoaded = this.loaded.greatestId();
       for (const row of this.loaded.takeAll()) this.held.set(row.id, row);
       this.loaded = null;
     }
@@ -72,6 +76,6 @@ export class RowMap {
 
   /** The greatest id of the rows loaded as bytes, undefined if none. */
   greatestLoadedId(): string | undefined {
-    return this.loaded?.greatestId();
+    return this.loaded !== null ? this.loaded.greatestId() : this.greatestLoaded;
   }
 }
