@@ -1,7 +1,8 @@
 // Every version of a record that the memory and file stores hold is a StoredRow: one class, so that
-// the scans, sorts and filters reading row.data meet one shape of object (rows built as object
-// literals in four places had four shapes, and reads of row.data over them went megamorphic:
-// counts, searches and updates were 10–27% slower; docs/benchmarks.md).
+// the scans, sorts and filters reading row.data meet one shape of object. Rows built as object
+// literals in four places, beside rows kept as text, had five shapes, and counts, searches and
+// updates ran 9–27% slower than before rows were kept as text (docs/benchmarks.md, "Start-up and
+// cold reads").
 //
 // A row loaded from a snapshot keeps its data as the JSON bytes it was read as, in the buffer the
 // file was read into, until something reads row.data: a start-up parses no row
