@@ -93,3 +93,23 @@ describe("rows loaded as bytes", () => {
     assert.deepEqual([map.get("big")!.rev, map.get("big")!.seq, map.get("big")!.index], [2 ** 40, 2 ** 35, 3]);
   });
 });
+
+describe("a snapshot's picture of rows loaded as bytes", () => {
+  test("capture takes this instant's rows; writes after it change nothing in it, and it keeps no row it makes", () => {
+    const map = new RowMap();
+    loadLines(map, [{ id: "a", rev: 1 }, { id: "b", rev: 2 }, { id: "c", rev: 3 }]);
+    const read = map.get("c");
+    map.set("a", new StoredRow("a", 10, false, { id: "a" }));
+    const { rows, loaded } = map.capture();
+    assert.deepEqual(rows.map((row) => `${row.id}@${row.rev}`), ["a@10"]);
+    assert.equal(loaded!.count, 2);
+    map.set("b", new StoredRow("b", 11, false, { id: "b" }));
+    map.delete("c");
+    const written = [...loaded!.rows()];
+    assert.deepEqual(written.map((row) => `${row.id}@${row.rev}`), ["b@2", "c@3"]);
+    assert.deepEqual(written[1]!.data, read!.data, "the version read before the delete");
+    assert.deepEqual(written[0]!.data, { id: "b" });
+    assert.equal(map.get("b")!.rev, 11);
+    assert.equal(map.size, 2);
+  });
+});

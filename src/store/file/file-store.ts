@@ -11,6 +11,7 @@ import { MemoryStore, type ValueIndexedFields } from "../memory/memory-store.ts"
 import { isTemporarySnapshot, parseSnapshotName, readSnapshot, snapshotName, writeSnapshot, type SnapshotState } from "./snapshot.ts";
 import { compareFeedPositions, isOutOfSpace, type Commit, type FeedEvent, type FeedPosition, type Row, type StoreMetrics, type UniqueFields, type WriteBatch } from "../store.ts";
 import { StoredRow } from "../stored-row.ts";
+import type { CapturedRows } from "../memory/loaded-rows.ts";
 import { UnsyncedBatches } from "./unsynced-batches.ts";
 import { checkBackupTarget, holdFiles, readKeysJson, releaseFiles, writeBackup, type BackupPoint, type BackupSummary } from "./backup.ts";
 import { MAX_LOG_LINE_CHARS, WriteAheadLog, parseSegmentName, readSegment, segmentName, syncDirectory, type LogEntry, type LogPut, type RowImage, type Segment } from "./wal.ts";
@@ -422,9 +423,13 @@ export class FileStore extends MemoryStore {
 
   /** Row versions are immutable, so copying references is a consistent picture of this instant. */
   private captureState(): SnapshotState {
-    const entities: Array<[string, Row[], ReadonlySet<string> | null]> = [];
+    const entities: Array<[string, Row[], ReadonlySet<string> | null, CapturedRows | null]> = [];
     for (const [entity, table] of this.tables) {
-      if (table.rows.size > 0) entities.push([entity, Array.from(table.rows.values()), table.textFieldNames]);
+      // Rows still held as loaded bytes are written from them, not made rows first (row-map.ts).
+      if (table.rows.size > 0) {
+        const { rows, loaded } = table.rows.capture();
+        entities.push([entity, rows, table.textFieldNames, loaded]);
+      }
     }
     const now = Date.now();
     const answers = [...this.answers.values()].filter((answer) => answer.expiresAt > now);

@@ -30,6 +30,7 @@ import { replaceFile, TEMPORARY_SUFFIX } from "./durable-file.ts";
 import { readLineRuns } from "./line-runs.ts";
 import { MemberNames } from "../member-names.ts";
 import { dataJsonOf, isUnparsed, unparsedDataJson } from "../stored-row.ts";
+import type { CapturedRows } from "../memory/loaded-rows.ts";
 
 const SNAPSHOT_FORMAT = "tabula-snapshot/5";
 /**
@@ -63,7 +64,8 @@ export interface SnapshotState {
   readonly seq: number;
   readonly rev: number;
   /** With the member names of the rows still held as text, when the snapshot they came from gave them. */
-  readonly entities: ReadonlyArray<readonly [entity: string, rows: readonly Row[], textFieldNames?: ReadonlySet<string> | null]>;
+  /** And the rows still held as the bytes of the snapshot they were loaded from (row-map.ts). */
+  readonly entities: ReadonlyArray<readonly [entity: string, rows: readonly Row[], textFieldNames?: ReadonlySet<string> | null, loaded?: CapturedRows | null]>;
   readonly answers: readonly IdempotentAnswer[];
   /** The change feed's kept events before seq, oldest first, each saying whether its version is still the record's. */
   readonly events: ReadonlyArray<{ readonly entity: string; readonly type: EventType; readonly row: Row; readonly current: boolean }>;
@@ -141,10 +143,16 @@ export async function writeSnapshot(dir: string, state: SnapshotState): Promise<
       bytes += buffer.length;
     };
     let rows = 0;
-    for (const [entity, entityRows, textFieldNames] of state.entities) {
+    for (const [entity, entityRows, textFieldNames, loaded] of state.entities) {
+      const fields = await fieldNamesOf(entityRows, textFieldNames, loaded);
       // The row count lets a reader size its tables before the rows come (older readers ignore it).
-      text += `${JSON.stringify({ entity, fields: await fieldNamesOf(entityRows, textFieldNames), rows: entityRows.length })}\n`;
+      text += `${JSON.stringify({ entity, fields, rows: entityRows.length + (loaded?.count ?? 0) })}\n`;
       for (const row of entityRows) {
+        text += rowLine(row);
+        rows++;
+        if (text.length >= WRITE_CHUNK_CHARS) await flush();
+      }
+      for (const row of loaded?.rows() ?? []) {
         text += rowLine(row);
         rows++;
         if (text.length >= WRITE_CHUNK_CHARS) await flush();
@@ -169,12 +177,17 @@ export async function writeSnapshot(dir: string, state: SnapshotState): Promise<
  * (the check for undeclared fields) without reading rows it keeps as text. Yields now and then,
  * as the writing does.
  */
-async function fieldNamesOf(rows: readonly Row[], textFieldNames: ReadonlySet<string> | null | undefined): Promise<string[]> {
+async function fieldNamesOf(rows: readonly Row[], textFieldNames: ReadonlySet<string> | null | undefined, loaded: CapturedRows | null | undefined): Promise<string[]> {
   const names = new Set(textFieldNames ?? []);
   const scanned = new MemberNames();
-  for (let i = 0; i < rows.length; i++) {
-    const row = rows[i]!;
-    if (i % FIELD_NAMES_YIELD_ROWS === FIELD_NAMES_YIELD_ROWS - 1) await new Promise((resolve) => setImmediate(resolve));
+  // Rows held as loaded bytes were all loaded as text: listed in textFieldNames when it is known.
+  const toRead = function* (): Generator<Row> {
+    yield* rows;
+    if (!textFieldNames && loaded) yield* loaded.rows();
+  };
+  let visited = 0;
+  for (const row of toRead()) {
+    if (++visited % FIELD_NAMES_YIELD_ROWS === 0) await new Promise((resolve) => setImmediate(resolve));
     if (isUnparsed(row) && (textFieldNames || scanned.add(unparsedDataJson(row)!))) continue;
     for (const name in row.data) names.add(name);
   }

@@ -16,6 +16,12 @@ const MAX_UINT32 = 0xffffffff;
 const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
 
+/** LoadedRows.capture(). */
+export interface CapturedRows {
+  readonly count: number;
+  rows(): Iterable<StoredRow>;
+}
+
 export class LoadedRows {
   /** Rows still here, neither asked for nor replaced. */
   pending = 0;
@@ -111,6 +117,23 @@ export class LoadedRows {
     this.made = [];
     this.pending = 0;
     return rows;
+  }
+
+  /**
+   * The rows here at this instant, for a snapshot written while writes go on: their slots are
+   * copied now, and each is made a row of its own as it is written (not kept), so that writing
+   * a snapshot neither makes every row nor keeps the ones it made.
+   */
+  capture(): CapturedRows {
+    const slots = new Int32Array(this.pending);
+    let taken = 0;
+    for (let slot = 0; slot < this.count; slot++) if ((this.flags[slot]! & GONE) === 0) slots[taken++] = slot;
+    return {
+      count: slots.length,
+      rows: function* (this: LoadedRows): Generator<StoredRow> {
+        for (const slot of slots) yield this.made[slot] ?? this.rowAt(slot, this.idAt(slot));
+      }.bind(this),
+    };
   }
 
   /** The greatest id added (in byte order, which is code point order), undefined if none. */

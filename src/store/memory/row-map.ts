@@ -5,7 +5,7 @@
 // the Map alone.
 
 import type { Row } from "../store.ts";
-import { LoadedRows } from "./loaded-rows.ts";
+import { LoadedRows, type CapturedRows } from "./loaded-rows.ts";
 
 const MAX_EXPECTED_ROWS = 1 << 26;
 
@@ -56,6 +56,11 @@ export class RowMap {
   /** Every row but those loaded as bytes and not written since (all loaded as text). */
   heldValues(): IterableIterator<Row> {
     return this.held.values();
+  }
+
+  /** Every row at this instant, for a snapshot: the Map's, and those still held as loaded bytes (LoadedRows.capture). */
+  capture(): { rows: Row[]; loaded: CapturedRows | null } {
+    return { rows: Array.from(this.held.values()), loaded: this.loaded?.capture() ?? null };
   }
 
   /** Whether some rows are still held as the bytes they were loaded as. */
