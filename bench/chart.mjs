@@ -4,11 +4,17 @@
 // Whether a bar meets its target is told by colour and by a ✓ or ✗ beside it: colour alone is not
 // read by everyone.
 //
-//   import { renderChart, writeChart } from "./chart.mjs";
-//   writeChart([{ workload: "W1 read by id ÷ bare node:http", ratio: 0.93, target: 0.8,
-//                 direction: "higher", floor: "bare node:http 51,900 req/s" }], "docs/benchmarks.svg");
+// Each bench script measures only some of the ratios (bench/run.mjs its workloads, bench/startup.mjs
+// start-up and W1-cold, bench/postgres.mjs the PostgreSQL store against direct SQL), so the ratios
+// are kept in a JSON file beside the chart (docs/benchmarks-ratios.json), each with the date and
+// host of the run that measured it, and every run merges its own into it and draws them all:
+//
+//   import { recordRatios } from "./chart.mjs";
+//   const { markdown } = recordRatios([{ workload: "W1 read by id ÷ bare node:http", ratio: 0.93, target: 0.8,
+//     direction: "higher", floor: "bare node:http 51,900 req/s" }], { chart: "docs/benchmarks.svg" });
 
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
+import { basename } from "node:path";
 import { describeHost } from "./machine.mjs";
 
 /** Where things go, in SVG user units; the bars' scale runs from 0 at BAR_LEFT to `max` at BAR_LEFT + BAR_WIDTH. */
@@ -54,8 +60,10 @@ export function xOf(value, max) {
 }
 
 /**
- * entries: [{ workload, ratio, target, direction: "higher" | "lower", floor }]; options: date (a
- * Date), host (text), max (the scale's end; by default scaleMax(entries)). Answers the SVG's text.
+ * entries: [{ workload, ratio, target, direction: "higher" | "lower", floor, date? }], date being
+ * when a kept entry was measured (an ISO string; see recordRatios); options: date (a Date, the
+ * run drawn: an entry of another date is labelled with its day), host (text), max (the scale's
+ * end; by default scaleMax(entries)). Answers the SVG's text.
  */
 export function renderChart(entries, options = {}) {
   for (const entry of entries) checkEntry(entry);
@@ -66,15 +74,16 @@ export function renderChart(entries, options = {}) {
   const rows = [];
   let rowTop = TOP;
   for (const entry of entries) {
-    const labels = [...wrap(entry.workload, WORKLOAD_LINE_CHARS).map((line) => ({ line, isFloor: false })), ...wrap(`floor: ${entry.floor}`, FLOOR_LINE_CHARS).map((line) => ({ line, isFloor: true }))];
+    const labels = [...wrap(labelOf(entry, date), WORKLOAD_LINE_CHARS).map((line) => ({ line, isFloor: false })), ...wrap(`floor: ${entry.floor}`, FLOOR_LINE_CHARS).map((line) => ({ line, isFloor: true }))];
     const height = Math.max(ROW_HEIGHT, labels.length * LAYOUT.LINE_HEIGHT + 16);
     rows.push(drawRow(entry, labels, rowTop, height, max));
     rowTop += height;
   }
   const axisY = entries.length === 0 ? TOP + ROW_HEIGHT : rowTop;
   const height = axisY + BOTTOM;
-  const title = `tabula ÷ its floor, measured in one run, ${date.toISOString().slice(0, 16).replace("T", " ")} UTC`;
-  const summary = describeChart(entries);
+  const stamp = `${date.toISOString().slice(0, 16).replace("T", " ")} UTC`;
+  const title = entries.some((entry) => isFromAnotherRun(entry, date)) ? `tabula ÷ its floor: the run of ${stamp}, and earlier runs where dated` : `tabula ÷ its floor, measured in one run, ${stamp}`;
+  const summary = describeChart(entries, date);
   const parts = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" role="img" aria-labelledby="chart-title chart-desc" ${FONT}>`,
     `<title id="chart-title">${escapeXml(title)}</title>`,
@@ -93,16 +102,63 @@ export function renderChart(entries, options = {}) {
 
 /**
  * The chart in words: its <desc>, and the text alternative of the Markdown that shows it (an
- * image's own <desc> is not read out when a page shows it with <img>).
+ * image's own <desc> is not read out when a page shows it with <img>). date: the run drawn, as
+ * renderChart's.
  */
-export function describeChart(entries) {
+export function describeChart(entries, date) {
   if (entries.length === 0) return "No ratio was measured in this run.";
-  return entries.map((entry) => `${entry.workload}: ${formatRatio(entry.ratio)}, target ${targetText(entry)}, ${isMet(entry) ? "met" : "not met"} (floor: ${entry.floor}).`).join(" ");
+  return entries.map((entry) => `${labelOf(entry, date)}: ${formatRatio(entry.ratio)}, target ${targetText(entry)}, ${isMet(entry) ? "met" : "not met"} (floor: ${entry.floor}).`).join(" ");
 }
 
-/** Renders entries and writes the SVG to path; options as renderChart's. */
-export function writeChart(entries, path, options = {}) {
-  writeFileSync(path, renderChart(entries, options));
+/** Where a chart's ratios are kept: beside it, docs/benchmarks.svg → docs/benchmarks-ratios.json. */
+export function storeBeside(chart) {
+  return chart.replace(/(\.svg)?$/, "-ratios.json");
+}
+
+/**
+ * Merges a run's ratios (entries as renderChart's) into the ratios kept in `store`, each stamped
+ * with `date` and `host`: an entry of the same workload is replaced where it stands, the others are
+ * kept, a new workload goes last. Then writes the store and draws every kept ratio to `chart`, as
+ * the run of the newest entry (so re-rendering with no ratios redraws the chart as it was). A
+ * missing or damaged store starts afresh with a warning: a bench's figures are worth more than
+ * the kept ones (git has those). Answers the entries drawn and the Markdown that shows the chart.
+ */
+export function recordRatios(ratios, { chart, store = storeBeside(chart), date = new Date(), host = describeHost(), warn = (message) => console.warn(message) }) {
+  for (const entry of ratios) checkEntry(entry);
+  const measured = new Map(ratios.map((entry) => [entry.workload, { ...entry, date: date.toISOString(), host }]));
+  const kept = readRatios(store, warn);
+  const entries = [...kept.map((entry) => measured.get(entry.workload) ?? entry), ...[...measured.values()].filter((entry) => !kept.some((old) => old.workload === entry.workload))];
+  // JSON has no NaN: a ratio that could not be measured is kept as null.
+  writeFileSync(store, `${JSON.stringify({ entries }, null, 2)}\n`);
+  const latest = entries.reduce((newest, entry) => (newest === undefined || Date.parse(entry.date) > Date.parse(newest.date) ? entry : newest), undefined);
+  const runDate = latest ? new Date(latest.date) : date;
+  writeFileSync(chart, renderChart(entries, { date: runDate, host: latest?.host ?? host }));
+  const heading = entries.some((entry) => isFromAnotherRun(entry, runDate)) ? `the run of ${day(runDate)} and earlier runs where dated` : `one run, ${day(runDate)}`;
+  return { entries, markdown: `![tabula ÷ its floor, ${heading}: ${describeChart(entries, runDate)}](${basename(chart)})` };
+}
+
+/** The entries kept in `store`, or none (with a warning) when it is missing or damaged. */
+export function readRatios(store, warn = (message) => console.warn(message)) {
+  let text;
+  try {
+    text = readFileSync(store, "utf8");
+  } catch (error) {
+    warn(`bench/chart.mjs: no ratios kept at ${store} (${error.code ?? error.message}); starting afresh`);
+    return [];
+  }
+  try {
+    const { entries } = JSON.parse(text);
+    if (!Array.isArray(entries)) throw new TypeError("it holds no list of entries");
+    return entries.map((stored) => {
+      const entry = { ...stored, ratio: stored.ratio ?? Number.NaN };
+      checkEntry(entry);
+      if (Number.isNaN(Date.parse(entry.date)) || typeof entry.host !== "string") throw new TypeError(`the entry of ${entry.workload} needs the date and host of its run`);
+      return entry;
+    });
+  } catch (error) {
+    warn(`bench/chart.mjs: the ratios kept at ${store} are damaged (${error.message}); starting afresh`);
+    return [];
+  }
 }
 
 export function escapeXml(value) {
@@ -166,6 +222,19 @@ function wrap(content, width) {
     else lines.push(word);
   }
   return lines;
+}
+
+/** A kept entry from another run than the one drawn says so: its day, all a reader needs. */
+function labelOf(entry, date) {
+  return isFromAnotherRun(entry, date) ? `${entry.workload} (measured ${day(new Date(entry.date))})` : entry.workload;
+}
+
+function isFromAnotherRun(entry, date) {
+  return entry.date !== undefined && date !== undefined && Date.parse(entry.date) !== date.getTime();
+}
+
+function day(date) {
+  return date.toISOString().slice(0, 10);
 }
 
 function targetText({ target, direction }) {

@@ -20,7 +20,8 @@
 // W10: the same, alone, with --subscribers SSE streams, and with as many Socket.IO connections in Task's room.
 // W11: W4's creates at c=32 alone, then with 3 webhook endpoints on Task (bench/webhook-receivers.mjs);
 // the delivery lag under that load, and of creates paced at PACED_PER_SECOND.
-// --chart PATH: where the chart of this run's ratios goes (docs/benchmarks.svg; "none" for nowhere).
+// --chart PATH: the chart this run's ratios are drawn on with those kept from other runs (docs/benchmarks.svg,
+// the ratios kept beside it in docs/benchmarks-ratios.json; "none" for nowhere).
 
 import { spawn } from "node:child_process";
 import { copyFileSync, cpSync, mkdtempSync, readdirSync, rmSync, statfsSync, writeFileSync } from "node:fs";
@@ -29,7 +30,7 @@ import path, { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildRequest, runLoad } from "./load.mjs";
 import { createRandom, makeTask, TASK_SCHEMA, WORDS } from "./task-schema.mjs";
-import { describeChart, writeChart } from "./chart.mjs";
+import { recordRatios } from "./chart.mjs";
 import { dataFiles, measureDiskSync, readCpuMs, readRss, startChild, stopChild } from "./machine.mjs";
 
 const SECRET_KEY = "sk_bench_secret_";
@@ -66,7 +67,8 @@ const profileWindows = [];
 const only = (name) => options.only === null || options.only.includes(name);
 /**
  * Every ratio this run measured, for the chart written at the end (bench/chart.mjs, by default
- * docs/benchmarks.svg): only what this run measured is drawn. A workload with a floor calls
+ * docs/benchmarks.svg): they replace the same workloads' kept from earlier runs, and the chart
+ * draws them with the rest. A workload with a floor calls
  * ratio(workload, value, target, direction, floor) once it has both figures:
  * - workload: the bar's label, naming both sides ("W1 read by id ÷ bare node:http");
  * - value: tabula's figure ÷ the floor's, measured in the same run;
@@ -305,10 +307,9 @@ async function main() {
     printReport({ rows, latencies, notes, afterSeed, seededStart, settled, afterLoad, afterKill, crashStart, afterStop, restarted, seeded, sustained });
     // A run that measured no ratio (--only W3) leaves the last chart as it was.
     if (options.chart !== "none" && ratios.length > 0) {
-      const date = new Date();
-      writeChart(ratios, options.chart, { date });
-      console.log(`\nchart of ${ratios.length} ratios written to ${path.relative(process.cwd(), options.chart) || options.chart}; in Markdown, with its text alternative:`);
-      console.log(`![${date.toISOString().slice(0, 10)}, tabula ÷ its floor in one run: ${describeChart(ratios)}](benchmarks.svg)`);
+      const { entries, markdown } = recordRatios(ratios, { chart: options.chart });
+      console.log(`\n${ratios.length} ratios of this run and ${entries.length - ratios.length} kept from earlier runs drawn on ${path.relative(process.cwd(), options.chart) || options.chart}; in Markdown, with its text alternative:`);
+      console.log(markdown);
     }
   } finally {
     if (bare) await stopChild(bare.proc);

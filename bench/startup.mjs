@@ -1,6 +1,7 @@
 // Start-up and cold reads (issue 45, targets 1 and 3), each against its floor in the same run:
 //
 //   node bench/startup.mjs [--records 300000] [--rounds 3] [--cold-reads 100000] [--keep | --reuse DIR] [--dist DIR]
+//                          [--chart PATH|none]
 //
 // Seeds a data folder with the Task records of task-schema.mjs (POST /bulk, then a start that
 // compacts the log into a snapshot) and writes the same records as JSON lines. Then, taking turns
@@ -9,13 +10,17 @@
 // timed from spawn to its "listening on" banner, with its resident memory then. Last, W1-cold:
 // straight after a fresh start, each of --cold-reads ids read once in random order at c=32,
 // against bench/bare-map-server.mjs answering the same bodies from a Map it filled at its start.
-// Build first (npm run build): it runs dist/tabula.mjs.
+// Both ratios, named with the record count, are drawn on --chart (docs/benchmarks.svg, beside the
+// other benches' kept ratios: bench/chart.mjs; "none" for nowhere). Build first (npm run build):
+// it runs dist/tabula.mjs.
 
 import { spawn } from "node:child_process";
 import { cpSync, copyFileSync, createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { crc32 } from "node:zlib";
 import os from "node:os";
-import { join } from "node:path";
+import { join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { recordRatios } from "./chart.mjs";
 import { buildRequest, runLoad } from "./load.mjs";
 import { createRandom, makeTask, TASK_SCHEMA } from "./task-schema.mjs";
 import { dataFiles, readCpuMs, readRss, startChild, stopChild } from "./machine.mjs";
@@ -29,7 +34,7 @@ const CHANGES_KEEP = 100_000;
 const options = parseOptions(process.argv.slice(2));
 
 function parseOptions(argv) {
-  const options = { records: 300_000, rounds: 3, coldReads: 100_000, keep: false, reuse: null, dist: new URL("../dist/", import.meta.url).pathname, nodeFlags: [] };
+  const options = { records: 300_000, rounds: 3, coldReads: 100_000, keep: false, reuse: null, dist: new URL("../dist/", import.meta.url).pathname, nodeFlags: [], chart: fileURLToPath(new URL("../docs/benchmarks.svg", import.meta.url)) };
   for (let i = 0; i < argv.length; i++) {
     const name = argv[i];
     if (name === "--records") options.records = Number(argv[++i]);
@@ -39,6 +44,7 @@ function parseOptions(argv) {
     else if (name === "--reuse") options.reuse = argv[++i];
     else if (name === "--dist") options.dist = argv[++i];
     else if (name === "--node-flag") options.nodeFlags.push(argv[++i]);
+    else if (name === "--chart") options.chart = ((path) => (path === "none" ? path : resolve(path)))(argv[++i]);
     else throw new Error(`unknown option ${name}; see the comment at the top of bench/startup.mjs`);
   }
   return options;
@@ -122,7 +128,15 @@ async function main() {
       console.log(`W1-cold round ${round + 1}: tabula ${fmt(tabulaCold.rate)} req/s (p99 ${tabulaCold.p99.toFixed(1)} ms), bare Map ${fmt(bareCold.rate)} req/s (p99 ${bareCold.p99.toFixed(1)} ms): ${(tabulaCold.rate / bareCold.rate).toFixed(2)} of bare`);
     }
     const ratio = median(colds.map((cold) => cold.ratio));
-    console.log(`\nW1-cold, ${fmt(order.length)} ids once each at c=${COLD_CONNECTIONS} straight after start-up: median ${ratio.toFixed(2)} of bare (tabula ${fmt(median(colds.map((c) => c.tabula.rate)))} req/s, bare ${fmt(median(colds.map((c) => c.bare.rate)))} req/s; target ≥ 0.70)`);
+    const bareRate = median(colds.map((c) => c.bare.rate));
+    console.log(`\nW1-cold, ${fmt(order.length)} ids once each at c=${COLD_CONNECTIONS} straight after start-up: median ${ratio.toFixed(2)} of bare (tabula ${fmt(median(colds.map((c) => c.tabula.rate)))} req/s, bare ${fmt(bareRate)} req/s; target ≥ 0.70)`);
+    if (options.chart !== "none") {
+      const { entries, markdown } = recordRatios([
+        { workload: `start-up, ${fmt(ids.length)} records ÷ naive floor`, ratio: tabula / floor, target: 0.5, direction: "lower", floor: `naive floor ${fmt(floor)} ms to "done" (median of ${options.rounds})` },
+        { workload: `W1-cold, ${fmt(ids.length)} records ÷ bare Map`, ratio, target: 0.7, direction: "higher", floor: `bare Map server ${fmt(bareRate)} req/s (${fmt(order.length)} ids once each, median of ${options.rounds})` },
+      ], { chart: options.chart });
+      console.log(`\n2 ratios of this run and ${entries.length - 2} kept from earlier runs drawn on ${relative(process.cwd(), options.chart) || options.chart}; in Markdown:\n${markdown}`);
+    }
   } finally {
     if (server) await stopChild(server.proc);
     if (options.keep || options.reuse) console.log(`kept ${dir}`);

@@ -1,8 +1,9 @@
 // bench/chart.mjs, the picture at the top of docs/benchmarks.md: one bar per ratio, its target
-// drawn where the scale puts it, met and not met told apart by colour and by ✓/✗, text escaped.
+// drawn where the scale puts it, met and not met told apart by colour and by ✓/✗, text escaped;
+// and the ratios kept across runs beside it, merged run by run.
 
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -10,7 +11,7 @@ import type { ChartEntry } from "../../bench/chart.mjs";
 
 // bench/ is not compiled into .test-build/ with the tests: import it from where it lies.
 const chart: typeof import("../../bench/chart.mjs") = await import(new URL("../../bench/chart.mjs", import.meta.url).href);
-const { LAYOUT, describeChart, renderChart, writeChart, isMet, scaleMax } = chart;
+const { LAYOUT, describeChart, renderChart, recordRatios, readRatios, storeBeside, isMet, scaleMax } = chart;
 
 const DATE = new Date("2026-11-28T08:30:00Z");
 const HOST = "2 × test CPU";
@@ -128,15 +129,94 @@ test("an entry without a direction, target or floor is refused, not drawn", () =
   }
 });
 
-test("writeChart writes what renderChart renders", () => {
+/** A folder with a chart's path and its store's, removed after `body`. */
+function inFolder(body: (paths: { chart: string; store: string }) => void) {
   const dir = mkdtempSync(join(tmpdir(), "tabula-chart-"));
   try {
-    const entries = [entry("W1", 0.9, 0.8)];
-    writeChart(entries, join(dir, "chart.svg"), { date: DATE, host: HOST });
-    const written = readFileSync(join(dir, "chart.svg"), "utf8");
-    assert.equal(written, renderChart(entries, { date: DATE, host: HOST }));
-    assert.match(written, /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+    body({ chart: join(dir, "chart.svg"), store: join(dir, "chart-ratios.json") });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+const EARLIER = new Date("2026-11-27T10:00:00Z");
+const quiet = { warn: (message: string) => assert.fail(`unexpected warning: ${message}`) };
+
+test("the ratios are kept beside the chart", () => {
+  assert.equal(storeBeside("docs/benchmarks.svg"), "docs/benchmarks-ratios.json");
+  assert.equal(storeBeside("/tmp/x"), "/tmp/x-ratios.json");
+});
+
+test("a second run's ratios replace the same workloads' and keep the others, each labelled with its day if from an earlier run", () => {
+  inFolder(({ chart, store }) => {
+    const warnings: string[] = [];
+    recordRatios([entry("W1", 0.9, 0.8), entry("start-up", 0.6, 0.5, "lower")], { chart, date: EARLIER, host: "host one", warn: (message) => warnings.push(message) });
+    assert.equal(warnings.length, 1, "the first run finds no store");
+    const { entries, markdown } = recordRatios([entry("start-up", 0.45, 0.5, "lower"), entry("W1-cold", 0.75, 0.7)], { chart, date: DATE, host: HOST, ...quiet });
+
+    const kept = JSON.parse(readFileSync(store, "utf8")).entries;
+    assert.deepEqual(kept, entries);
+    assert.deepEqual(kept.map((e: { workload: string; ratio: number; date: string; host: string }) => [e.workload, e.ratio, e.date, e.host]), [
+      ["W1", 0.9, EARLIER.toISOString(), "host one"],
+      ["start-up", 0.45, DATE.toISOString(), HOST],
+      ["W1-cold", 0.75, DATE.toISOString(), HOST],
+    ]);
+
+    const svg = readFileSync(chart, "utf8");
+    const drawn = rows(svg);
+    assert.deepEqual(drawn.map((row) => row.value), ["✓ 0.90", "✓ 0.45", "✓ 0.75"]);
+    assert.match(drawn[0]!.body, />W1 \(measured 2026-11-27\)</);
+    assert.match(drawn[1]!.body, />start-up</);
+    assert.doesNotMatch(drawn[1]!.body + drawn[2]!.body, /measured/);
+    // Drawn as the newest run: its date and host on top.
+    assert.match(svg, /<title id="chart-title">tabula ÷ its floor: the run of 2026-11-28 08:30 UTC, and earlier runs where dated<\/title>/);
+    assert.match(svg, />2 × test CPU</);
+    assert.match(markdown, /^!\[tabula ÷ its floor, the run of 2026-11-28 and earlier runs where dated: W1 \(measured 2026-11-27\): 0\.90, target ≥ 0\.80, met /);
+    assert.match(markdown, /\]\(chart\.svg\)$/);
+  });
+});
+
+test("recording no ratio redraws the kept ones as their newest run drew them", () => {
+  inFolder(({ chart, store }) => {
+    recordRatios([entry("W1", 0.9, 0.8), entry("W9", 1.1, 0.7)], { chart, date: DATE, host: HOST, warn: () => {} });
+    const first = readFileSync(chart, "utf8");
+    const { entries } = recordRatios([], { chart, store, date: new Date("2027-01-01T00:00:00Z"), host: "another host", ...quiet });
+    assert.equal(entries.length, 2);
+    assert.equal(readFileSync(chart, "utf8"), first);
+    assert.match(first, /measured in one run, 2026-11-28 08:30 UTC/);
+  });
+});
+
+test("a ratio that could not be measured is kept as null and drawn as n/a", () => {
+  inFolder(({ chart, store }) => {
+    recordRatios([entry("W1", Number.NaN, 0.8)], { chart, date: DATE, host: HOST, warn: () => {} });
+    assert.equal(JSON.parse(readFileSync(store, "utf8")).entries[0].ratio, null);
+    assert.ok(Number.isNaN(readRatios(store, quiet.warn)[0]!.ratio));
+    recordRatios([], { chart, ...quiet });
+    assert.equal(rows(readFileSync(chart, "utf8"))[0]!.value, "✗ n/a");
+  });
+});
+
+test("a missing or damaged store starts afresh with a warning, and the run's ratios are still written", () => {
+  const damaged = ["{ not json", "[]", JSON.stringify({ entries: [{ workload: "W1", ratio: 1, target: 0.8, direction: "higher", floor: "f" }] }), JSON.stringify({ entries: [{ workload: "W1", ratio: 1, target: 0.8, direction: "up", floor: "f", date: DATE.toISOString(), host: HOST }] })];
+  for (const contents of [null, ...damaged]) {
+    inFolder(({ chart, store }) => {
+      if (contents !== null) writeFileSync(store, contents);
+      const warnings: string[] = [];
+      const { entries } = recordRatios([entry("W9", 1.1, 0.7)], { chart, date: DATE, host: HOST, warn: (message) => warnings.push(message) });
+      assert.equal(warnings.length, 1, String(contents));
+      assert.match(warnings[0]!, contents === null ? /no ratios kept at .*chart-ratios\.json.*starting afresh/ : /chart-ratios\.json are damaged .*starting afresh/);
+      assert.deepEqual(entries.map((e) => e.workload), ["W9"]);
+      assert.deepEqual(JSON.parse(readFileSync(store, "utf8")).entries.map((e: { workload: string }) => e.workload), ["W9"]);
+      assert.deepEqual(rows(readFileSync(chart, "utf8")).map((row) => row.value), ["✓ 1.10"]);
+    });
+  }
+});
+
+test("a bad ratio from a run is refused before anything is written", () => {
+  inFolder(({ chart, store }) => {
+    assert.throws(() => recordRatios([{ ...entry("W1", 0.9, 0.8), direction: "up" } as unknown as ChartEntry], { chart, ...quiet }), TypeError);
+    assert.throws(() => readFileSync(store), /ENOENT/);
+    assert.throws(() => readFileSync(chart), /ENOENT/);
+  });
 });
