@@ -2,11 +2,12 @@
 // once and noting, per event, the delay from its timestamp (the record's updated_date, taken as the
 // write is made) to its arrival: the delivery lag. They stand for services on other machines, yet
 // share the bench host's two cores with tabula: so they speak just enough HTTP/1.1 over node:net
-// (node:http's server would take about twice their CPU), bodies are scanned, not parsed, and
-// signatures are not checked (the tests check them with the standardwebhooks package).
+// rather than run node:http's server, bodies are scanned, not parsed, and signatures are not
+// checked (the tests check them with the standardwebhooks package).
 //
 //   node bench/webhook-receivers.mjs <count>
-// Prints "ready <port>,<port>,…"; on "cpu" (stdin) the CPU ms it has used; on "stop" prints one JSON line of what it measured, and
+// Prints "ready <port>,<port>,…"; on "cpu" (stdin) the CPU ms it has used; on "stop" one JSON
+// line of what it measured, and
 // exits. Lags are grouped: events of records titled "w11paced-…" (the paced writes) apart from the rest.
 
 import { createServer } from "node:net";
