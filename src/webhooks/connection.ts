@@ -1,18 +1,17 @@
 // The HTTP/1.1 client webhooks are sent with (docs/webhooks.md, "Lag"): keep-alive connections over
 // node:net and node:tls, each request written as one string, each answer read by a parser that
 // knows only what a webhook needs (status, Location, Connection, the body's framing) and stops at
-// MAX_ANSWER_BYTES. node:http's client costs a delivery several times more of the server's CPU
+// MAX_ANSWER_BYTES. node:http's client took half as much again of the server's CPU per delivery
 // (docs/benchmarks.md, "Webhooks (W11)"). What an answer means, and the time limit, are send.ts's;
 // which addresses may be reached is target.ts's (its lookup is the one every connection uses).
 
-import { connect as netConnect, type LookupFunction, type Socket } from "node:net";
+import { isIP, connect as netConnect, type LookupFunction, type Socket } from "node:net";
 import { connect as tlsConnect } from "node:tls";
-import { isIP } from "node:net";
 
 /** What is read of an answer, head and body; the connection is cut after it. */
 export const MAX_ANSWER_BYTES = 64 * 1024;
 /** What is kept of an answer's body (the delivery log's note). */
-export const MAX_NOTE_BYTES = 200;
+const MAX_NOTE_BYTES = 200;
 
 export interface Exchange {
   /** The final status line and headers have arrived (a 1xx is passed over). */
@@ -52,9 +51,10 @@ export class Connection {
     socket.setNoDelay(true);
     socket.on("data", (chunk: Buffer) => this.read(chunk));
     socket.on("error", (error: NodeJS.ErrnoException) => this.end(error));
+    const closed = () => this.end(Object.assign(new Error("the receiver closed the connection before answering"), { code: "ECONNRESET" }));
     // The receiver's FIN: node:net ends its side too (no half-open connections), then closes.
-    socket.on("end", () => this.end(Object.assign(new Error("the receiver closed the connection before answering"), { code: "ECONNRESET" })));
-    socket.on("close", () => this.end(Object.assign(new Error("the receiver closed the connection before answering"), { code: "ECONNRESET" })));
+    socket.on("end", closed);
+    socket.on("close", closed);
   }
 
   get isOpen(): boolean {

@@ -5,7 +5,12 @@
 // standardwebhooks package.
 
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createServer as createTlsServer } from "node:tls";
 import { after, describe, test } from "node:test";
 import { Webhook } from "standardwebhooks";
 import { createSender, newSecret, type Sender } from "../../src/webhooks/send.ts";
@@ -146,5 +151,27 @@ describe("the webhook client", () => {
     assert.equal(closed.status, null);
     assert.match(closed.error!, /^ECONNRESET: /);
     await receiver.close();
+  });
+
+  test("https: the receiver's certificate is checked (a self-signed one is refused before anything is sent)", async (t) => {
+    const folder = mkdtempSync(join(tmpdir(), "tabula-webhook-tls-"));
+    try {
+      execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(folder, "key.pem"), "-out", join(folder, "cert.pem"), "-days", "1", "-subj", "/CN=127.0.0.1"], { stdio: "ignore" });
+    } catch {
+      rmSync(folder, { recursive: true, force: true });
+      return t.skip("openssl is not installed");
+    }
+    let requests = 0;
+    const server = createTlsServer({ key: readFileSync(join(folder, "key.pem")), cert: readFileSync(join(folder, "cert.pem")) }, (socket) => {
+      socket.on("data", () => requests++);
+      socket.on("error", () => {});
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const attempt = await sender().send(`https://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, newSecret(), "evt_1", "{}");
+    assert.equal(attempt.status, null);
+    assert.match(attempt.error!, /^DEPTH_ZERO_SELF_SIGNED_CERT: /);
+    assert.equal(requests, 0);
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    rmSync(folder, { recursive: true, force: true });
   });
 });
