@@ -531,7 +531,14 @@ async function measureWebhooks(server, measure) {
   const ports = (await receivers.nextLine()).replace(/^ready /, "").split(",");
   const endpoints = [];
   for (const port of ports) endpoints.push(await api("POST", "/api/webhooks", { url: `http://127.0.0.1:${port}/hook`, entities: ["Task"] }));
+  const receiversCpu = async () => {
+    receivers.proc.stdin.write("cpu\n");
+    return Number(await receivers.nextLine());
+  };
+  // The receivers' share of a core over the load (its warm-up included).
+  const [cpuBefore, loadStartedAt] = [await receiversCpu(), performance.now()];
   const followed = await measure(requests);
+  const receiversShare = ((await receiversCpu()) - cpuBefore) / (performance.now() - loadStartedAt);
   const drainMs = await drained();
   for (let n = 0, startedAt = performance.now(); performance.now() - startedAt < PACED_MS; n++) {
     await api("POST", "/api/entities/Task", { title: `w11paced-${n}`, status: "todo", priority: 1 });
@@ -546,7 +553,7 @@ async function measureWebhooks(server, measure) {
   return [
     row("W11 create, durable, no webhooks", options.connections, alone),
     row(`W11 create, durable, ${W11_ENDPOINTS} webhook endpoints on Task`, options.connections, followed,
-      `${pct(followed.rate / alone.rate)} of the rate without (target ≥ 90%); ${fmt(load.deliveries)} deliveries (${fmt(W11_ENDPOINTS * (followed.statuses[201] ?? 0))} creates answered 201 × ${W11_ENDPOINTS}; more: warm-up creates, or events sent again), the last ${fmt(drainMs)} ms after the load stopped; ` +
+      `${pct(followed.rate / alone.rate)} of the rate without (target ≥ 90%); receivers' CPU ${pct(receiversShare)} of a core; ${fmt(load.deliveries)} deliveries (${fmt(W11_ENDPOINTS * (followed.statuses[201] ?? 0))} creates answered 201 × ${W11_ENDPOINTS}; more: warm-up creates, or events sent again), the last ${fmt(drainMs)} ms after the load stopped; ` +
       `lag under this load p50 ${fmt(load.p50)} ms, p99 ${fmt(load.p99)} ms; creates paced at ${PACED_PER_SECOND}/s: lag p50 ${paced.p50} ms, p99 ${paced.p99} ms, max ${paced.max} ms over ${fmt(paced.deliveries)} deliveries`),
   ];
 }

@@ -1,20 +1,17 @@
 // One delivery attempt (docs/webhooks.md): a POST signed as the Standard Webhooks specification
 // says, to an address checked at connection (target.ts), cut at ATTEMPT_TIMEOUT_MS and after
-// MAX_ANSWER_BYTES of answer read, never following a redirect. It reports what happened; what to
-// do about it (retry, disable) is delivery.ts's.
+// MAX_ANSWER_BYTES of answer read (connection.ts), never following a redirect. It reports what
+// happened; what to do about it (retry, disable) is delivery.ts's.
 
 import { createHmac, randomBytes } from "node:crypto";
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
-import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
 import { performance } from "node:perf_hooks";
+import { ConnectionPool, type Connection } from "./connection.ts";
 import { checkedLookup, hostOf, refusalOf, type TargetPolicy } from "./target.ts";
 
 /** A receiver has this long to answer (its status line and headers) before the attempt fails. */
 export const ATTEMPT_TIMEOUT_MS = 10_000;
-/** What is read of an answer; the connection is cut after it. */
-export const MAX_ANSWER_BYTES = 64 * 1024;
-/** What the delivery log keeps of an answer's body, or of an error. */
+/** What the delivery log keeps of an error. */
 const MAX_NOTE_CHARS = 200;
 export const SECRET_PREFIX = "whsec_";
 
@@ -36,8 +33,15 @@ export function newSecret(): string {
 
 /** webhook-signature: v1, then the base64 HMAC-SHA256 of "id.timestamp.body" keyed by the secret's bytes. */
 export function signatureOf(secret: string, id: string, timestamp: number, body: string): string {
-  const key = Buffer.from(secret.slice(SECRET_PREFIX.length), "base64");
-  return `v1,${createHmac("sha256", key).update(`${id}.${timestamp}.${body}`).digest("base64")}`;
+  return `v1,${createHmac("sha256", keyOf(secret)).update(`${id}.${timestamp}.${body}`).digest("base64")}`;
+}
+
+/** The last secret's bytes: a deliverer signs every event with the same one. */
+let lastKey = { secret: "", bytes: Buffer.alloc(0) };
+
+function keyOf(secret: string): Buffer {
+  if (lastKey.secret !== secret) lastKey = { secret, bytes: Buffer.from(secret.slice(SECRET_PREFIX.length), "base64") };
+  return lastKey.bytes;
 }
 
 export interface Sender {
@@ -50,18 +54,32 @@ export interface Sender {
  * each opened through the checked lookup.
  */
 export function createSender(policy: TargetPolicy, timeoutMs = ATTEMPT_TIMEOUT_MS): Sender {
-  const lookup = checkedLookup(policy);
-  const agents = { http: new HttpAgent({ keepAlive: true, lookup } as object), https: new HttpsAgent({ keepAlive: true, lookup } as object) };
+  const pool = new ConnectionPool(checkedLookup(policy));
+  /** Each endpoint URL's request line and fixed headers, made once. */
+  const heads = new Map<string, { url: URL; head: string }>();
   return {
-    send: (url, secret, id, body) => attempt(new URL(url), secret, id, body, policy, lookup, agents, timeoutMs),
-    close() {
-      agents.http.destroy();
-      agents.https.destroy();
+    send(urlText, secret, id, body) {
+      let target = heads.get(urlText);
+      if (!target) {
+        if (heads.size >= MAX_KEPT_HEADS) heads.clear();
+        heads.set(urlText, (target = headOf(new URL(urlText))));
+      }
+      return attempt(target, secret, id, body, policy, pool, timeoutMs);
     },
+    close: () => pool.close(),
   };
 }
 
-function attempt(url: URL, secret: string, id: string, body: string, policy: TargetPolicy, lookup: ReturnType<typeof checkedLookup>, agents: { http: HttpAgent; https: HttpsAgent }, timeoutMs: number): Promise<Attempt> {
+/** Request heads kept (an endpoint's URL may change; more endpoints than this are rare). */
+const MAX_KEPT_HEADS = 1000;
+
+function headOf(url: URL): { url: URL; head: string } {
+  const auth = url.username ? `Authorization: Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString("base64")}\r\n` : "";
+  // The URL parser has percent-encoded the path and host: neither can hold a space or a line break.
+  return { url, head: `POST ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nUser-Agent: tabula-webhooks\r\nContent-Type: application/json\r\n${auth}` };
+}
+
+function attempt({ url, head }: { url: URL; head: string }, secret: string, id: string, body: string, policy: TargetPolicy, pool: ConnectionPool, timeoutMs: number): Promise<Attempt> {
   const started = performance.now();
   const at = new Date().toISOString();
   const done = (status: number | null, error: string | null): Attempt => ({ event_id: id, at, status, latency_ms: Math.round(performance.now() - started), error: error === null ? null : error.slice(0, MAX_NOTE_CHARS) });
@@ -72,82 +90,50 @@ function attempt(url: URL, secret: string, id: string, body: string, policy: Tar
     if (refusal) return Promise.resolve(done(null, `refused: ${refusal}`));
   }
   const timestamp = Math.floor(Date.now() / 1000);
-  const isHttps = url.protocol === "https:";
-  const headers = {
-    "Content-Type": "application/json",
-    "Content-Length": String(Buffer.byteLength(body)),
-    "User-Agent": "tabula-webhooks",
-    "webhook-id": id,
-    "webhook-timestamp": String(timestamp),
-    "webhook-signature": signatureOf(secret, id, timestamp, body),
-  };
+  const request = `${head}Content-Length: ${Buffer.byteLength(body)}\r\nwebhook-id: ${id}\r\nwebhook-timestamp: ${timestamp}\r\nwebhook-signature: ${signatureOf(secret, id, timestamp, body)}\r\n\r\n${body}`;
   return new Promise((resolve) => {
     let isSettled = false;
-    let answered: IncomingMessage | null = null;
-    let note = "";
-    const settle = (status: number | null, error: string | null) => {
+    let status: number | null = null;
+    let location: string | null = null;
+    const settle = (error: string | null) => {
       if (isSettled) return;
       isSettled = true;
       resolve(done(status, error));
     };
-    const options = {
-      method: "POST",
-      headers,
-      agent: isHttps ? agents.https : agents.http,
-      lookup,
-      auth: url.username ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` : undefined,
-    };
-    const req = (isHttps ? httpsRequest : httpRequest)(url, options, (res) => {
-      answered = res;
-      const status = res.statusCode ?? 0;
-      // A 2xx is the delivery, whatever follows it: the rest is read (to the cap) only to keep the connection.
-      if (status >= 200 && status < 300) settle(status, null);
-      readAnswer(res, (text) => {
+    const exchange = {
+      onHead(answered: number, answeredLocation: string | null) {
+        [status, location] = [answered, answeredLocation];
+        // A 2xx is the delivery, whatever follows it: the rest is read (to the cap) only to keep the connection.
+        if (answered >= 200 && answered < 300) settle(null);
+      },
+      onBody(note: string) {
         clearTimeout(timer);
-        note = text;
-        settle(status, failureOf(res, text));
-      });
-    });
+        settle(failureOf(status!, location, note));
+      },
+      onError(error: NodeJS.ErrnoException, isStale: boolean) {
+        // A kept connection the receiver had let go of: the request is written again on a new one.
+        if (isStale) {
+          connection = pool.fresh(url);
+          connection.send(request, exchange);
+          return;
+        }
+        clearTimeout(timer);
+        settle(error.code === "EWEBHOOKTARGET" ? `refused: ${error.message}` : `${error.code ?? "error"}: ${error.message}`);
+      },
+    };
+    let connection: Connection = pool.take(url);
     // Whatever the receiver does (no answer, an endless one), the attempt ends here.
     const timer = setTimeout(() => {
-      const status = answered?.statusCode ?? null;
-      settle(status, status === null ? `no answer within ${timeoutMs} ms` : `${failureOf(answered!, note)} (its body cut at ${timeoutMs} ms)`);
-      req.destroy();
+      connection.destroy();
+      settle(status === null ? `no answer within ${timeoutMs} ms` : `${failureOf(status, location, "")} (its body cut at ${timeoutMs} ms)`);
     }, timeoutMs);
-    req.on("error", (error: NodeJS.ErrnoException) => {
-      clearTimeout(timer);
-      settle(null, error.code === "EWEBHOOKTARGET" ? `refused: ${error.message}` : `${error.code ?? "error"}: ${error.message}`);
-    });
-    req.end(body);
+    connection.send(request, exchange);
   });
 }
 
-function failureOf(res: IncomingMessage, text: string): string {
-  const status = res.statusCode ?? 0;
+function failureOf(status: number, location: string | null, note: string): string | null {
+  if (status >= 200 && status < 300) return null;
   // A redirect is a failure: following it would let a receiver point tabula anywhere.
-  if (status >= 300 && status < 400) return `redirect to ${res.headers.location ?? "(no Location)"} not followed`;
-  return `HTTP ${status}${text.trim() === "" ? "" : `: ${text.trim()}`}`;
-}
-
-/** Reads up to MAX_ANSWER_BYTES of an answer, then cuts the connection; `end` gets the body's start. */
-function readAnswer(res: IncomingMessage, end: (text: string) => void): void {
-  let text = "";
-  let bytes = 0;
-  let isEnded = false;
-  const finish = () => {
-    if (isEnded) return;
-    isEnded = true;
-    end(text);
-  };
-  res.setEncoding("utf8");
-  res.on("data", (chunk: string) => {
-    bytes += Buffer.byteLength(chunk);
-    if (text.length < MAX_NOTE_CHARS) text += chunk.slice(0, MAX_NOTE_CHARS - text.length);
-    if (bytes > MAX_ANSWER_BYTES) {
-      res.destroy();
-      finish();
-    }
-  });
-  res.on("end", finish);
-  res.on("close", finish);
+  if (status >= 300 && status < 400) return `redirect to ${location ?? "(no Location)"} not followed`;
+  return `HTTP ${status}${note.trim() === "" ? "" : `: ${note.trim()}`}`;
 }
