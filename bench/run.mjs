@@ -550,6 +550,7 @@ async function measureWebhooks(server, measure) {
   const { groups } = JSON.parse(await receivers.nextLine());
   for (const endpoint of endpoints) await api("DELETE", `/api/webhooks/${endpoint.id}`);
   const { load, paced } = groups;
+  ratio(`W11 creates/s, ${W11_ENDPOINTS} webhook endpoints ÷ none`, followed.rate / alone.rate, 0.9, "higher", `the same creates without webhooks, ${fmt(alone.rate)} creates/s, same run`);
   return [
     row("W11 create, durable, no webhooks", options.connections, alone),
     row(`W11 create, durable, ${W11_ENDPOINTS} webhook endpoints on Task`, options.connections, followed,
