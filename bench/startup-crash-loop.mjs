@@ -7,16 +7,16 @@
 // (--changes-keep's default), and each server killed before its start-up compaction finished.
 // Made so: --records Task records with a 4 KB title through POST /bulk, listed back and written as
 // the one snapshot a compaction would write of them (format 5, src/store/file/snapshot.ts), then a
-// server on that folder takes 4 KB PATCHes of records at random until the log holds --log-mib,
-// and is killed with SIGKILL. The log stays under twice the snapshot, so no compaction starts
-// before the kill unless the server was idle (then it is killed as its snapshot's .tmp appears).
+// server on that folder takes 4 KB PATCHes of records at random until the log holds --log-mib
+// (a server that begins a compaction meanwhile is killed with SIGKILL halfway through it, and the
+// next writes on), and a last one is killed halfway through the compaction its start-up began.
 // (a) is that folder; (b) a copy of it that a server compacted and left with a clean stop. Taking
 // turns for --rounds rounds, each start is timed from spawn to the "listening on" banner, with the
 // CPU time it had used by then, and killed at once with SIGKILL, as the crash loop's servers were
 // (the start-up compaction a start on (a) begins is lost, and the next start deletes its .tmp).
 // Build first (npm run build): it runs dist/tabula.mjs.
 
-import { cpSync, copyFileSync, createWriteStream, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, watch, writeFileSync } from "node:fs";
+import { cpSync, copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { crc32 } from "node:zlib";
 import os from "node:os";
@@ -81,7 +81,9 @@ async function main() {
       // (b): the same records, compacted by a server that then stopped cleanly.
       cpSync(crashed, compacted, { recursive: true });
       server = await startServer(compacted, []);
+      const startedAt = performance.now();
       await waitForCompaction(compacted);
+      console.log(`(b) compacted by a server in ${((performance.now() - startedAt) / 1000).toFixed(1)} s after its banner`);
       await stopChild(server.proc);
       server = null;
     }
@@ -206,6 +208,17 @@ async function updateUntil(dataDir, ids, logBytes) {
     const { snapshot, log, tmp } = sizesOf(dataDir);
     console.log(`server ${lives} killed: snapshot ${mib(snapshot)}, log ${mib(log)}, compaction's .tmp ${mib(tmp)}`);
   }
+  // The crash loop's last server: started, killed halfway through the compaction its start began.
+  const server = await startServer(dataDir, []);
+  const snapshotBytes = sizesOf(dataDir).snapshot;
+  const before = snapshotsOf(dataDir).join();
+  while (sizesOf(dataDir).tmp < snapshotBytes / 2) {
+    if (snapshotsOf(dataDir).join() !== before) throw new Error("the start-up compaction finished before it was half written; run again");
+    await new Promise((resolve) => setTimeout(resolve, KILL_POLL_MS));
+  }
+  await stopChild(server.proc, "SIGKILL");
+  const { log, tmp } = sizesOf(dataDir);
+  console.log(`the last server killed during its start-up compaction: log ${mib(log)}, compaction's .tmp ${mib(tmp)}`);
 }
 
 /** Bytes of the data folder's snapshots, log segments and temporary snapshot files, apart. */
