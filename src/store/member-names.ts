@@ -17,7 +17,8 @@ export function forEachMemberName(json: string, visit: (json: string, nameFrom: 
     const nameEnd = closingQuoteOf(json, at);
     if (nameEnd < 0 || json.charCodeAt(nameEnd + 1) !== 0x3a) return false;
     const nameFrom = at + 1;
-    if (json.lastIndexOf("\\", nameEnd) >= nameFrom) return false;
+    // Between the quotes only: a search back from the name would read the values before it again.
+    for (let i = nameFrom; i < nameEnd; i++) if (json.charCodeAt(i) === 0x5c) return false;
     at = nameEnd + 2;
     visit(json, nameFrom, nameEnd);
     // Past the value: to the comma or closing brace at this object's own depth.

@@ -19,8 +19,11 @@ export class StoredRow implements Row {
   index: number | undefined;
   /** The data; undefined while it is held as text. */
   private parsed: RowData | undefined;
-  /** While the data is held as text: the bytes holding its JSON, from textAt to textEnd. */
-  private textBytes: Buffer | undefined = undefined;
+  /**
+   * While the data is held as text: what holds its JSON, from textAt to textEnd: the bytes a
+   * snapshot was read into, or the decoded text of a log line (log-line.ts).
+   */
+  private textBytes: Buffer | string | undefined = undefined;
   /** -1 for a version never held as text (see wasLoadedAsText). */
   private textAt = -1;
   private textEnd = -1;
@@ -41,12 +44,12 @@ export class StoredRow implements Row {
   }
 
   /**
-   * A row whose data is the JSON at `bytes[from, to)`, parsed when first read. The caller has
-   * checked the bytes (a snapshot's checksum covers them) and read the id out of them.
+   * A row whose data is the JSON at `text[from, to)`, parsed when first read. The caller has
+   * checked the text (a checksum covers it) and read the id out of it.
    */
-  static ofText(id: string, rev: number, deleted: boolean, bytes: Buffer, from: number, to: number, seq: number, index: number): StoredRow {
+  static ofText(id: string, rev: number, deleted: boolean, text: Buffer | string, from: number, to: number, seq: number, index: number): StoredRow {
     const row = new StoredRow(id, rev, deleted, undefined as unknown as RowData, undefined, seq, index);
-    row.textBytes = bytes;
+    row.textBytes = text;
     row.textAt = from;
     row.textEnd = to;
     return row;
@@ -59,7 +62,9 @@ export class StoredRow implements Row {
 
   /** The data's JSON as it was stored, while it has not been parsed. */
   get unparsedJson(): string | undefined {
-    return this.textBytes?.toString("utf8", this.textAt, this.textEnd);
+    const text = this.textBytes;
+    if (text === undefined) return undefined;
+    return typeof text === "string" ? text.slice(this.textAt, this.textEnd) : text.toString("utf8", this.textAt, this.textEnd);
   }
 
   get isUnparsed(): boolean {
@@ -73,9 +78,9 @@ export class StoredRow implements Row {
 
   private parseText(): RowData {
     // The bytes were checked when they were read, and JSON.stringify wrote them: they parse.
-    const parsed = JSON.parse(this.textBytes!.toString("utf8", this.textAt, this.textEnd)) as RowData;
+    const parsed = JSON.parse(this.unparsedJson!) as RowData;
     this.parsed = parsed;
-    // The buffer is shared with the other rows of its part of the file; this row lets go of it.
+    // The buffer (or text) is shared with the other rows of its part of the file; this row lets go of it.
     this.textBytes = undefined;
     return parsed;
   }

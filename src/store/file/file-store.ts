@@ -323,7 +323,11 @@ export class FileStore extends MemoryStore {
       return;
     }
     // As commit applied it (see persist): drops, puts, meta, answer.
-    const puts = (entry.puts ?? []).map(({ e, row, s }) => (s === 1 ? { entity: e, row: loader.toRow(row), sync: true as const } : { entity: e, row: loader.toRow(row) }));
+    // Rows the log reader kept as text (log-line.ts) are applied as they are; others were parsed.
+    const puts = (entry.puts ?? []).map(({ e, row: image, s }) => {
+      const row = image instanceof StoredRow ? image : loader.toRow(image);
+      return s === 1 ? { entity: e, row, sync: true as const } : { entity: e, row };
+    });
     this.apply({ puts, drops: entry.drops, meta: entry.meta, answer: entry.answer }, entry.seq);
     // Durable already: the window keeps its size while a long log is replayed.
     this.window.markDurable(entry.seq);

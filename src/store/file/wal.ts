@@ -11,6 +11,7 @@ import { performance } from "node:perf_hooks";
 import { crc32 } from "node:zlib";
 import { FSYNC_BUCKETS, Histogram } from "../../metrics/histogram.ts";
 import { isOutOfSpace, StorageFullError, type IdempotentAnswer, type MetaWrite, type Row } from "../store.ts";
+import { readLogLine } from "./log-line.ts";
 
 /**
  * Files are read this much at a time, and each run of whole lines decoded into one string. Node
@@ -236,14 +237,35 @@ function appendAll<T>(to: T[], items: readonly T[]): void {
  * always checked on the bytes.
  */
 export function parseFramedLine(line: Buffer, text?: string): Record<string, unknown> | undefined {
+  return isFrameWhole(line) ? parseObjectText(text ?? line.toString("utf8")) : undefined;
+}
+
+/**
+ * The entry a framed log line holds, as start-up replays it: like parseFramedLine, but the rows of
+ * its puts kept as text, unparsed (log-line.ts), unless the line is in a shape that reader leaves
+ * to JSON.parse.
+ */
+function readFramedLogLine(line: Buffer, text: string | undefined): Record<string, unknown> | undefined {
+  if (!isFrameWhole(line)) return undefined;
+  const whole = text ?? line.toString("utf8");
+  // The suffix is ASCII: as many characters as bytes.
+  const entry = readLogLine(whole.slice(0, whole.length - CRC_SUFFIX_BYTES));
+  return entry ? (entry as unknown as Record<string, unknown>) : parseObjectText(whole);
+}
+
+/** Whether a line (without its newline) ends with a well-formed checksum that its bytes match. */
+function isFrameWhole(line: Buffer): boolean {
   const headEnd = line.length - CRC_SUFFIX_BYTES;
-  if (headEnd < 2 || !hasCrcSuffix(line, headEnd)) return undefined;
+  if (headEnd < 2 || !hasCrcSuffix(line, headEnd)) return false;
   const crc = parseHexCrc(line, line.length - 10);
-  if (crc === undefined || line[line.length - 2] !== 0x22 || line[line.length - 1] !== 0x7d) return undefined;
-  if (crc32(line.subarray(0, headEnd)) !== crc) return undefined;
+  if (crc === undefined || line[line.length - 2] !== 0x22 || line[line.length - 1] !== 0x7d) return false;
+  return crc32(line.subarray(0, headEnd)) === crc;
+}
+
+function parseObjectText(text: string): Record<string, unknown> | undefined {
   let value: unknown;
   try {
-    value = JSON.parse(text ?? line.toString("utf8"));
+    value = JSON.parse(text);
   } catch {
     // A line whose checksum matches but which does not parse is as damaged as one that fails it.
     return undefined;
@@ -395,7 +417,7 @@ export async function readSegment(path: string, options: ReadSegmentOptions): Pr
   let damagedAt = -1;
   const parts = new PartJoiner();
   const { size, tailOffset, tailIsZeros } = await scanLines(path, (line, offset, text) => {
-    const value = parseFramedLine(line, text);
+    const value = readFramedLogLine(line, text);
     if (!value || typeof value.seq !== "number") {
       if (damagedAt < 0) damagedAt = offset;
       return;
