@@ -1,6 +1,7 @@
 // Start-up on a crash loop's data folder against the same records freshly compacted, in one run:
 //
 //   node bench/startup-crash-loop.mjs [--records 40000] [--log-mib 300] [--rounds 3] [--keep | --reuse DIR] [--dist DIR]
+//                                     [--chart PATH|none]
 //
 // The folder a crash loop leaves (docs/benchmarks.md, "Start-up after interrupted compactions"):
 // a snapshot, then a log longer than it of 4 KB updates, every one of them a kept change feed event
@@ -20,7 +21,9 @@ import { cpSync, copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, wri
 import { execFileSync } from "node:child_process";
 import { crc32 } from "node:zlib";
 import os from "node:os";
-import { join } from "node:path";
+import { join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { recordRatios } from "./chart.mjs";
 import { buildRequest, runLoad } from "./load.mjs";
 import { createRandom, makeTask, TASK_SCHEMA } from "./task-schema.mjs";
 import { dataFiles, readCpuMs, readRss, startChild, stopChild } from "./machine.mjs";
@@ -41,7 +44,7 @@ const options = parseOptions(process.argv.slice(2));
 let startServer;
 
 function parseOptions(argv) {
-  const options = { records: 40_000, logMib: 300, rounds: 3, keep: false, reuse: null, dist: new URL("../dist/", import.meta.url).pathname, nodeFlags: [] };
+  const options = { records: 40_000, logMib: 300, rounds: 3, keep: false, reuse: null, dist: new URL("../dist/", import.meta.url).pathname, nodeFlags: [], chart: fileURLToPath(new URL("../docs/benchmarks.svg", import.meta.url)) };
   for (let i = 0; i < argv.length; i++) {
     const name = argv[i];
     if (name === "--records") options.records = Number(argv[++i]);
@@ -51,6 +54,7 @@ function parseOptions(argv) {
     else if (name === "--reuse") options.reuse = argv[++i];
     else if (name === "--dist") options.dist = argv[++i];
     else if (name === "--node-flag") options.nodeFlags.push(argv[++i]);
+    else if (name === "--chart") options.chart = ((path) => (path === "none" ? path : resolve(path)))(argv[++i]);
     else throw new Error(`unknown option ${name}; see the comment at the top of bench/startup-crash-loop.mjs`);
   }
   return options;
@@ -112,6 +116,12 @@ async function main() {
     console.log(`\nstart-up on the crash loop's folder: ${a.toFixed(0)} ms (${rounds.crashed.map((f) => f.ms.toFixed(0)).join(", ")}), on the same records compacted ${b.toFixed(0)} ms (${rounds.compacted.map((f) => f.ms.toFixed(0)).join(", ")}): ${(a / b).toFixed(2)}×, per round ${ratios.map((r) => r.toFixed(2)).join(", ")} (target ≤ 1.5)`);
     console.log(`CPU time to the banner: ${cpuA.toFixed(0)} ms against ${cpuB.toFixed(0)} ms: ${(cpuA / cpuB).toFixed(2)}×`);
     console.log(`uptime: ${execFileSync("uptime", { encoding: "utf8" }).trim()}`);
+    if (options.chart !== "none") {
+      const { entries, markdown } = recordRatios([
+        { workload: "start-up on a crash loop's folder ÷ the same records compacted", ratio: a / b, target: 1.5, direction: "lower", floor: `start-up on the compacted folder ${b.toFixed(0)} ms (median of ${options.rounds})` },
+      ], { chart: options.chart });
+      console.log(`\n1 ratio of this run and ${entries.length - 1} kept from earlier runs drawn on ${relative(process.cwd(), options.chart) || options.chart}; in Markdown:\n${markdown}`);
+    }
   } finally {
     if (server) await stopChild(server.proc);
     if (options.keep || options.reuse) console.log(`kept ${dir}`);
