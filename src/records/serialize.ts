@@ -133,11 +133,21 @@ export function recordObject(entity: EntityDef, row: Row, caller: Caller, fields
 
 /** The JSON array of a page of records. */
 export function recordsJson(entity: EntityDef, rows: readonly Row[], caller: Caller, fields: readonly string[] | null): string {
-  if (fields) return JSON.stringify(rows.map((row) => recordObject(entity, row, caller, fields)));
+  if (fields || rows.every(isBuiltEachTime)) return JSON.stringify(rows.map((row) => recordObject(entity, row, caller, fields)));
   const cache = rows.length <= MAX_CACHED_PAGE_ROWS;
   let out = "[";
   for (let i = 0; i < rows.length; i++) out += (i === 0 ? "" : ",") + recordJson(entity, rows[i]!, caller, cache);
   return out + "]";
+}
+
+/**
+ * A row whose JSON recordJson would build from its object and not keep (a transient row with no
+ * memo, such as the PostgreSQL store's): a page of them is one JSON.stringify over the array,
+ * which writes into one buffer rather than joining a string per record (docs/benchmarks.md,
+ * "PostgreSQL").
+ */
+function isBuiltEachTime(row: Row): boolean {
+  return row.isTransient === true && row.memo === undefined;
 }
 
 /** A record with extra members (`restored`, `created`) after its own fields. */

@@ -170,9 +170,23 @@ describe("the read JSON cache", () => {
     assert.equal(recordJson(task, one, PUBLISHABLE), reference(one, PUBLISHABLE));
     assert.equal(one.memo, undefined, "a transient row gets no memo");
     const rows = [1, 2, 3].map(transient);
-    assert.equal(recordsJson(task, rows, SECRET, null), `[${rows.map((row) => reference(row, SECRET)).join(",")}]`);
+    // Values recordObject leaves out, keeps or reorders: a null, an undeclared field, nested values.
+    rows.push({ ...transient(4), data: { meta: { b: 1, a: [null, "x"] }, priority: null, gone: 1, tags: [], id: "t4", title: "odd \u2028 \"one\"", created_date: "2026-01-01T00:00:00.000Z", updated_date: "2026-01-01T00:00:00.000Z", created_by_id: null } });
+    for (const caller of [SECRET, PUBLISHABLE]) {
+      assert.equal(recordsJson(task, rows, caller, null), `[${rows.map((row) => reference(row, caller)).join(",")}]`, `a page, ${caller.kind} key`);
+      assert.equal(recordsJson(task, [], caller, null), "[]");
+    }
     assert.ok(rows.every((row) => row.memo === undefined), "nor do the rows of a page");
+    const mixed = [transient(5), page1Row()];
+    assert.equal(recordsJson(task, mixed, SECRET, null), `[${mixed.map((row) => reference(row, SECRET)).join(",")}]`, "a page of transient and kept rows");
   });
+
+  /** A row the store keeps, its JSON already cached. */
+  function page1Row(): Row {
+    const row: Row = { id: "k1", rev: 2, deleted: false, data: { id: "k1", title: "kept", created_date: "2026-01-01T00:00:00.000Z", updated_date: "2026-01-01T00:00:00.000Z", created_by_id: "key_1" } };
+    recordJson(task, row, SECRET);
+    return row;
+  }
 
   test("a written version gives up its data JSON once the store has it", () => {
     const records = freshRecords();
