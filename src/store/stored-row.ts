@@ -9,7 +9,11 @@
 // (docs/architecture.md, "Rows parsed on first use"). Rows are immutable versions, so the text
 // stays the data's JSON for as long as it is kept, and a snapshot or a read by id can use it as it is.
 
+import { RepeatedStrings } from "./repeated-strings.ts";
 import type { Row, RowMemo } from "./store.ts";
+
+/** Shared by every row parsed on first use, in the order they are parsed. */
+const parsedStrings = new RepeatedStrings();
 
 export type RowData = Readonly<Record<string, unknown>>;
 
@@ -78,7 +82,10 @@ export class StoredRow implements Row {
 
   private parseText(): RowData {
     // The bytes were checked when they were read, and JSON.stringify wrote them: they parse.
-    const parsed = shareRepeatedStrings(this.id, JSON.parse(this.unparsedJson!) as Record<string, unknown>);
+    const parsed = JSON.parse(this.unparsedJson!) as Record<string, unknown>;
+    // The row's id is the string the table is keyed by: data.id becomes that same string.
+    if (parsed.id === this.id) parsed.id = this.id;
+    parsedStrings.share(this.id, parsed);
     this.parsed = parsed;
     // The buffer (or text) is shared with the other rows of its part of the file; this row lets go of it.
     this.textBytes = undefined;
@@ -101,32 +108,3 @@ export function isUnparsed(row: Row): boolean {
   return row instanceof StoredRow && row.isUnparsed;
 }
 
-/** At most this many API key ids are kept for sharing: a few keys write most records. */
-const MAX_SHARED_KEY_IDS = 1024;
-const sharedKeyIds = new Map<string, string>();
-/** The data parsed before, whose dates the next row (often written in the same batch) may share. */
-let previousData: Record<string, unknown> = {};
-
-/**
- * Makes the strings that repeat between records one string each, as the loader of parsed rows does
- * (file-store.ts): the id (row.id and data.id), created_by_id (one per API key), updated_date of a
- * record never updated (it equals created_date), and the dates of the row parsed before. Equal
- * strings, so no answer changes; fewer strings for the garbage collector to trace and move.
- */
-function shareRepeatedStrings(id: string, data: Record<string, unknown>): Record<string, unknown> {
-  if (data.id === id) data.id = id;
-  const created = data.created_date;
-  if (typeof created === "string") {
-    if (created === previousData.created_date) data.created_date = previousData.created_date;
-    if (data.updated_date === created) data.updated_date = data.created_date;
-    else if (typeof data.updated_date === "string" && data.updated_date === previousData.updated_date) data.updated_date = previousData.updated_date;
-  }
-  const keyId = data.created_by_id;
-  if (typeof keyId === "string") {
-    const shared = sharedKeyIds.get(keyId);
-    if (shared !== undefined) data.created_by_id = shared;
-    else if (sharedKeyIds.size < MAX_SHARED_KEY_IDS) sharedKeyIds.set(keyId, keyId);
-  }
-  previousData = data;
-  return data;
-}

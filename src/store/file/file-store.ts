@@ -11,6 +11,7 @@ import { MemoryStore, type ValueIndexedFields } from "../memory/memory-store.ts"
 import { isTemporarySnapshot, parseSnapshotName, readSnapshot, snapshotName, writeSnapshot, type SnapshotState } from "./snapshot.ts";
 import { compareFeedPositions, isOutOfSpace, type Commit, type FeedEvent, type FeedPosition, type Row, type StoreMetrics, type UniqueFields, type WriteBatch } from "../store.ts";
 import { StoredRow } from "../stored-row.ts";
+import { RepeatedStrings } from "../repeated-strings.ts";
 import type { CapturedRows } from "../memory/loaded-rows.ts";
 import { UnsyncedBatches } from "./unsynced-batches.ts";
 import { checkBackupTarget, holdFiles, readKeysJson, releaseFiles, writeBackup, type BackupPoint, type BackupSummary } from "./backup.ts";
@@ -34,8 +35,6 @@ const QUIET_UTILIZATION = 0.2;
 const QUIET_CHECK_MS = 250;
 /** Entries are numbered from 1: a store without a snapshot covers nothing before seq 1. */
 const FIRST_SEQ = 1;
-/** created_by_id values shared while loading: there is one per API key, so a few. */
-const MAX_SHARED_API_KEY_IDS = 1024;
 
 export interface FileStoreOptions {
   readonly dir: string;
@@ -445,18 +444,9 @@ export class FileStore extends MemoryStore {
   }
 }
 
-/**
- * Turns row images read at start-up into rows. JSON.parse gives every row its own copy of every
- * string; rows loaded here share the strings that repeat, a large part of a row's memory: the id
- * (row.id and data.id), created_by_id (one per API key), updated_date of a record never updated
- * (it equals created_date), and the dates of records written in the same batch as the row before.
- * Shared strings are equal strings, so no answer changes. The parsed data objects are fresh and
- * owned by the store, so they are changed in place; only existing string fields are touched,
- * which keeps their order.
- */
+/** Turns row images read at start-up into rows, sharing their repeated strings (repeated-strings.ts). */
 class RowLoader {
-  private readonly apiKeyIds = new Map<string, string>();
-  private previous: Record<string, unknown> = {};
+  private readonly strings = new RepeatedStrings();
   /** Rows of snapshots from before the change feed get the positions 0.1, 0.2… in file order. */
   private legacyRows = 0;
 
@@ -466,17 +456,7 @@ class RowLoader {
 
   toRow(image: RowImage): Row {
     const data = image.data as Record<string, unknown>;
-    const previous = this.previous;
-    this.previous = data;
-    const id = data.id === image.id ? (data.id as string) : image.id;
-    const created = data.created_date;
-    if (typeof created === "string") {
-      if (created === previous.created_date) data.created_date = previous.created_date;
-      if (data.updated_date === created) data.updated_date = data.created_date;
-      else if (typeof data.updated_date === "string" && data.updated_date === previous.updated_date) data.updated_date = previous.updated_date;
-    }
-    const createdBy = data.created_by_id;
-    if (typeof createdBy === "string") data.created_by_id = this.shareApiKeyId(createdBy);
+    const id = this.strings.share(image.id, data);
     return new StoredRow(id, image.rev, image.deleted, data, undefined, image.seq ?? 0, image.index ?? 0);
   }
 
@@ -485,13 +465,6 @@ class RowLoader {
     const row = this.toRow(image);
     if (image.seq === undefined) row.index = ++this.legacyRows;
     return row;
-  }
-
-  private shareApiKeyId(keyId: string): string {
-    const shared = this.apiKeyIds.get(keyId);
-    if (shared !== undefined) return shared;
-    if (this.apiKeyIds.size < MAX_SHARED_API_KEY_IDS) this.apiKeyIds.set(keyId, keyId);
-    return keyId;
   }
 }
 

@@ -63,11 +63,6 @@ export class RowMap {
     return { rows: Array.from(this.held.values()), loaded: this.loaded?.capture() ?? null };
   }
 
-  /** Whether some rows are still held as the bytes they were loaded as. */
-  get hasLoadedBytes(): boolean {
-    return this.loaded !== null && this.loaded.pending > 0;
-  }
-
   /** About this many rows are to be loaded as bytes: room is made for them at once. */
   expect(rows: number): void {
     // A bound on what a damaged count (the checksum is checked at the end) can make us allocate.
