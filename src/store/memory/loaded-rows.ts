@@ -57,9 +57,7 @@ export class LoadedRows {
    */
   add(bytes: Buffer, idTo: number, from: number, rev: number, deleted: boolean, seq: number, index: number): void {
     const idFrom = from + OPENING_BYTES;
-    let hash = FNV_OFFSET;
-    for (let at = idFrom; at < idTo; at++) hash = Math.imul(hash ^ bytes[at]!, FNV_PRIME);
-    hash |= 0;
+    const hash = hashOfBytes(bytes, idFrom, idTo);
     if (this.buffers[this.buffers.length - 1] !== bytes) this.buffers.push(bytes);
     if (this.count === this.flags.length) this.grow();
     const mask = this.table.length - 1;
@@ -182,9 +180,7 @@ export class LoadedRows {
   }
 
   private findEncoded(id: Buffer): number {
-    let hash = FNV_OFFSET;
-    for (let at = 0; at < id.length; at++) hash = Math.imul(hash ^ id[at]!, FNV_PRIME);
-    return this.findBytes(hash | 0, id, 0, id.length);
+    return this.findBytes(hashOfBytes(id, 0, id.length), id, 0, id.length);
   }
 
   private findBytes(hash: number, bytes: Buffer, from: number, to: number): number {
@@ -220,9 +216,8 @@ export class LoadedRows {
 
   private hashOfSlot(slot: number): number {
     const bytes = this.buffers[this.chunkOf[slot]!]!;
-    let hash = FNV_OFFSET;
-    for (let at = this.textFrom[slot]! + OPENING_BYTES; bytes[at] !== 0x22; at++) hash = Math.imul(hash ^ bytes[at]!, FNV_PRIME);
-    return hash | 0;
+    const idFrom = this.textFrom[slot]! + OPENING_BYTES;
+    return hashOfBytes(bytes, idFrom, bytes.indexOf(0x22, idFrom));
   }
 
   private insert(hash: number, slot: number): void {
@@ -258,4 +253,11 @@ export class LoadedRows {
     this.table = new Int32Array(tableSize);
     for (let slot = 0; slot < this.count; slot++) this.insert(this.hashOfSlot(slot), slot);
   }
+}
+
+/** FNV-1a of bytes[from, to): ids are hashed as their UTF-8 bytes (find() hashes an ASCII string the same way). */
+function hashOfBytes(bytes: Buffer, from: number, to: number): number {
+  let hash = FNV_OFFSET;
+  for (let at = from; at < to; at++) hash = Math.imul(hash ^ bytes[at]!, FNV_PRIME);
+  return hash | 0;
 }
