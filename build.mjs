@@ -11,6 +11,10 @@ rmSync("dist", { recursive: true, force: true });
 // as it is TypeScript) and handed to the bundle as a constant: it never builds it, nor loads esbuild.
 const { buildUiPage } = await tsImport("./src/ui/build-page.ts", import.meta.url);
 const uiPage = await buildUiPage();
+// The webhook sending thread's program (src/webhooks/send-thread.ts), one script handed to the bundle
+// as a constant, as node:worker_threads runs a string: the bundle stays one command file.
+const { buildSendWorker } = await tsImport("./src/webhooks/build-send-worker.ts", import.meta.url);
+const sendWorker = await buildSendWorker();
 await build({
   entryPoints: { tabula: "src/cli.ts", "tabula-api": "src/api.ts" },
   outdir: "dist",
@@ -24,7 +28,7 @@ await build({
   logLevel: "warning",
   // postgres is the one package a user may add (docs/postgresql.md): imported at run time, only by that store.
   external: ["postgres"],
-  define: { __TABULA_UI_PAGE__: JSON.stringify(uiPage) },
+  define: { __TABULA_UI_PAGE__: JSON.stringify(uiPage), __TABULA_SEND_WORKER__: JSON.stringify(sendWorker) },
   // Whitespace and syntax only: names stay, so that a stack trace still reads as the source.
   minifyWhitespace: true,
   minifySyntax: true,

@@ -1,6 +1,7 @@
 // One endpoint's deliverer (docs/webhooks.md, "Delivery"): it reads the change feed from the
 // endpoint's position, as a secret key sees it, and sends each event that passes the endpoint's
-// filters, one at a time in commit order; a 2xx moves the position, anything else is tried again
+// filters, one at a time in commit order (handed to the sending thread, send-thread.ts, a step's
+// events at a time); a 2xx moves the position, anything else is tried again
 // after the next delay of the schedule, from the same event, until the schedule runs out. The feed
 // sends only what is durable, and a position older than its window resumes through its sync
 // catch-up (docs/change-feed.md), so nothing written is ever skipped. The position is written to
@@ -15,12 +16,10 @@ import { compileFilter, type Predicate } from "../store/memory/predicate.ts";
 import { compareFeedPositions, positionOf, type FeedEvent, type FeedPosition, type FeedState, type Store } from "../store/store.ts";
 import { progressKey } from "./book.ts";
 import type { Progress, StoredEndpoint } from "./endpoints.ts";
-import type { Attempt, Sender } from "./send.ts";
+import { MAX_KEPT_ATTEMPTS, type Attempt, type Batch, type Sender } from "./send.ts";
 
 /** After the first failure, the delays before each next attempt: about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (as Svix's). */
 export const RETRY_DELAYS_MS: readonly number[] = [5, 300, 1800, 7200, 18_000, 36_000, 36_000].map((seconds) => seconds * 1000);
-/** The attempts an endpoint's delivery log keeps (GET …/deliveries). */
-export const MAX_KEPT_ATTEMPTS = 100;
 /** Events read from the feed at a time. */
 const STEP_EVENTS = 100;
 /** How soon a moved position is written to the store (a crash sends at most this much again). */
@@ -43,8 +42,8 @@ export interface DeliveryContext {
   readonly warn: (message: string) => void;
   /** Disables the endpoint, kept in the store with the reason. */
   disable(id: string, reason: string): Promise<void>;
-  /** Counts an attempt (GET /metrics). */
-  count(id: string, isDelivered: boolean): void;
+  /** Counts attempts (GET /metrics). */
+  count(id: string, isDelivered: boolean, attempts: number): void;
   /** The event's body, serialized once for every endpoint (all see it as a secret key does). */
   bodyOf(event: FeedEvent): string;
 }
@@ -60,12 +59,15 @@ export class Deliverer {
   private position: FeedPosition;
   private replayed: number;
   private failing: Progress["failing"];
-  private readonly attempts: Attempt[];
+  /** The delivery log, newest first. */
+  private attempts: Attempt[];
   private isStopped = false;
   private isDirty = false;
   private flushTimer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
   private wakeUp: (() => void) | null = null;
+  /** The deliveries in flight on the sending thread, cancelled when the endpoint changes or the deliverer stops. */
+  private batch: Batch | null = null;
   private readonly done: Promise<void>;
 
   constructor(
@@ -93,6 +95,7 @@ export class Deliverer {
     // Enabled again: a new schedule. Its URL or filters changed: the failing event is tried again now.
     if (endpoint.enabled && !was.enabled) this.failing = null;
     else if (this.failing) this.failing = { ...this.failing, next_at: new Date().toISOString() };
+    this.batch?.cancel();
     this.wake();
   }
 
@@ -102,12 +105,13 @@ export class Deliverer {
 
   /** A ping's attempt, kept in the log like the others. */
   note(attempt: Attempt): void {
-    this.keep(attempt);
+    this.keep([attempt]);
   }
 
   /** Stops after the attempt in flight; writes the progress unless the endpoint was deleted. */
   async stop(isDeleted: boolean): Promise<void> {
     this.isStopped = true;
+    this.batch?.cancel();
     this.wake();
     await this.done;
     if (this.flushTimer) clearTimeout(this.flushTimer);
@@ -115,6 +119,7 @@ export class Deliverer {
     if (!isDeleted && this.isDirty) await this.flush();
   }
 
+  /** The feed has news, the endpoint changed, or the deliverer stops: whatever it waits for, it goes on now. */
   wake(): void {
     this.wakeUp?.();
   }
@@ -153,16 +158,12 @@ export class Deliverer {
       await this.sleep(READ_RETRY_MS);
       return;
     }
-    for (const event of events) {
-      if (this.isStopped || this.endpoint !== endpoint) return;
-      // A sync stands for whatever happened to its record meanwhile: every endpoint gets it.
-      if (event.type === "sync" || endpoint.events.includes(event.type)) {
-        this.lagSeconds = Math.max(0, (Date.now() - Date.parse(String(event.row.data.updated_date))) / 1000) || 0;
-        if (!(await this.send(endpoint, event))) return;
-      }
-      this.moveTo(positionOf(event.row));
-    }
+    // A sync stands for whatever happened to its record meanwhile: every endpoint gets it.
+    const sent = events.filter((event) => event.type === "sync" || endpoint.events.includes(event.type));
+    if (sent.length > 0 && !(await this.sendInOrder(endpoint, sent))) return;
     if (this.isStopped || this.endpoint !== endpoint) return;
+    // Every event read was delivered, or is not of a type the endpoint takes.
+    if (events.length > 0) this.moveTo(positionOf(events.at(-1)!.row));
     if (compareFeedPositions(next, this.position) > 0) this.moveTo(next);
     if (events.length === 0) {
       this.lagSeconds = 0;
@@ -176,15 +177,45 @@ export class Deliverer {
     }
   }
 
-  /** One attempt at `event`; false when it failed (the next is scheduled, or the endpoint disabled). */
-  private async send(endpoint: StoredEndpoint, event: FeedEvent): Promise<boolean> {
-    const attempt = await this.ctx.sender.send(endpoint.url, endpoint.secret, eventIdOf(positionOf(event.row)), this.ctx.bodyOf(event));
-    this.keep(attempt);
-    this.ctx.count(endpoint.id, attempt.error === null);
-    if (attempt.error === null) {
-      this.failing = null;
-      return true;
+  /**
+   * Sends `events` in order, as one batch to the sending thread; the position follows each
+   * delivery. True when every one was delivered; false when one failed (the next attempt is
+   * scheduled, or the endpoint disabled) or the batch was cut short.
+   */
+  private async sendInOrder(endpoint: StoredEndpoint, events: FeedEvent[]): Promise<boolean> {
+    let delivered = 0;
+    let failure: (Attempt & { error: string }) | null = null;
+    this.lagSeconds = lagOf(events[0]!);
+    const deliveries = events.map((event) => ({ id: eventIdOf(positionOf(event.row)), body: this.ctx.bodyOf(event) }));
+    this.batch = this.ctx.sender.sendInOrder(endpoint.url, endpoint.secret, deliveries, (report) => {
+      this.keep(report.attempts);
+      if (report.delivered > 0) {
+        this.ctx.count(endpoint.id, true, report.delivered);
+        this.failing = null;
+        delivered += report.delivered;
+        this.moveTo(positionOf(events[delivered - 1]!.row));
+        if (delivered < events.length) this.lagSeconds = lagOf(events[delivered]!);
+      }
+      const last = report.attempts.at(-1);
+      if (last && last.error !== null) {
+        this.ctx.count(endpoint.id, false, 1);
+        failure = { ...last, error: last.error };
+      }
+    });
+    await this.batch.ended;
+    this.batch = null;
+    if (failure) {
+      await this.failed(endpoint, failure);
+      return false;
     }
+    if (delivered === events.length) return true;
+    // Cut short without a failure and not cancelled: the sending thread stopped; it is started again.
+    if (!this.isStopped && this.endpoint === endpoint) await this.sleep(READ_RETRY_MS);
+    return false;
+  }
+
+  /** An attempt failed: the next is scheduled, or the schedule has run out (or the receiver said 410) and the endpoint is disabled. */
+  private async failed(endpoint: StoredEndpoint, attempt: Attempt & { error: string }): Promise<void> {
     const attempts = (this.failing?.attempts ?? 0) + 1;
     const delay = this.ctx.retryDelaysMs[attempts - 1];
     if (attempt.status === 410 || delay === undefined) {
@@ -192,15 +223,15 @@ export class Deliverer {
       this.failing = null;
       this.markDirty();
       await this.ctx.disable(endpoint.id, reason).catch((error: Error) => this.ctx.warn(`Webhook ${endpoint.id} could not be disabled: ${error.message}`));
-      return false;
+      return;
     }
     this.failing = { attempts, next_at: new Date(Date.now() + delay).toISOString(), error: attempt.error };
-    return false;
   }
 
-  private keep(attempt: Attempt): void {
-    this.attempts.unshift(attempt);
-    if (this.attempts.length > MAX_KEPT_ATTEMPTS) this.attempts.length = MAX_KEPT_ATTEMPTS;
+  /** Adds attempts (oldest first) to the delivery log. */
+  private keep(attempts: readonly Attempt[]): void {
+    const newest = attempts.slice(-MAX_KEPT_ATTEMPTS).reverse();
+    this.attempts = newest.length === MAX_KEPT_ATTEMPTS ? newest : newest.concat(this.attempts.slice(0, MAX_KEPT_ATTEMPTS - newest.length));
     this.markDirty();
   }
 
@@ -243,6 +274,11 @@ export class Deliverer {
       };
     });
   }
+}
+
+/** Seconds since `event` was written. */
+function lagOf(event: FeedEvent): number {
+  return Math.max(0, (Date.now() - Date.parse(String(event.row.data.updated_date))) / 1000) || 0;
 }
 
 /** Each version of an endpoint is compiled once: a step and each of its sends use the same. */

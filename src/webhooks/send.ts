@@ -44,27 +44,74 @@ function keyOf(secret: string): Buffer {
   return lastKey.bytes;
 }
 
+/** One event to send: its webhook-id and body. */
+export interface Delivery {
+  readonly id: string;
+  readonly body: string;
+}
+
+/** The attempts an endpoint's delivery log keeps (GET …/deliveries). */
+export const MAX_KEPT_ATTEMPTS = 100;
+
+/**
+ * What a batch has done since the last report: how many deliveries succeeded, and the attempts
+ * made, oldest first, or only the last MAX_KEPT_ATTEMPTS of them (all the delivery log keeps). When
+ * one failed, it is the last attempt, and the batch has ended.
+ */
+export interface BatchReport {
+  readonly delivered: number;
+  readonly attempts: Attempt[];
+}
+
+/** Deliveries in flight to one endpoint, sent one after another (send.ts's sendInOrder). */
+export interface Batch {
+  /** Resolves once the batch has ended: every delivery made, one failed, or cancelled. */
+  readonly ended: Promise<void>;
+  /** No delivery is started after the one in flight. */
+  cancel(): void;
+}
+
 export interface Sender {
+  /**
+   * Sends `deliveries` to one endpoint in their order, each once the one before it succeeded, and
+   * stops at the first that fails. `onReport` hears what it did, in order, a few attempts at a time.
+   */
+  sendInOrder(url: string, secret: string, deliveries: readonly Delivery[], onReport: (report: BatchReport) => void): Batch;
+  /** One attempt (a ping). */
   send(url: string, secret: string, id: string, body: string): Promise<Attempt>;
   close(): void;
 }
 
 /**
  * Sends attempts over keep-alive connections (one at a time per endpoint, so one connection each),
- * each opened through the checked lookup.
+ * each opened through the checked lookup. This runs on the sending thread (send-thread.ts), and in
+ * the client's own tests.
  */
 export function createSender(policy: TargetPolicy, timeoutMs = ATTEMPT_TIMEOUT_MS): Sender {
   const pool = new ConnectionPool(checkedLookup(policy));
   /** Each endpoint URL's request line and fixed headers, made once. */
   const heads = new Map<string, { url: URL; head: string }>();
+  const send = (urlText: string, secret: string, id: string, body: string) => {
+    let target = heads.get(urlText);
+    if (!target) {
+      if (heads.size >= MAX_KEPT_HEADS) heads.clear();
+      heads.set(urlText, (target = headOf(new URL(urlText))));
+    }
+    return attempt(target, secret, id, body, policy, pool, timeoutMs);
+  };
   return {
-    send(urlText, secret, id, body) {
-      let target = heads.get(urlText);
-      if (!target) {
-        if (heads.size >= MAX_KEPT_HEADS) heads.clear();
-        heads.set(urlText, (target = headOf(new URL(urlText))));
-      }
-      return attempt(target, secret, id, body, policy, pool, timeoutMs);
+    send,
+    sendInOrder(url, secret, deliveries, onReport) {
+      let isCancelled = false;
+      const ended = (async () => {
+        for (const { id, body } of deliveries) {
+          if (isCancelled) return;
+          const made = await send(url, secret, id, body);
+          onReport({ delivered: made.error === null ? 1 : 0, attempts: [made] });
+          if (made.error !== null) return;
+        }
+      })();
+      return { ended, cancel: () => void (isCancelled = true) };
     },
     close: () => pool.close(),
   };

@@ -14,7 +14,8 @@ import { progressKey, WebhookBook } from "./book.ts";
 import { Deliverer, RETRY_DELAYS_MS, WEBHOOK_CALLER } from "./delivery.ts";
 import { checkFilter, EVENT_TYPES, MAX_WEBHOOKS, readEndpointFields, viewOf, type EndpointView, type StoredEndpoint } from "./endpoints.ts";
 import { SOLE_LEASE, storeLease, type Lease } from "./lease.ts";
-import { ATTEMPT_TIMEOUT_MS, createSender, newSecret, type Attempt, type Sender } from "./send.ts";
+import { ATTEMPT_TIMEOUT_MS, newSecret, type Attempt, type Sender } from "./send.ts";
+import { threadSender } from "./send-thread.ts";
 import { checkWebhookUrl, type TargetPolicy } from "./target.ts";
 
 export interface WebhookOptions {
@@ -50,7 +51,7 @@ export class Webhooks {
     if (!(scale > 0 && scale <= 1)) throw new Error(`The webhook retry scale must be a number above 0 and at most 1 (got ${scale}).`);
     const book = await WebhookBook.open(store, warn);
     const policy: TargetPolicy = { allowPrivate: options.allowPrivate ?? false, lookup: options.lookup };
-    const sender = createSender(policy, options.timeoutMs ?? ATTEMPT_TIMEOUT_MS);
+    const sender = threadSender(policy, options.timeoutMs ?? ATTEMPT_TIMEOUT_MS, warn);
     const webhooks = new Webhooks(store, feed, schema, book, policy, sender, RETRY_DELAYS_MS.map((ms) => ms * scale), warn);
     book.onChange(() => webhooks.reconcile());
     store.onFeed(() => {
@@ -259,11 +260,11 @@ export class Webhooks {
         this.bodies.set(event.row, { type: event.type, body });
         return body;
       },
-      count: (id: string, isDelivered: boolean) => {
+      count: (id: string, isDelivered: boolean, attempts: number) => {
         let counts = this.counts.get(id);
         if (!counts) this.counts.set(id, (counts = { delivered: 0, failed: 0 }));
-        if (isDelivered) counts.delivered++;
-        else counts.failed++;
+        if (isDelivered) counts.delivered += attempts;
+        else counts.failed += attempts;
       },
     };
   }
