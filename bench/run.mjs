@@ -18,8 +18,9 @@
 // W9: W4's creates at c=32 alone, then with --subscribers SSE streams of Task's changes (bench/feed-subscribers.mjs),
 // then the same creates and streams against a bare broadcaster (bench/bare-broadcaster.mjs), the floor.
 // W10: the same, alone, with --subscribers SSE streams, and with as many Socket.IO connections in Task's room.
-// W11: W4's creates at c=32 alone, then with 3 webhook endpoints on Task (bench/webhook-receivers.mjs);
-// the delivery lag under that load, and of creates paced at PACED_PER_SECOND.
+// W11: rounds (--w11-rounds N, 4) of W4's creates at c=32 alone, then with 3 new webhook endpoints on
+// Task (bench/webhook-receivers.mjs); the delivery lag under that load, and of creates paced at
+// PACED_PER_SECOND.
 // --chart PATH: the chart this run's ratios are drawn on with those kept from other runs (docs/benchmarks.svg,
 // the ratios kept beside it in docs/benchmarks-ratios.json; "none" for nowhere).
 
@@ -55,8 +56,8 @@ const LATENCY_BUDGET_MS = 1500;
 const LATENCY_MIN_SAMPLES = 20;
 /** W11: webhook endpoints, and the paced writes whose lag is measured apart (one at a time, this many a second for PACED_MS). */
 const W11_ENDPOINTS = 3;
-/** W11: rounds of the creates alone then followed; the median round's ratio is the figure. */
-const W11_ROUNDS = 3;
+/** W11: rounds of the creates alone and followed, in turn first (--w11-rounds); the figure is the ratio of the rates' sums. */
+const W11_ROUNDS = 4;
 const PACED_PER_SECOND = 200;
 const PACED_MS = 3000;
 /** W11: how long the endpoints may take to deliver the load's backlog before the run gives up. */
@@ -505,8 +506,8 @@ function poolPicker(ids) {
 }
 
 /**
- * W11: W11_ROUNDS rounds of W4's creates at c=32, then the same with W11_ENDPOINTS new webhook
- * endpoints on Task, and how long they took to deliver the backlog; then creates paced at PACED_PER_SECOND, whose lag is
+ * W11: rounds of W4's creates at c=32 alone and with W11_ENDPOINTS new webhook endpoints on Task
+ * (in turn first), and how long they took to deliver the backlog; then creates paced at PACED_PER_SECOND, whose lag is
  * the delivery lag of a server not saturated. Lag: the event's timestamp to its arrival.
  */
 async function measureWebhooks(server, measure) {
@@ -542,19 +543,25 @@ async function measureWebhooks(server, measure) {
   const unfollow = async (endpoints) => {
     for (const endpoint of endpoints) await api("DELETE", `/api/webhooks/${endpoint.id}`);
   };
-  // Rounds, each the creates alone then with new endpoints (their backlog drained before the next
-  // round): the host's drift over a run, and a compaction falling in one window, meet both sides alike.
+  // Rounds, each the creates alone and with new endpoints (their backlog drained before the next
+  // measurement), in turn first and second: rates drift down as the store grows, and a compaction
+  // may fall in either window, so the ratio is of the rates' sums, where the drift cancels.
   const rounds = [];
-  for (let round = 0; round < W11_ROUNDS; round++) {
-    const alone = await measure(requests);
-    const endpoints = await follow();
-    // The receivers' share of a core over the load (its warm-up included).
-    const [cpuBefore, loadStartedAt] = [await receiversCpu(), performance.now()];
-    const followed = await measure(requests);
-    const receiversShare = ((await receiversCpu()) - cpuBefore) / (performance.now() - loadStartedAt);
-    const drainMs = await drained();
-    await unfollow(endpoints);
-    rounds.push({ alone, followed, receiversShare, drainMs, ratio: followed.rate / alone.rate });
+  for (let round = 0; round < options.w11Rounds; round++) {
+    const measureFollowed = async () => {
+      const endpoints = await follow();
+      // The receivers' share of a core over the load (its warm-up included).
+      const [cpuBefore, loadStartedAt] = [await receiversCpu(), performance.now()];
+      const followed = await measure(requests);
+      const receiversShare = ((await receiversCpu()) - cpuBefore) / (performance.now() - loadStartedAt);
+      const drainMs = await drained();
+      await unfollow(endpoints);
+      return { followed, receiversShare, drainMs };
+    };
+    const isAloneFirst = round % 2 === 0;
+    const alone = isAloneFirst ? await measure(requests) : null;
+    const withEndpoints = await measureFollowed();
+    rounds.push({ alone: alone ?? (await measure(requests)), ...withEndpoints, isAloneFirst });
   }
   const endpoints = await follow();
   for (let n = 0, startedAt = performance.now(); performance.now() - startedAt < PACED_MS; n++) {
@@ -567,14 +574,22 @@ async function measureWebhooks(server, measure) {
   receivers.proc.stdin.write("stop\n");
   const { groups } = JSON.parse(await receivers.nextLine());
   const { load, paced } = groups;
-  const median = [...rounds].sort((a, b) => a.ratio - b.ratio)[Math.floor(rounds.length / 2)];
-  const { alone, followed, receiversShare, drainMs } = median;
-  const answered = rounds.reduce((sum, { followed }) => sum + (followed.statuses[201] ?? 0), 0);
-  ratio(`W11 creates/s, ${W11_ENDPOINTS} webhook endpoints ÷ none`, median.ratio, 0.9, "higher", `the same creates without webhooks, ${fmt(alone.rate)} creates/s, same round (median of ${rounds.length})`);
+  const sum = (pick) => rounds.reduce((total, round) => total + pick(round), 0);
+  const mean = (pick) => sum(pick) / rounds.length;
+  const overall = sum((round) => round.followed.rate) / sum((round) => round.alone.rate);
+  const statusesOf = (side) => {
+    const statuses = {};
+    for (const round of rounds) for (const [status, n] of Object.entries(round[side].statuses)) statuses[status] = (statuses[status] ?? 0) + n;
+    return statuses;
+  };
+  const merged = (side) => ({ ...rounds[0][side], statuses: statusesOf(side), rate: mean((round) => round[side].rate), p50: mean((round) => round[side].p50), p99: mean((round) => round[side].p99), serverCpu: mean((round) => round[side].serverCpu), generatorCpu: mean((round) => round[side].generatorCpu) });
+  const answered = sum(({ followed }) => followed.statuses[201] ?? 0);
+  const each = rounds.map((round) => `${pct(round.followed.rate / round.alone.rate)}${round.isAloneFirst ? "" : " (with first)"}`).join(", ");
+  ratio(`W11 creates/s, ${W11_ENDPOINTS} webhook endpoints ÷ none`, overall, 0.9, "higher", `the same creates without webhooks, ${fmt(mean((round) => round.alone.rate))} creates/s, the same ${rounds.length} rounds`);
   return [
-    row("W11 create, durable, no webhooks (the median round)", options.connections, alone),
-    row(`W11 create, durable, ${W11_ENDPOINTS} webhook endpoints on Task (the median round)`, options.connections, followed,
-      `${pct(median.ratio)} of the rate without (target ≥ 90%; rounds ${rounds.map((r) => pct(r.ratio)).join(", ")}); receivers' CPU ${pct(receiversShare)} of a core; the last delivery ${fmt(drainMs)} ms after the load stopped; ` +
+    row(`W11 create, durable, no webhooks (mean of ${rounds.length} rounds)`, options.connections, merged("alone")),
+    row(`W11 create, durable, ${W11_ENDPOINTS} webhook endpoints on Task (mean of ${rounds.length} rounds)`, options.connections, merged("followed"),
+      `${pct(overall)} of the rate without (target ≥ 90%; rounds ${each}); receivers' CPU ${pct(mean((round) => round.receiversShare))} of a core; the last delivery ${fmt(mean((round) => round.drainMs))} ms after the load stopped; ` +
       `${fmt(load.deliveries)} deliveries in all rounds (${fmt(W11_ENDPOINTS * answered)} creates answered 201 × ${W11_ENDPOINTS}; more: warm-up creates, or events sent again); ` +
       `lag under this load p50 ${fmt(load.p50)} ms, p99 ${fmt(load.p99)} ms; creates paced at ${PACED_PER_SECOND}/s: lag p50 ${paced.p50} ms, p99 ${paced.p99} ms, max ${paced.max} ms over ${fmt(paced.deliveries)} deliveries`),
   ];
@@ -672,7 +687,7 @@ function printReport({ rows, latencies, notes, afterSeed, seededStart, settled, 
 }
 
 function parseOptions(argv) {
-  const parsed = { records: 100_000, duration: 5, warmup: 1, connections: 32, only: null, keep: false, cpuProf: null, sustain: 0, nodeFlags: [], w1Ids: POOL_SIZE, w1Rounds: W1_ROUNDS, unique: false, subscribers: 1000, log: "off", chart: fileURLToPath(new URL("../docs/benchmarks.svg", import.meta.url)) };
+  const parsed = { records: 100_000, duration: 5, warmup: 1, connections: 32, only: null, keep: false, cpuProf: null, sustain: 0, nodeFlags: [], w1Ids: POOL_SIZE, w1Rounds: W1_ROUNDS, w11Rounds: W11_ROUNDS, unique: false, subscribers: 1000, log: "off", chart: fileURLToPath(new URL("../docs/benchmarks.svg", import.meta.url)) };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = () => {
@@ -691,11 +706,12 @@ function parseOptions(argv) {
     else if (flag === "--unique") parsed.unique = true;
     else if (flag === "--w1-ids") parsed.w1Ids = positive(flag, value());
     else if (flag === "--w1-rounds") parsed.w1Rounds = Math.ceil(positive(flag, value()));
+    else if (flag === "--w11-rounds") parsed.w11Rounds = Math.ceil(positive(flag, value()));
     else if (flag === "--sustain") parsed.sustain = positive(flag, value());
     else if (flag === "--node-flags") parsed.nodeFlags = value().split(/\s+/).filter(Boolean);
     else if (flag === "--cpu-prof") parsed.cpuProf = path.resolve(value());
     else if (flag === "--chart") parsed.chart = ((text) => (text === "none" ? text : path.resolve(text)))(value());
-    else throw new Error(`unknown option ${flag}; options: --records N --duration S --warmup S --connections C --only W1,W2,AGG --keep --unique --cpu-prof DIR --sustain S --w1-ids N --w1-rounds N --subscribers N --log text|json|off --chart PATH|none --node-flags "--max-old-space-size=256"`);
+    else throw new Error(`unknown option ${flag}; options: --records N --duration S --warmup S --connections C --only W1,W2,AGG --keep --unique --cpu-prof DIR --sustain S --w1-ids N --w1-rounds N --w11-rounds N --subscribers N --log text|json|off --chart PATH|none --node-flags "--max-old-space-size=256"`);
   }
   return parsed;
 }
