@@ -1,7 +1,8 @@
 // Webhook deliveries are sent from a thread of their own (docs/webhooks.md, "Lag"): the requests'
-// thread hands each endpoint's next events over as one message and hears back the attempts a few at
-// a time, so that a delivery costs it a share of a message, not a connection's writes and reads,
-// and the sending thread runs at a lower priority than the requests. The thread's program is
+// thread hands each endpoint's next events over as one message and hears back, every few
+// milliseconds, how many were delivered and the attempts made, so that a delivery costs it a share
+// of a message, not a connection's writes and reads; and the sending thread runs at a lower
+// priority than the requests. The thread's program is
 // send-worker.ts, bundled by build.mjs into the command (built on first use when run from source).
 
 import type { LookupAddress } from "node:dns";
@@ -9,8 +10,12 @@ import { Worker } from "node:worker_threads";
 import type { Attempt, Batch, BatchReport, Delivery, Sender } from "./send.ts";
 import type { TargetPolicy } from "./target.ts";
 
-/** The sending thread's niceness (Linux: 0 is the process's, 19 the lowest): deliveries yield to requests. */
-const SEND_THREAD_NICENESS = 19;
+/**
+ * The sending thread's niceness (0 is the process's, 19 the lowest): deliveries yield to requests.
+ * Only Linux gives a thread a niceness of its own; elsewhere setting it would lower the whole
+ * process's, so the thread keeps the process's.
+ */
+const SEND_THREAD_NICENESS = process.platform === "linux" ? 19 : 0;
 
 export interface SendThreadData {
   readonly allowPrivate: boolean;

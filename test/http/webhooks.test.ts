@@ -5,6 +5,7 @@
 // the change feed's window.
 
 import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { PUBLISHABLE, startTestServer, type TestServer } from "../support/server.ts";
 import { isBefore, WebhookReceiver, type Received } from "../support/webhook-receiver.ts";
@@ -153,6 +154,20 @@ describe("webhook delivery", () => {
     assert.equal(arrived.event.type, "ping");
     assert.equal(arrived.event.data.endpoint, made.id);
     assert.deepEqual(receiver.refused, []);
+    await server.call("DELETE", `/api/webhooks/${made.id}`);
+  });
+
+  test("deliveries leave from a thread of their own, at niceness 19 (Linux): the requests' thread keeps the cores", { skip: process.platform !== "linux" }, async () => {
+    const nicenesses = () =>
+      readdirSync("/proc/self/task").map((tid) => {
+        // The fields after the command's closing parenthesis: state is the first, nice the 17th.
+        const stat = readFileSync(`/proc/self/task/${tid}/stat`, "utf8");
+        return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]);
+      });
+    const made = await createEndpoint(server, receiver, { entities: ["Note"] });
+    const created = await server.call("POST", "/api/entities/Note", { body: { text: "sent from the sending thread" } });
+    await receiver.until((r) => r.delivered.some((request) => request.event.data?.id === created.body.id), 10_000, "the note");
+    assert.ok(nicenesses().includes(19), `a thread at niceness 19 among ${JSON.stringify(nicenesses())}`);
     await server.call("DELETE", `/api/webhooks/${made.id}`);
   });
 
