@@ -37,11 +37,18 @@ export interface EndpointMetrics {
   readonly lagSeconds: number | null;
 }
 
+/** Event bodies kept for the endpoints that follow (several steps of events). */
+const MAX_KEPT_BODIES = 1000;
+
 export class Webhooks {
   private readonly deliverers = new Map<string, Deliverer>();
   private readonly counts = new Map<string, { delivered: number; failed: number }>();
-  /** Each event's body, made once for all endpoints; let go with the feed's rows. */
-  private readonly bodies = new WeakMap<object, { type: string; body: string }>();
+  /**
+   * The bodies of the last events sent, made once for all endpoints, the oldest let go first. (Held
+   * as long as their rows, as they once were, every record's last version kept its body: memory,
+   * and garbage collection, grew with every record written.)
+   */
+  private readonly bodies = new Map<object, { type: string; body: string }>();
   private lease: Lease | null = null;
   private reconciling: Promise<void> = Promise.resolve();
   private isClosed = false;
@@ -257,6 +264,8 @@ export class Webhooks {
         const kept = this.bodies.get(event.row);
         if (kept && kept.type === event.type) return kept.body;
         const body = changeJson(this.schema.entities.get(event.entity)!, event, WEBHOOK_CALLER);
+        // Endpoints far apart in the feed each make their own; those near one another share.
+        if (this.bodies.size >= MAX_KEPT_BODIES) this.bodies.delete(this.bodies.keys().next().value!);
         this.bodies.set(event.row, { type: event.type, body });
         return body;
       },
