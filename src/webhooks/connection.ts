@@ -7,6 +7,7 @@
 
 import { isIP, connect as netConnect, type LookupFunction, type Socket } from "node:net";
 import { connect as tlsConnect } from "node:tls";
+import { hostOf } from "./target.ts";
 
 /** What is read of an answer, head and body; the connection is cut after it. */
 export const MAX_ANSWER_BYTES = 64 * 1024;
@@ -263,7 +264,7 @@ export class ConnectionPool {
 
   private open(url: URL, origin: string): Connection {
     const isHttps = url.protocol === "https:";
-    const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
+    const host = hostOf(url);
     const port = Number(url.port || (isHttps ? 443 : 80));
     // Written to before it connects: node:net and node:tls hold the request until then.
     const socket = isHttps ? tlsConnect({ host, port, servername: isIP(host) === 0 ? host : undefined, lookup: this.lookup, ALPNProtocols: ["http/1.1"] }) : netConnect({ host, port, lookup: this.lookup });

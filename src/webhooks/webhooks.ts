@@ -44,9 +44,8 @@ export class Webhooks {
   private readonly deliverers = new Map<string, Deliverer>();
   private readonly counts = new Map<string, { delivered: number; failed: number }>();
   /**
-   * The bodies of the last events sent, made once for all endpoints, the oldest let go first. (Held
-   * as long as their rows, as they once were, every record's last version kept its body: memory,
-   * and garbage collection, grew with every record written.)
+   * The bodies of the last events sent, made once for all endpoints, the oldest let go first. Not
+   * a WeakMap keyed by row: a row lives as long as its record's version, and would keep its body.
    */
   private readonly bodies = new Map<object, { type: string; body: string }>();
   private lease: Lease | null = null;

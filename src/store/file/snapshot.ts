@@ -30,7 +30,7 @@ import { replaceFile, TEMPORARY_SUFFIX } from "./durable-file.ts";
 import { readLineRuns } from "./line-runs.ts";
 import { MemberNames } from "../member-names.ts";
 import { dataJsonOf, isUnparsed, unparsedDataJson } from "../stored-row.ts";
-import type { CapturedRows } from "../memory/loaded-rows.ts";
+import { DATA_OPENING, type CapturedRows } from "../memory/loaded-rows.ts";
 
 const SNAPSHOT_FORMAT = "tabula-snapshot/5";
 /**
@@ -243,7 +243,7 @@ function parseRowLine(line: Buffer, from: number, to: number, onText: TextRowHan
 
 type TextRowHandler = (bytes: Buffer, idTo: number, from: number, to: number, rev: number, deleted: boolean, seq: number, index: number) => void;
 
-const ID_OPENING = Buffer.from('{"id":"');
+const ID_OPENING = Buffer.from(DATA_OPENING);
 const DELETED_MARK_BYTES = Buffer.from(DELETED_MARK);
 
 /**

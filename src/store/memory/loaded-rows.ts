@@ -7,7 +7,9 @@
 import { StoredRow } from "../stored-row.ts";
 
 const INITIAL_ROWS = 1 << 12;
-const OPENING_BYTES = '{"id":"'.length;
+/** How the data JSON of a row kept as bytes opens, its id following (the snapshot writes it so). */
+export const DATA_OPENING = '{"id":"';
+const OPENING_BYTES = DATA_OPENING.length;
 const DELETED = 1;
 /** Asked for (now in the table's Map) or replaced by a write: no longer here. */
 const GONE = 2;

@@ -8,6 +8,7 @@
 
 import { compareSortKeys, toSortKey } from "../../schema/fields.ts";
 import type { SortSpec } from "../../query/filter-tree.ts";
+import { DATA_OPENING } from "./loaded-rows.ts";
 import { RowMap } from "./row-map.ts";
 import { SortedIndex } from "./sorted-index.ts";
 import { StoredRow } from "../stored-row.ts";
@@ -146,7 +147,7 @@ export class Table {
    */
   loadBytes(bytes: Buffer, idTo: number, from: number, to: number, rev: number, deleted: boolean, seq: number, index: number): void {
     if (this.uniqueIndexes.length > 0) {
-      const id = bytes.toString("utf8", from + '{"id":"'.length, idTo);
+      const id = bytes.toString("utf8", from + DATA_OPENING.length, idTo);
       this.load(StoredRow.ofText(id, rev, deleted, bytes, from, to, seq, index));
       return;
     }
