@@ -1,8 +1,8 @@
 // Webhook deliveries are sent from a thread of their own (docs/webhooks.md, "Lag"): the requests'
 // thread hands each endpoint's next events over as one message and hears back, every few
 // milliseconds, how many were delivered and the attempts made, so that a delivery costs it a share
-// of a message, not a connection's writes and reads; and the sending thread runs at a lower
-// priority than the requests. The thread's program is
+// of a message, not a connection's writes and reads; and the sending thread runs only on what the
+// requests leave of the cores. The thread's program is
 // send-worker.ts, bundled by build.mjs into the command (built on first use when run from source).
 
 import type { LookupAddress } from "node:dns";
@@ -11,18 +11,21 @@ import type { Attempt, Batch, BatchReport, Delivery, Sender } from "./send.ts";
 import type { TargetPolicy } from "./target.ts";
 
 /**
- * The sending thread's niceness (0 is the process's, 19 the lowest): deliveries yield to requests.
- * Only Linux gives a thread a niceness of its own; elsewhere setting it would lower the whole
+ * Deliveries yield the cores to requests. On Linux the sending thread takes the idle scheduling
+ * policy (send-worker.ts): a request waking the requests' thread takes a core from it at once,
+ * where at the lowest niceness alone it would still wait out the sending thread's time slice.
+ * Only Linux gives a thread a priority of its own; elsewhere setting one would lower the whole
  * process's, so the thread keeps the process's.
  */
-const SEND_THREAD_NICENESS = process.platform === "linux" ? 19 : 0;
+const YIELDS_TO_REQUESTS = process.platform === "linux";
 
 export interface SendThreadData {
   readonly allowPrivate: boolean;
   readonly timeoutMs: number;
   /** Names are resolved by the main thread's lookup (the server was handed one). */
   readonly asksLookup: boolean;
-  readonly niceness: number;
+  /** The thread lowers its own priority (YIELDS_TO_REQUESTS). */
+  readonly yieldsToRequests: boolean;
 }
 
 export type ToSendThread =
@@ -59,7 +62,7 @@ export function threadSender(policy: TargetPolicy, timeoutMs: number, warn: (mes
   const pending = new Map<number, Pending>();
 
   const start = async (): Promise<Worker> => {
-    const data: SendThreadData = { allowPrivate: policy.allowPrivate, timeoutMs, asksLookup: policy.lookup !== undefined, niceness: SEND_THREAD_NICENESS };
+    const data: SendThreadData = { allowPrivate: policy.allowPrivate, timeoutMs, asksLookup: policy.lookup !== undefined, yieldsToRequests: YIELDS_TO_REQUESTS };
     const started = new Worker(await workerSource(), { eval: true, workerData: data });
     // Held open only while a batch is in flight: an idle sender never keeps the process running.
     started.unref();

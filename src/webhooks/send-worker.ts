@@ -3,7 +3,9 @@
 // Names are resolved here by node:dns, or, when the server was handed a lookup of its own (tests),
 // by asking the main thread, which holds it.
 
+import { execFile } from "node:child_process";
 import type { LookupAddress } from "node:dns";
+import { readlinkSync } from "node:fs";
 import type { LookupFunction } from "node:net";
 import { setPriority } from "node:os";
 import { parentPort, workerData } from "node:worker_threads";
@@ -17,13 +19,29 @@ const port = parentPort!;
 const data = workerData as SendThreadData;
 const post = (message: FromSendThread) => port.postMessage(message);
 
-if (data.niceness !== 0) {
+if (data.yieldsToRequests) yieldToRequests();
+
+/**
+ * Niceness 19 at once, then the idle scheduling policy (SCHED_IDLE), which node cannot set itself:
+ * util-linux's chrt sets it on this thread. Under it, a request waking the requests' thread
+ * preempts this one at once (docs/benchmarks.md, W11: the requests' thread waited for a core 27–33%
+ * of the time at niceness 19, 8% under the idle policy). Where chrt is missing or refused (a minimal
+ * image), the niceness stays.
+ */
+function yieldToRequests(): void {
   try {
-    // On Linux a thread has its own niceness: this one yields the cores to the requests' thread.
-    setPriority(data.niceness);
+    setPriority(19);
   } catch {
     // Not permitted (some containers): the thread runs at the process's priority.
   }
+  let thread: string;
+  try {
+    // "<pid>/task/<tid>": this thread's id, which Linux's scheduling calls take as a process's.
+    thread = readlinkSync("/proc/thread-self").split("/").pop()!;
+  } catch {
+    return;
+  }
+  execFile("chrt", ["--idle", "--pid", "0", thread], () => {});
 }
 
 const lookups = new Map<number, (error: Error | null, addresses: LookupAddress[]) => void>();
