@@ -20,12 +20,13 @@
 // W10: the same, alone, with --subscribers SSE streams, and with as many Socket.IO connections in Task's room.
 // W11: rounds (--w11-rounds N, 4) of W4's creates at c=32 alone, then with 3 new webhook endpoints on
 // Task (bench/webhook-receivers.mjs); the delivery lag under that load, and of creates paced at
-// PACED_PER_SECOND.
+// PACED_PER_SECOND. --w11-receivers idle|normal: the receivers' scheduling policy on Linux (idle: they
+// stand for services on other machines and take only the cores tabula leaves; normal: they compete).
 // --chart PATH: the chart this run's ratios are drawn on with those kept from other runs (docs/benchmarks.svg,
 // the ratios kept beside it in docs/benchmarks-ratios.json; "none" for nowhere).
 
 import { spawn } from "node:child_process";
-import { copyFileSync, cpSync, mkdtempSync, readdirSync, rmSync, statfsSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdtempSync, readdirSync, rmSync, statfsSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path, { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -62,6 +63,10 @@ const PACED_PER_SECOND = 200;
 const PACED_MS = 3000;
 /** W11: how long the endpoints may take to deliver the load's backlog before the run gives up. */
 const DRAIN_MAX_MS = 300_000;
+/** W11: how long a measurement waits for a compaction that is due (the server's quiet moment). */
+const W11_SETTLE_MAX_MS = 30_000;
+/** The file store compacts no log smaller than this (src/store/file/file-store.ts). */
+const COMPACTION_MIN_LOG_BYTES = 8 * 1024 * 1024;
 
 
 const options = parseOptions(process.argv.slice(2));
@@ -529,11 +534,45 @@ async function measureWebhooks(server, measure) {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   };
-  const receivers = await startLineChild([new URL("./webhook-receivers.mjs", import.meta.url).pathname, String(W11_ENDPOINTS)], "the webhook receivers");
+  // Receivers are other services, on other machines: here they share tabula's 2 cores, so on Linux
+  // they run under the idle policy (chrt), taking only the cores tabula leaves (--w11-receivers).
+  const areReceiversIdle = options.w11Receivers === "idle" && process.platform === "linux" && onPath("chrt");
+  const receiversScript = [new URL("./webhook-receivers.mjs", import.meta.url).pathname, String(W11_ENDPOINTS)];
+  const receivers = await startLineChild(areReceiversIdle ? ["chrt", "--idle", "0", process.execPath, ...receiversScript] : [process.execPath, ...receiversScript], "the webhook receivers");
   const ports = (await receivers.nextLine()).replace(/^ready /, "").split(",");
   const receiversCpu = async () => {
     receivers.proc.stdin.write("cpu\n");
     return Number(await receivers.nextLine());
+  };
+  let unsettled = 0;
+  /**
+   * Resolves once no compaction is due: with the log as big as the last snapshot, the server
+   * compacts at its first quiet moment, which the drain after a measurement with endpoints gives and
+   * the end of one without does not; each measurement starts from a log smaller than the snapshot.
+   */
+  const settled = async () => {
+    const startedAt = performance.now();
+    const read = async () => {
+      const text = await api("GET", "/metrics");
+      const sample = (name) => Number(text.match(new RegExp(`^${name} (\\S+)$`, "m"))?.[1] ?? 0);
+      return { log: sample("tabula_log_bytes"), snapshot: sample("tabula_snapshot_bytes"), compactions: sample('tabula_compactions_total\\{result="done"\\}') };
+    };
+    let files = await read();
+    const before = files.compactions;
+    while (files.log >= COMPACTION_MIN_LOG_BYTES && files.log >= files.snapshot && files.compactions === before) {
+      // Under --cpu-prof node counts the event loop as busy (its utilization reads ~0.9 when idle),
+      // so the server never finds its quiet moment: the measurement starts anyway, and says so.
+      if (performance.now() - startedAt > W11_SETTLE_MAX_MS) {
+        unsettled++;
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      files = await read();
+    }
+  };
+  const measureSettled = async (requests) => {
+    await settled();
+    return measure(requests);
   };
   const follow = async () => {
     const endpoints = [];
@@ -543,25 +582,30 @@ async function measureWebhooks(server, measure) {
   const unfollow = async (endpoints) => {
     for (const endpoint of endpoints) await api("DELETE", `/api/webhooks/${endpoint.id}`);
   };
+  const measureFollowed = async () => {
+    const endpoints = await follow();
+    await settled();
+    // The receivers' share of a core over the load (its warm-up included).
+    const [cpuBefore, loadStartedAt] = [await receiversCpu(), performance.now()];
+    const followed = await measure(requests);
+    const receiversShare = ((await receiversCpu()) - cpuBefore) / (performance.now() - loadStartedAt);
+    const drainMs = await drained();
+    await unfollow(endpoints);
+    return { followed, receiversShare, drainMs };
+  };
+  // A measurement with endpoints first, not counted: the first one starts the sending thread, and a
+  // store just started writes faster than one a window older, a drift too steep for the rounds'
+  // taking turns to cancel.
+  await measureFollowed();
   // Rounds, each the creates alone and with new endpoints (their backlog drained before the next
   // measurement), in turn first and second: rates drift down as the store grows, and a compaction
   // may fall in either window, so the ratio is of the rates' sums, where the drift cancels.
   const rounds = [];
   for (let round = 0; round < options.w11Rounds; round++) {
-    const measureFollowed = async () => {
-      const endpoints = await follow();
-      // The receivers' share of a core over the load (its warm-up included).
-      const [cpuBefore, loadStartedAt] = [await receiversCpu(), performance.now()];
-      const followed = await measure(requests);
-      const receiversShare = ((await receiversCpu()) - cpuBefore) / (performance.now() - loadStartedAt);
-      const drainMs = await drained();
-      await unfollow(endpoints);
-      return { followed, receiversShare, drainMs };
-    };
     const isAloneFirst = round % 2 === 0;
-    const alone = isAloneFirst ? await measure(requests) : null;
+    const alone = isAloneFirst ? await measureSettled(requests) : null;
     const withEndpoints = await measureFollowed();
-    rounds.push({ alone: alone ?? (await measure(requests)), ...withEndpoints, isAloneFirst });
+    rounds.push({ alone: alone ?? (await measureSettled(requests)), ...withEndpoints, isAloneFirst });
   }
   const endpoints = await follow();
   for (let n = 0, startedAt = performance.now(); performance.now() - startedAt < PACED_MS; n++) {
@@ -589,15 +633,15 @@ async function measureWebhooks(server, measure) {
   return [
     row(`W11 create, durable, no webhooks (mean of ${rounds.length} rounds)`, options.connections, merged("alone")),
     row(`W11 create, durable, ${W11_ENDPOINTS} webhook endpoints on Task (mean of ${rounds.length} rounds)`, options.connections, merged("followed"),
-      `${pct(overall)} of the rate without (target ≥ 90%; rounds ${each}); receivers' CPU ${pct(mean((round) => round.receiversShare))} of a core; the last delivery ${fmt(mean((round) => round.drainMs))} ms after the load stopped; ` +
+      `${pct(overall)} of the rate without (target ≥ 90%; rounds ${each}${unsettled > 0 ? `; ${unsettled} measurement${unsettled === 1 ? "" : "s"} began with a compaction due` : ""}); receivers' CPU ${pct(mean((round) => round.receiversShare))} of a core (${areReceiversIdle ? "under the idle policy" : "at normal priority"}); the last delivery ${fmt(mean((round) => round.drainMs))} ms after the load stopped; ` +
       `${fmt(load.deliveries)} deliveries in all rounds (${fmt(W11_ENDPOINTS * answered)} creates answered 201 × ${W11_ENDPOINTS}; more: warm-up creates, or events sent again); ` +
       `lag under this load p50 ${fmt(load.p50)} ms, p99 ${fmt(load.p99)} ms; creates paced at ${PACED_PER_SECOND}/s: lag p50 ${paced.p50} ms, p99 ${paced.p99} ms, max ${paced.max} ms over ${fmt(paced.deliveries)} deliveries`),
   ];
 }
 
 /** A child that speaks in lines on stdout: nextLine() resolves with each. */
-function startLineChild(args, what) {
-  const proc = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "inherit"] });
+function startLineChild([command, ...args], what) {
+  const proc = spawn(command, args, { stdio: ["pipe", "pipe", "inherit"] });
   let output = "";
   proc.stdout.setEncoding("utf8");
   const lines = [];
@@ -620,7 +664,7 @@ function startLineChild(args, what) {
 
 /** W9's subscriber process, once every stream is open; stop() answers what it measured. */
 function startSubscribers(port, count, wire = "sse") {
-  const { proc, nextLine } = startLineChild([new URL("./feed-subscribers.mjs", import.meta.url).pathname, String(port), SECRET_KEY, String(count), wire], "the subscribers");
+  const { proc, nextLine } = startLineChild([process.execPath, new URL("./feed-subscribers.mjs", import.meta.url).pathname, String(port), SECRET_KEY, String(count), wire], "the subscribers");
   return nextLine().then((ready) => {
     if (!ready.startsWith("ready")) throw new Error(`the subscribers said ${ready}`);
     return {
@@ -687,7 +731,7 @@ function printReport({ rows, latencies, notes, afterSeed, seededStart, settled, 
 }
 
 function parseOptions(argv) {
-  const parsed = { records: 100_000, duration: 5, warmup: 1, connections: 32, only: null, keep: false, cpuProf: null, sustain: 0, nodeFlags: [], w1Ids: POOL_SIZE, w1Rounds: W1_ROUNDS, w11Rounds: W11_ROUNDS, unique: false, subscribers: 1000, log: "off", chart: fileURLToPath(new URL("../docs/benchmarks.svg", import.meta.url)) };
+  const parsed = { records: 100_000, duration: 5, warmup: 1, connections: 32, only: null, keep: false, cpuProf: null, sustain: 0, nodeFlags: [], w1Ids: POOL_SIZE, w1Rounds: W1_ROUNDS, w11Rounds: W11_ROUNDS, w11Receivers: "idle", unique: false, subscribers: 1000, log: "off", chart: fileURLToPath(new URL("../docs/benchmarks.svg", import.meta.url)) };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = () => {
@@ -707,13 +751,23 @@ function parseOptions(argv) {
     else if (flag === "--w1-ids") parsed.w1Ids = positive(flag, value());
     else if (flag === "--w1-rounds") parsed.w1Rounds = Math.ceil(positive(flag, value()));
     else if (flag === "--w11-rounds") parsed.w11Rounds = Math.ceil(positive(flag, value()));
+    else if (flag === "--w11-receivers") parsed.w11Receivers = oneOf(flag, value(), ["idle", "normal"]);
     else if (flag === "--sustain") parsed.sustain = positive(flag, value());
     else if (flag === "--node-flags") parsed.nodeFlags = value().split(/\s+/).filter(Boolean);
     else if (flag === "--cpu-prof") parsed.cpuProf = path.resolve(value());
     else if (flag === "--chart") parsed.chart = ((text) => (text === "none" ? text : path.resolve(text)))(value());
-    else throw new Error(`unknown option ${flag}; options: --records N --duration S --warmup S --connections C --only W1,W2,AGG --keep --unique --cpu-prof DIR --sustain S --w1-ids N --w1-rounds N --w11-rounds N --subscribers N --log text|json|off --chart PATH|none --node-flags "--max-old-space-size=256"`);
+    else throw new Error(`unknown option ${flag}; options: --records N --duration S --warmup S --connections C --only W1,W2,AGG --keep --unique --cpu-prof DIR --sustain S --w1-ids N --w1-rounds N --w11-rounds N --w11-receivers idle|normal --subscribers N --log text|json|off --chart PATH|none --node-flags "--max-old-space-size=256"`);
   }
   return parsed;
+}
+
+function oneOf(flag, text, allowed) {
+  if (!allowed.includes(text)) throw new Error(`${flag} must be one of ${allowed.join(", ")} (got "${text}")`);
+  return text;
+}
+
+function onPath(command) {
+  return (process.env.PATH ?? "").split(path.delimiter).some((dir) => dir !== "" && existsSync(join(dir, command)));
 }
 
 function positive(flag, text) {
