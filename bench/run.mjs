@@ -25,8 +25,8 @@
 // --chart PATH: the chart this run's ratios are drawn on with those kept from other runs (docs/benchmarks.svg,
 // the ratios kept beside it in docs/benchmarks-ratios.json; "none" for nowhere).
 
-import { spawn } from "node:child_process";
-import { copyFileSync, cpSync, existsSync, mkdtempSync, readdirSync, rmSync, statfsSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { copyFileSync, cpSync, mkdtempSync, readdirSync, rmSync, statfsSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path, { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -536,7 +536,7 @@ async function measureWebhooks(server, measure) {
   };
   // Receivers are other services, on other machines: here they share tabula's 2 cores, so on Linux
   // they run under the idle policy (chrt), taking only the cores tabula leaves (--w11-receivers).
-  const areReceiversIdle = options.w11Receivers === "idle" && process.platform === "linux" && onPath("chrt");
+  const areReceiversIdle = options.w11Receivers === "idle" && process.platform === "linux" && spawnSync("chrt", ["--idle", "0", "true"]).status === 0;
   const receiversScript = [new URL("./webhook-receivers.mjs", import.meta.url).pathname, String(W11_ENDPOINTS)];
   const receivers = await startLineChild(areReceiversIdle ? ["chrt", "--idle", "0", process.execPath, ...receiversScript] : [process.execPath, ...receiversScript], "the webhook receivers");
   const ports = (await receivers.nextLine()).replace(/^ready /, "").split(",");
@@ -764,10 +764,6 @@ function parseOptions(argv) {
 function oneOf(flag, text, allowed) {
   if (!allowed.includes(text)) throw new Error(`${flag} must be one of ${allowed.join(", ")} (got "${text}")`);
   return text;
-}
-
-function onPath(command) {
-  return (process.env.PATH ?? "").split(path.delimiter).some((dir) => dir !== "" && existsSync(join(dir, command)));
 }
 
 function positive(flag, text) {
