@@ -22,6 +22,7 @@
 // Task (bench/webhook-receivers.mjs); the delivery lag under that load, and of creates paced at
 // PACED_PER_SECOND. --w11-receivers idle|normal: the receivers' scheduling policy on Linux (idle: they
 // stand for services on other machines and take only the cores tabula leaves; normal: they compete).
+// --w11-generator pinned|free: the load generator on the last core during W11 (Linux, taskset), or not.
 // --chart PATH: the chart this run's ratios are drawn on with those kept from other runs (docs/benchmarks.svg,
 // the ratios kept beside it in docs/benchmarks-ratios.json; "none" for nowhere).
 
@@ -294,7 +295,7 @@ async function main() {
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
     }
-    if (only("W11")) rows.push(...(await measureWebhooks(server, measure)));
+    if (only("W11")) rows.push(...(await withGeneratorPinned((isPinned) => measureWebhooks(server, measure, isPinned))));
     const sustained = only("SUSTAINED") ? await sustainWrites(server, dataDir, pick) : [];
     const afterLoad = { rss: readRss(server.proc.pid), files: dataFiles(dataDir), records: await countRecords(server) };
     // A crash first: the next start replays every log entry after the snapshot. Then a clean stop.
@@ -515,7 +516,28 @@ function poolPicker(ids) {
  * (in turn first), and how long they took to deliver the backlog; then creates paced at PACED_PER_SECOND, whose lag is
  * the delivery lag of a server not saturated. Lag: the event's timestamp to its arrival.
  */
-async function measureWebhooks(server, measure) {
+/**
+ * Runs W11 with the load generator (this process's main thread, and the receivers it starts) on the
+ * last core, on Linux with taskset (--w11-generator free leaves it). While the sending thread and
+ * the receivers keep the other core busy under the idle policy, the kernel wakes the generator on
+ * the requests' thread's core instead, and it preempts that thread thousands of times a second
+ * (perf's sched_switch: 2,000–4,300 a second, against 57–156 without endpoints). The generator
+ * stands for clients on other machines; pinned, it stays off the requests' thread's core with and
+ * without endpoints alike.
+ */
+async function withGeneratorPinned(run) {
+  const cores = os.availableParallelism();
+  const affinity = (...args) => spawnSync("taskset", [...args, String(process.pid)], { encoding: "utf8" });
+  const before = options.w11Generator === "pinned" && process.platform === "linux" && cores > 1 ? affinity("-pc").stdout?.match(/list: (\S+)/)?.[1] : undefined;
+  if (!before || affinity("-pc", String(cores - 1)).status !== 0) return run(false);
+  try {
+    return await run(true);
+  } finally {
+    affinity("-pc", before);
+  }
+}
+
+async function measureWebhooks(server, measure, isGeneratorPinned) {
   const random = createRandom(11);
   let created = 0;
   const requests = () => buildRequest("POST", "/api/entities/Task", { headers: { "X-Api-Key": SECRET_KEY }, body: makeTask(4 * options.records + created++, random) });
@@ -633,7 +655,7 @@ async function measureWebhooks(server, measure) {
   return [
     row(`W11 create, durable, no webhooks (mean of ${rounds.length} rounds)`, options.connections, merged("alone")),
     row(`W11 create, durable, ${W11_ENDPOINTS} webhook endpoints on Task (mean of ${rounds.length} rounds)`, options.connections, merged("followed"),
-      `${pct(overall)} of the rate without (target ≥ 90%; rounds ${each}${unsettled > 0 ? `; ${unsettled} measurement${unsettled === 1 ? "" : "s"} began with a compaction due` : ""}); receivers' CPU ${pct(mean((round) => round.receiversShare))} of a core (${areReceiversIdle ? "under the idle policy" : "at normal priority"}); the last delivery ${fmt(mean((round) => round.drainMs))} ms after the load stopped; ` +
+      `${pct(overall)} of the rate without (target ≥ 90%; rounds ${each}${unsettled > 0 ? `; ${unsettled} measurement${unsettled === 1 ? "" : "s"} began with a compaction due` : ""}); receivers' CPU ${pct(mean((round) => round.receiversShare))} of a core (${areReceiversIdle ? "under the idle policy" : "at normal priority"}); the load generator ${isGeneratorPinned ? "pinned to the last core" : "free"}; the last delivery ${fmt(mean((round) => round.drainMs))} ms after the load stopped; ` +
       `${fmt(load.deliveries)} deliveries in all rounds (${fmt(W11_ENDPOINTS * answered)} creates answered 201 × ${W11_ENDPOINTS}; more: warm-up creates, or events sent again); ` +
       `lag under this load p50 ${fmt(load.p50)} ms, p99 ${fmt(load.p99)} ms; creates paced at ${PACED_PER_SECOND}/s: lag p50 ${paced.p50} ms, p99 ${paced.p99} ms, max ${paced.max} ms over ${fmt(paced.deliveries)} deliveries`),
   ];
@@ -731,7 +753,7 @@ function printReport({ rows, latencies, notes, afterSeed, seededStart, settled, 
 }
 
 function parseOptions(argv) {
-  const parsed = { records: 100_000, duration: 5, warmup: 1, connections: 32, only: null, keep: false, cpuProf: null, sustain: 0, nodeFlags: [], w1Ids: POOL_SIZE, w1Rounds: W1_ROUNDS, w11Rounds: W11_ROUNDS, w11Receivers: "idle", unique: false, subscribers: 1000, log: "off", chart: fileURLToPath(new URL("../docs/benchmarks.svg", import.meta.url)) };
+  const parsed = { records: 100_000, duration: 5, warmup: 1, connections: 32, only: null, keep: false, cpuProf: null, sustain: 0, nodeFlags: [], w1Ids: POOL_SIZE, w1Rounds: W1_ROUNDS, w11Rounds: W11_ROUNDS, w11Receivers: "idle", w11Generator: "pinned", unique: false, subscribers: 1000, log: "off", chart: fileURLToPath(new URL("../docs/benchmarks.svg", import.meta.url)) };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = () => {
@@ -752,11 +774,12 @@ function parseOptions(argv) {
     else if (flag === "--w1-rounds") parsed.w1Rounds = Math.ceil(positive(flag, value()));
     else if (flag === "--w11-rounds") parsed.w11Rounds = Math.ceil(positive(flag, value()));
     else if (flag === "--w11-receivers") parsed.w11Receivers = oneOf(flag, value(), ["idle", "normal"]);
+    else if (flag === "--w11-generator") parsed.w11Generator = oneOf(flag, value(), ["pinned", "free"]);
     else if (flag === "--sustain") parsed.sustain = positive(flag, value());
     else if (flag === "--node-flags") parsed.nodeFlags = value().split(/\s+/).filter(Boolean);
     else if (flag === "--cpu-prof") parsed.cpuProf = path.resolve(value());
     else if (flag === "--chart") parsed.chart = ((text) => (text === "none" ? text : path.resolve(text)))(value());
-    else throw new Error(`unknown option ${flag}; options: --records N --duration S --warmup S --connections C --only W1,W2,AGG --keep --unique --cpu-prof DIR --sustain S --w1-ids N --w1-rounds N --w11-rounds N --w11-receivers idle|normal --subscribers N --log text|json|off --chart PATH|none --node-flags "--max-old-space-size=256"`);
+    else throw new Error(`unknown option ${flag}; options: --records N --duration S --warmup S --connections C --only W1,W2,AGG --keep --unique --cpu-prof DIR --sustain S --w1-ids N --w1-rounds N --w11-rounds N --w11-receivers idle|normal --w11-generator pinned|free --subscribers N --log text|json|off --chart PATH|none --node-flags "--max-old-space-size=256"`);
   }
   return parsed;
 }
