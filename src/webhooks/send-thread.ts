@@ -2,8 +2,8 @@
 // thread hands each endpoint's next events over as one message and hears back, every few
 // milliseconds, how many were delivered and the attempts made, so that a delivery costs it a share
 // of a message, not a connection's writes and reads; and the sending thread runs only on what the
-// requests leave of the cores. The thread's program is
-// send-worker.ts, bundled by build.mjs into the command (built on first use when run from source).
+// requests leave of the cores. The thread's program is send-worker.ts, bundled by build.mjs into the
+// command (built on first use when run from source).
 
 import type { LookupAddress } from "node:dns";
 import { Worker } from "node:worker_threads";

@@ -24,8 +24,8 @@ if (data.yieldsToRequests) yieldToRequests();
 /**
  * Niceness 19 at once, then the idle scheduling policy (SCHED_IDLE), which node cannot set itself:
  * util-linux's chrt sets it on this thread. Under it, a request waking the requests' thread
- * preempts this one at once (docs/benchmarks.md, W11: the requests' thread waited for a core 27–33%
- * of the time at niceness 19, 8% under the idle policy). Where chrt is missing or refused (a minimal
+ * preempts this one at once (docs/benchmarks.md, W11: the requests' thread waited for a core 20–36%
+ * of the time at niceness 19, 12% under the idle policy). Where chrt is missing or refused (a minimal
  * image), the niceness stays.
  */
 function yieldToRequests(): void {
