@@ -54,7 +54,7 @@ export interface CompareNode {
 
 /**
  * A regular expression as data: JavaScript syntax, run with the u flag plus `options` (some of
- * `i`, `m`, `s`, each once). Already refused when long or prone to exponential backtracking
+ * `i`, `m`, `s`, each once). Already refused when long, or when no automaton can run it
  * (regex-guard.ts).
  */
 export interface RegexOperand {

@@ -8,7 +8,7 @@ import type { Row } from "../store.ts";
 import { StoredRow } from "../stored-row.ts";
 import { compileFoldedIncludes, foldCase } from "./case-fold.ts";
 import type { CompareNode, ElemMatchNode, FilterNode, RegexOperand, ValueKind } from "../../query/filter-tree.ts";
-import { regexOf } from "../../query/regex-guard.ts";
+import { linearRegexOf } from "../../query/regex-guard.ts";
 
 export type Predicate = (row: Row) => boolean;
 
@@ -208,10 +208,10 @@ function compileScalarTest(node: CompareNode): (value: unknown) => boolean {
     case "$contains":
       return compileFoldedIncludes(node.value as string);
     case "$regex": {
-      // Compiled once per tree, which is shared by every request with the same `q` text. Without
-      // the g and y flags, test() keeps no state between rows.
+      // Compiled once per tree, which is shared by every request with the same `q` text; the
+      // engine keeps no state between rows and takes time linear in each value.
       const { pattern, options } = node.value as RegexOperand;
-      const regex = regexOf(pattern, options);
+      const regex = linearRegexOf(pattern, options);
       return (value) => typeof value === "string" && regex.test(value);
     }
     default: {
