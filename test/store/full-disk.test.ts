@@ -112,9 +112,9 @@ describe("a full disk", () => {
     assert.equal(store.findAnswer("key\n1", Date.now()), undefined);
     assert.equal(store.findAnswer("key\n2", Date.now()), undefined);
     const all = { filter: null, sort: { field: "id", kind: "string", descending: false }, after: null, skip: 0, limit: 10, deleted: "include" } as const;
-    assert.deepEqual(store.list("Task", all).rows, [first]);
+    assert.deepEqual((await store.list("Task", all)).rows, [first]);
     const isDone = { type: "compare", field: "status", path: ["status"], kind: "string", isArray: false, op: "$eq", value: "done" } as const;
-    assert.equal(store.count("Task", isDone, "exclude"), 0, "the value index no longer holds the refused version");
+    assert.equal((await store.count("Task", isDone, "exclude")), 0, "the value index no longer holds the refused version");
     assert.deepEqual(store.readChanges(head, null, 10).events, [], "no event of a refused batch is ever readable");
     assert.deepEqual(store.feedState().head, head);
 
@@ -127,7 +127,7 @@ describe("a full disk", () => {
     );
     await store.close();
     const reopened = await openStore(dir);
-    assert.deepEqual(reopened.list("Task", all).rows.map((r) => [r.id, r.data.title]), [[first.id, "first"], [created.id, created.data.title]]);
+    assert.deepEqual((await reopened.list("Task", all)).rows.map((r) => [r.id, r.data.title]), [[first.id, "first"], [created.id, created.data.title]]);
     assert.ok(reopened.findAnswer("key\n2", Date.now()));
     assert.equal(reopened.findAnswer("key\n1", Date.now()), undefined);
     await reopened.close();

@@ -558,22 +558,22 @@ function prepare(world: World, c: Case, n: number): Prepared {
   return { c, label, filter: treeOf(c), sort: parseSort(entity, c.sort, ACCESS), expected: referenceList(world.rows.values(), c) };
 }
 
-function checkPage(world: World, p: Prepared, skip: number, limit: number): void {
-  const answer = world.store.list(ENTITY, { filter: p.filter, sort: p.sort, after: null, skip, limit, deleted: p.c.deleted });
+async function checkPage(world: World, p: Prepared, skip: number, limit: number): Promise<void> {
+  const answer = (await world.store.list(ENTITY, { filter: p.filter, sort: p.sort, after: null, skip, limit, deleted: p.c.deleted }));
   assert.deepEqual(ids(answer.rows), ids(p.expected.slice(skip, skip + limit)), `${p.label} skip=${skip} limit=${limit}`);
   assert.equal(answer.hasMore, skip + limit < p.expected.length, `${p.label} skip=${skip} limit=${limit}: hasMore`);
 }
 
-function checkCount(world: World, p: Prepared): void {
-  assert.equal(world.store.count(ENTITY, p.filter, p.c.deleted), p.expected.length, `${p.label}: count`);
+async function checkCount(world: World, p: Prepared): Promise<void> {
+  assert.equal((await world.store.count(ENTITY, p.filter, p.c.deleted)), p.expected.length, `${p.label}: count`);
 }
 
 /** Walks page by page from positions of the last row; the pages together equal one big page. */
-function checkCursorWalk(world: World, p: Prepared, limit: number): void {
+async function checkCursorWalk(world: World, p: Prepared, limit: number): Promise<void> {
   const walked: Row[] = [];
   let after: SortPosition | null = null;
   for (let pages = 0; pages < 10_000; pages++) {
-    const answer = world.store.list(ENTITY, { filter: p.filter, sort: p.sort, after, skip: 0, limit, deleted: p.c.deleted });
+    const answer = (await world.store.list(ENTITY, { filter: p.filter, sort: p.sort, after, skip: 0, limit, deleted: p.c.deleted }));
     walked.push(...answer.rows);
     if (!answer.hasMore) break;
     assert.equal(answer.rows.length, limit, `${p.label}: a page before the last is full`);
@@ -582,7 +582,7 @@ function checkCursorWalk(world: World, p: Prepared, limit: number): void {
   assert.deepEqual(ids(walked), ids(p.expected), `${p.label}: cursor walk with limit ${limit}`);
 }
 
-test("random filters, searches, sorts and pages agree with the brute-force reference", () => {
+test("random filters, searches, sorts and pages agree with the brute-force reference", async () => {
   const next = seeded(SEED);
   const world = new World(next);
   for (let i = 0; i < 700; i++) world.insert();
@@ -592,25 +592,25 @@ test("random filters, searches, sorts and pages agree with the brute-force refer
     for (let w = Math.floor(next() * 6); w > 0; w--) (next() < 0.4 ? world.insert() : world.change());
     const p = prepare(world, randomCase(next, world), n);
     if (p.expected.length > 0) matchedSome++;
-    checkPage(world, p, 0, 1 + Math.floor(next() * 120));
-    checkPage(world, p, Math.floor(next() * 50), 1 + Math.floor(next() * 30));
-    checkCount(world, p);
+    await checkPage(world, p, 0, 1 + Math.floor(next() * 120));
+    await checkPage(world, p, Math.floor(next() * 50), 1 + Math.floor(next() * 30));
+    await checkCount(world, p);
   }
   assert.ok(matchedSome > 200, `filters should match something most of the time (${matchedSome}/400)`);
 });
 
-test("a cursor walk over any sort equals one big page, while filters use the value index or not", () => {
+test("a cursor walk over any sort equals one big page, while filters use the value index or not", async () => {
   const next = seeded(SEED + 1);
   const world = new World(next);
   for (let i = 0; i < 600; i++) world.insert();
   for (let n = 0; n < 150; n++) {
     for (let w = Math.floor(next() * 4); w > 0; w--) (next() < 0.5 ? world.insert() : world.change());
     const p = prepare(world, randomCase(next, world), n);
-    checkCursorWalk(world, p, 1 + Math.floor(next() * 60));
+    await checkCursorWalk(world, p, 1 + Math.floor(next() * 60));
   }
 });
 
-test("value-indexed equality (enum, boolean, integer enum) pages and counts like a scan", () => {
+test("value-indexed equality (enum, boolean, integer enum) pages and counts like a scan", async () => {
   const next = seeded(SEED + 2);
   const world = new World(next);
   for (let i = 0; i < 1500; i++) world.insert();
@@ -631,16 +631,16 @@ test("value-indexed equality (enum, boolean, integer enum) pages and counts like
         world.change();
         world.insert();
         const p = prepare(world, { q, search: round === 1 ? "a" : null, sort, deleted: "exclude" }, n++);
-        for (const limit of [1, 7, 100, 2000]) checkPage(world, p, 0, limit);
-        checkPage(world, p, 5, 10);
-        checkCount(world, p);
-        checkCursorWalk(world, p, pick(next, [3, 50, 400]));
+        for (const limit of [1, 7, 100, 2000]) await checkPage(world, p, 0, limit);
+        await checkPage(world, p, 5, 10);
+        await checkCount(world, p);
+        await checkCursorWalk(world, p, pick(next, [3, 50, 400]));
       }
     }
   }
 });
 
-test("deleted rows leave the value index, restored rows return to it", () => {
+test("deleted rows leave the value index, restored rows return to it", async () => {
   const store = new MemoryStore(new Map([[ENTITY, VALUE_INDEXED]]));
   const sort = parseSort(entity, "-created_date", ACCESS);
   const filter = parseFilter(entity, { status: "todo" }, ACCESS);
@@ -655,14 +655,14 @@ test("deleted rows leave the value index, restored rows return to it", () => {
   ];
   for (const [row, live, deleted] of versions) {
     void store.commit({ puts: [{ entity: ENTITY, row }] });
-    assert.equal(store.count(ENTITY, filter, "exclude"), live, `rev ${row.rev}: count`);
-    assert.equal(store.list(ENTITY, { filter, sort, after: null, skip: 0, limit: 10, deleted: "exclude" }).rows.length, live, `rev ${row.rev}: list`);
-    assert.equal(store.count(ENTITY, filter, "only"), deleted, `rev ${row.rev}: deleted count`);
-    assert.equal(store.count(ENTITY, null, "exclude"), row.deleted ? 0 : 1, `rev ${row.rev}: live count`);
+    assert.equal((await store.count(ENTITY, filter, "exclude")), live, `rev ${row.rev}: count`);
+    assert.equal((await store.list(ENTITY, { filter, sort, after: null, skip: 0, limit: 10, deleted: "exclude" })).rows.length, live, `rev ${row.rev}: list`);
+    assert.equal((await store.count(ENTITY, filter, "only")), deleted, `rev ${row.rev}: deleted count`);
+    assert.equal((await store.count(ENTITY, null, "exclude")), row.deleted ? 0 : 1, `rev ${row.rev}: live count`);
   }
 });
 
-test("a value index built on first use, after writes, deletes and restores, holds the live rows only", () => {
+test("a value index built on first use, after writes, deletes and restores, holds the live rows only", async () => {
   const store = new MemoryStore(new Map([[ENTITY, VALUE_INDEXED]]));
   const filter = parseFilter(entity, { status: "todo" }, ACCESS);
   const at = "2026-01-01T00:00:00.000Z";
@@ -673,13 +673,13 @@ test("a value index built on first use, after writes, deletes and restores, hold
   // 1 and 2 stay todo, 3 moves away from todo, 4 is deleted, 5 is deleted and restored.
   const writes = [row(1, 1, "todo"), row(2, 2, "todo"), row(3, 3, "todo"), row(4, 4, "todo"), row(5, 5, "todo"), row(3, 6, "done"), row(4, 7, "todo", true), row(5, 8, "todo", true), row(5, 9, "todo")];
   for (const version of writes) void store.commit({ puts: [{ entity: ENTITY, row: version }] });
-  assert.equal(store.count(ENTITY, filter, "exclude"), 3, "built now: rows 1, 2 and 5");
+  assert.equal((await store.count(ENTITY, filter, "exclude")), 3, "built now: rows 1, 2 and 5");
   void store.commit({ puts: [{ entity: ENTITY, row: row(1, 10, "doing") }] });
-  assert.equal(store.count(ENTITY, filter, "exclude"), 2, "maintained from then on");
-  assert.equal(store.count(ENTITY, filter, "only"), 1, "row 4, deleted, answered by a scan");
+  assert.equal((await store.count(ENTITY, filter, "exclude")), 2, "maintained from then on");
+  assert.equal((await store.count(ENTITY, filter, "only")), 1, "row 4, deleted, answered by a scan");
 });
 
-test("an equality answered by a value index agrees with the predicate on values an older declaration left", () => {
+test("an equality answered by a value index agrees with the predicate on values an older declaration left", async () => {
   const store = new MemoryStore(new Map([[ENTITY, VALUE_INDEXED]]));
   const at = "2026-01-01T00:00:00.000Z";
   const values = ["todo", ["todo"], { todo: true }, 7, null, "TODO", true, [true], 1, [1]];
@@ -692,9 +692,9 @@ test("an equality answered by a value index agrees with the predicate on values 
     const indexed = parseFilter(entity, q, ACCESS);
     const scanned = parseFilter(entity, { $or: [q] }, ACCESS); // an $or is never answered from an index
     const sort = parseSort(entity, "id", ACCESS);
-    assert.equal(store.count(ENTITY, indexed, "exclude"), 1, JSON.stringify(q));
-    assert.equal(store.count(ENTITY, scanned, "exclude"), 1, `${JSON.stringify(q)} scanned`);
-    const list = (filter: FilterNode | null) => ids(store.list(ENTITY, { filter, sort, after: null, skip: 0, limit: 100, deleted: "exclude" }).rows);
-    assert.deepEqual(list(indexed), list(scanned), JSON.stringify(q));
+    assert.equal((await store.count(ENTITY, indexed, "exclude")), 1, JSON.stringify(q));
+    assert.equal((await store.count(ENTITY, scanned, "exclude")), 1, `${JSON.stringify(q)} scanned`);
+    const list = async (filter: FilterNode | null) => ids((await store.list(ENTITY, { filter, sort, after: null, skip: 0, limit: 100, deleted: "exclude" })).rows);
+    assert.deepEqual(await list(indexed), await list(scanned), JSON.stringify(q));
   }
 });

@@ -73,8 +73,8 @@ function listingOf(c: Case): Listing {
   return { filter: treeOf(c.q, c.search), sort: parseSort(entity, c.sort, ACCESS), deleted: c.deleted };
 }
 
-function memoryIds(listing: Listing, position: SortPosition | null = null): string[] {
-  return store.list(ENTITY, { ...listing, after: position, skip: 0, limit: 1_000_000 }).rows.map((row) => row.id);
+async function memoryIds(listing: Listing, position: SortPosition | null = null): Promise<string[]> {
+  return (await store.list(ENTITY, { ...listing, after: position, skip: 0, limit: 1_000_000 })).rows.map((row) => row.id);
 }
 
 /** The ids SQL selects in SQL's order, after `position` when given, at most `limit`; then compileFilter when inexact. */
@@ -120,7 +120,7 @@ describeWithPostgres("SQL of filters, sorts and cursors on PostgreSQL", (url) =>
       const c = randomCase(next, rows);
       const listing = listingOf(c);
       const label = `case ${n}: ${JSON.stringify(c)}`;
-      const expected = memoryIds(listing);
+      const expected = await memoryIds(listing);
       const answer = await sqlIds(listing);
       assert.deepEqual(answer.ids, expected, label);
       if (isTyped(c)) assert.ok(answer.exact, `${label}: typed, so exact in SQL`);
@@ -137,7 +137,7 @@ describeWithPostgres("SQL of filters, sorts and cursors on PostgreSQL", (url) =>
     for (let n = 0; n < 60; n++) {
       const c = randomCase(next, rows);
       const listing = listingOf(c);
-      const expected = memoryIds(listing);
+      const expected = await memoryIds(listing);
       const limit = pick(next, [9, 40, 150]);
       const walked: string[] = [];
       let position: SortPosition | null = null;
@@ -161,7 +161,7 @@ describeWithPostgres("SQL of filters, sorts and cursors on PostgreSQL", (url) =>
         for (let n = 0; n < 6; n++) {
           const position = { key: next() < 0.3 ? store.positionOf(ENTITY, pick(next, rows), listing.sort).key : pick(next, keys), id: pick(next, ids) };
           const label = `${direction}${field} after ${JSON.stringify(position)}`;
-          assert.deepEqual((await sqlIds(listing, position)).ids, memoryIds(listing, position), label);
+          assert.deepEqual((await sqlIds(listing, position)).ids, await memoryIds(listing, position), label);
         }
       }
     }
@@ -214,7 +214,7 @@ describeWithPostgres("SQL of filters, sorts and cursors on PostgreSQL", (url) =>
       const c: Case = { q: { ...condition(), ...condition() }, search: next() < 0.3 ? marker() : null, sort: pick(next, SORT_FIELDS), deleted: "exclude" };
       const listing = listingOf(c);
       const answer = await sqlIds(listing);
-      assert.deepEqual(answer.ids, memoryIds(listing), JSON.stringify(c));
+      assert.deepEqual(answer.ids, await memoryIds(listing), JSON.stringify(c));
       for (const leaf of leavesOf(c)) assert.ok(!answer.text.includes(leaf), `${JSON.stringify(c)}: ${JSON.stringify(leaf)} is in the SQL text`);
     }
   });

@@ -230,3 +230,33 @@ test("a seek into the middle of a large index returns the entries right after it
   assert.deepEqual(ids(take(index.walk(false, { key: 1500, id: rows[1500]!.id }), 10)), ids(rows.slice(1501, 1511)));
   assert.deepEqual(ids(take(index.walk(true, { key: 1500, id: rows[1500]!.id }), 3)), ids(rows.slice(1497, 1500)).reverse());
 });
+
+test("a walk's rest, copied at any point, is what the walk would still give, and writes after it change nothing of it", () => {
+  const next = seeded(11);
+  const index = newIndex();
+  const rows: Row[] = [];
+  for (let i = 0; i < 3000; i++) rows.push(row(i, Math.floor(next() * 400)));
+  for (const r of rows) index.insert(r);
+  for (const descending of [false, true]) {
+    for (const taken of [0, 1, 511, 512, 1700, 2999, 3000]) {
+      const after = taken === 1700 ? { key: keyOf(rows[5]!), id: rows[5]!.id } : null;
+      const expected = ids(expectedWalk(rows, descending, after));
+      const walk = index.walk(descending, after);
+      const given: string[] = [];
+      while (given.length < taken) {
+        const step = walk.next();
+        if (step.done) break;
+        given.push(step.value.id);
+      }
+      const rest = walk.rest();
+      // Writes after the copy: an insert into the middle and a removal move the index's entries.
+      const added = row(10_000 + taken, 200);
+      index.insert(added);
+      index.remove(rows[taken % rows.length]!);
+      assert.deepEqual([...given, ...ids(rest)], expected, `${descending ? "desc" : "asc"} after ${taken} rows`);
+      assert.deepEqual(ids(walk), [], "the walk is at its end once its rest is copied");
+      index.remove(added);
+      index.insert(rows[taken % rows.length]!);
+    }
+  }
+});

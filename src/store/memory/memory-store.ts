@@ -4,7 +4,8 @@
 import { MemberNames } from "../member-names.ts";
 import { isUnparsed, unparsedDataJson } from "../stored-row.ts";
 import type { FilterNode, SortPosition, SortSpec } from "../../query/filter-tree.ts";
-import { limitRegexScan } from "./time-limit.ts";
+import type { Maybe } from "../../maybe.ts";
+import { runInSlices, runToEnd } from "./time-slices.ts";
 import { planCount, planEach, planList } from "./plan.ts";
 import { compileFilter } from "./predicate.ts";
 import { changeTypeOf, compareFeedPositions, ConflictError, positionOf, uniqueClashInBatch, uniqueKeyOf, UniqueViolation, type Commit, type DeletedFilter, type FeedEvent, type FeedPosition, type FeedRead, type FeedState, type IdempotentAnswer, type ListQuery, type ListResult, type MetaWrite, type Put, type ReadCache, type Row, type RowPages, type Store, EXPORT_PAGE_ROWS, type StoreMetrics, type UniqueClashReport, type UniqueFields, type WriteBatch } from "../store.ts";
@@ -58,20 +59,21 @@ export class MemoryStore implements Store {
     return (table.readCache ??= create()) as C;
   }
 
-  list(entity: string, query: ListQuery): ListResult {
-    return limitRegexScan(query.filter, () => planList(this.table(entity), query));
+  // Lists, counts and visits run in slices (time-slices.ts): a long one answers later, as of its start.
+  list(entity: string, query: ListQuery): Maybe<ListResult> {
+    return runInSlices((slice) => planList(this.table(entity), query, slice));
   }
 
-  count(entity: string, filter: FilterNode | null, deleted: DeletedFilter): number {
-    return limitRegexScan(filter, () => planCount(this.table(entity), filter, deleted));
+  count(entity: string, filter: FilterNode | null, deleted: DeletedFilter): Maybe<number> {
+    return runInSlices((slice) => planCount(this.table(entity), filter, deleted, slice));
   }
 
   valueCounts(entity: string, field: string): ReadonlyMap<unknown, number> | null {
     return this.table(entity).liveCountsOf(field) ?? null;
   }
 
-  forEachLive(entity: string, filter: FilterNode | null, visit: (row: Row) => void): void {
-    limitRegexScan(filter, () => planEach(this.table(entity), filter, visit));
+  forEachLive(entity: string, filter: FilterNode | null, visit: (row: Row) => void): Maybe<void> {
+    return runInSlices((slice) => planEach(this.table(entity), filter, visit, slice));
   }
 
   openExport(entity: string, filter: FilterNode | null): RowPages {
@@ -87,16 +89,17 @@ export class MemoryStore implements Store {
     const accept = filter ? compileFilter(filter) : null;
     let at = 0;
     return {
-      next: () => {
-        const page: Row[] = [];
-        limitRegexScan(filter, () => {
+      // A page is filled in slices: a filter that few rows pass may read many for one page.
+      next: () =>
+        runInSlices(function* (slice) {
+          const page: Row[] = [];
           while (at < count && page.length < EXPORT_PAGE_ROWS) {
             const row = versions[at++]!;
             if (!row.deleted && (accept === null || accept(row))) page.push(row);
+            if (slice.isOver()) yield;
           }
-        });
-        return page;
-      },
+          return page;
+        }),
       close: async () => {
         at = count;
       },
@@ -235,7 +238,8 @@ export class MemoryStore implements Store {
       if (stored !== replaces) return new ConflictError("rev", `${entity} ${row.id} is at revision ${stored}, not ${replaces}.`);
     }
     for (const { entity, filter, ids } of batch.matches ?? []) {
-      const { rows } = planList(this.table(entity), { filter, sort: ID_ORDER, after: null, skip: 0, limit: Infinity, deleted: "exclude" });
+      // At once: the check and the commit see the same moment.
+      const { rows } = runToEnd(planList(this.table(entity), { filter, sort: ID_ORDER, after: null, skip: 0, limit: Infinity, deleted: "exclude" }, null));
       const expected = new Set(ids);
       if (rows.length !== expected.size || !rows.every((row) => expected.has(row.id))) {
         return new ConflictError("match", `The ${entity} records matching an upsert's values changed.`);

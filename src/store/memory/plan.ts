@@ -1,15 +1,17 @@
 // Chooses how the memory store answers a list, a count or a visit of every match: walk the sorted index of the sort from
 // the cursor and stop after one page, or start from the few live rows whose enum/boolean field
 // equals the filter's value (a value index) and sort only those. Either way no request sorts or
-// scans the whole entity when an index can answer it.
+// scans the whole entity when an index can answer it. Each is a walk (time-slices.ts): it yields
+// when its slice is used up, after freezing what it reads, so that it answers as of its start.
 
 import { compareSortKeys } from "../../schema/fields.ts";
 import type { Table } from "./table.ts";
 import type { CompareNode, FilterNode, SortPosition } from "../../query/filter-tree.ts";
 import type { DeletedFilter, ListQuery, ListResult, Row } from "../store.ts";
 import { compileFilter, type Predicate } from "./predicate.ts";
+import { PausableRows, type Slice, type Walk } from "./time-slices.ts";
 
-export function planList(table: Table, query: ListQuery): ListResult {
+export function* planList(table: Table, query: ListQuery, slice: Slice | null): Walk<ListResult> {
   const { sort, after, skip, limit, deleted } = query;
   const accept = acceptor(query.filter, deleted);
   const wanted = skip + limit + 1; // one more than the page tells whether another page exists
@@ -25,31 +27,47 @@ export function planList(table: Table, query: ListQuery): ListResult {
     const order = (a: SortPosition, b: SortPosition) =>
       direction * (compareSortKeys(a.key, b.key) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     const entries: Array<SortPosition & { row: Row }> = [];
-    for (const row of candidates) {
-      if (!accept(row)) continue;
-      const entry = { key: keyOf(row), id: row.id, row };
-      if (!after || order(entry, after) > 0) entries.push(entry);
+    const rows = new PausableRows(candidates.values());
+    for (let row = rows.next(); row !== undefined; row = rows.next()) {
+      if (accept(row)) {
+        const entry = { key: keyOf(row), id: row.id, row };
+        if (!after || order(entry, after) > 0) entries.push(entry);
+      }
+      if (slice?.isOver()) {
+        rows.freeze();
+        yield;
+      }
     }
     entries.sort(order);
     for (let i = 0; i < entries.length && found.length < wanted; i++) found.push(entries[i]!.row);
   } else {
-    for (const row of index.walk(sort.descending, after)) {
-      if (!accept(row)) continue;
-      found.push(row);
-      if (found.length === wanted) break;
+    const rows = new PausableRows(index.walk(sort.descending, after));
+    for (let row = rows.next(); row !== undefined; row = rows.next()) {
+      if (accept(row) && found.push(row) === wanted) break;
+      if (slice?.isOver()) {
+        rows.freeze();
+        yield;
+      }
     }
   }
   const hasMore = found.length === wanted;
   return { rows: found.slice(skip, skip + limit), hasMore };
 }
 
-export function planCount(table: Table, filter: FilterNode | null, deleted: DeletedFilter): number {
+export function* planCount(table: Table, filter: FilterNode | null, deleted: DeletedFilter, slice: Slice): Walk<number> {
   if (!filter && deleted === "exclude") return table.liveCount;
   const candidates = indexedCandidates(table, filter, deleted);
   if (candidates && filter?.type === "compare") return candidates.size; // the filter is the equality
   const accept = acceptor(filter, deleted);
   let count = 0;
-  for (const row of candidates ?? table.rows.values()) if (accept(row)) count++;
+  const rows = new PausableRows((candidates ?? table.rows).values());
+  for (let row = rows.next(); row !== undefined; row = rows.next()) {
+    if (accept(row)) count++;
+    if (slice.isOver()) {
+      rows.freeze();
+      yield;
+    }
+  }
   return count;
 }
 
@@ -57,9 +75,16 @@ export function planCount(table: Table, filter: FilterNode | null, deleted: Dele
  * Visits every live row matching the filter, in no particular order: aggregates and distinct
  * read each once. Starts from a value index when the filter is (or ANDs) an equality on one.
  */
-export function planEach(table: Table, filter: FilterNode | null, visit: (row: Row) => void): void {
+export function* planEach(table: Table, filter: FilterNode | null, visit: (row: Row) => void, slice: Slice): Walk<void> {
   const accept = acceptor(filter, "exclude");
-  for (const row of indexedCandidates(table, filter, "exclude") ?? table.rows.values()) if (accept(row)) visit(row);
+  const rows = new PausableRows((indexedCandidates(table, filter, "exclude") ?? table.rows).values());
+  for (let row = rows.next(); row !== undefined; row = rows.next()) {
+    if (accept(row)) visit(row);
+    if (slice.isOver()) {
+      rows.freeze();
+      yield;
+    }
+  }
 }
 
 function acceptor(filter: FilterNode | null, deleted: DeletedFilter): Predicate {

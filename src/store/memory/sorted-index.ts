@@ -97,7 +97,6 @@ export class SortedIndex {
     this.insert(row);
   }
 
-  /** Rows in ascending (or descending) order, starting strictly after `after` when given. */
   /**
    * Every row in order, as the index's own arrays, one per chunk: a walk of the whole index at a
    * fraction of walk()'s cost per row (an export takes 1,000,000 rows at once). Read them before
@@ -107,33 +106,12 @@ export class SortedIndex {
     return this.chunks.map((chunk) => chunk.rows);
   }
 
-  *walk(descending: boolean, after: SortPosition | null): Generator<Row> {
-    if (this.chunks.length === 0) return;
-    if (!descending) {
-      let { chunk, offset } = after ? this.upperBound(after.key, after.id) : { chunk: 0, offset: 0 };
-      for (; chunk < this.chunks.length; chunk++, offset = 0) {
-        const rows = this.chunks[chunk]!.rows;
-        for (; offset < rows.length; offset++) yield rows[offset]!;
-      }
-      return;
-    }
-    const LAST = -2; // "from the last entry of the chunk"
-    let chunk = this.chunks.length - 1;
-    let offset = LAST;
-    if (after) {
-      const place = this.lowerBound(after.key, after.id);
-      chunk = place.chunk;
-      offset = place.offset - 1; // the entry just before the position
-      if (offset < 0) {
-        chunk--;
-        offset = LAST;
-      }
-    }
-    for (; chunk >= 0; chunk--, offset = LAST) {
-      const rows = this.chunks[chunk]!.rows;
-      if (offset === LAST) offset = rows.length - 1;
-      for (; offset >= 0; offset--) yield rows[offset]!;
-    }
+  /** Rows in ascending (or descending) order, starting strictly after `after` when given. */
+  walk(descending: boolean, after: SortPosition | null): IndexWalk {
+    if (!descending) return new IndexWalk(this.chunks, after ? this.upperBound(after.key, after.id) : { chunk: 0, offset: 0 }, false);
+    // The entry just before the position, or the last of all.
+    const place = after ? this.lowerBound(after.key, after.id) : { chunk: this.chunks.length, offset: 0 };
+    return new IndexWalk(this.chunks, { chunk: place.chunk, offset: place.offset - 1 }, true);
   }
 
   private compare(keyA: SortKey, idA: string, keyB: SortKey, idB: string): number {
@@ -188,5 +166,76 @@ export class SortedIndex {
     const half = chunk.rows.length >>> 1;
     const tail: Chunk = { keys: chunk.keys.splice(half), ids: chunk.ids.splice(half), rows: chunk.rows.splice(half) };
     this.chunks.splice(chunkIndex + 1, 0, tail);
+  }
+}
+
+/**
+ * A walk over an index's chunks from a place, one row at a time; rest() copies what is left at
+ * once (natively, a few ms for a million rows), so that a walk that pauses keeps reading the index
+ * as it was (time-slices.ts), while writes change its chunks.
+ */
+export class IndexWalk implements Iterator<Row> {
+  private chunk: number;
+  private offset: number;
+
+  constructor(
+    private readonly chunks: readonly Chunk[],
+    from: Place,
+    private readonly descending: boolean,
+  ) {
+    this.chunk = from.chunk;
+    this.offset = from.offset;
+    // Descending from before a chunk's first entry: the last entry of the chunk before it.
+    if (descending && this.offset < 0) this.stepBack();
+  }
+
+  next(): IteratorResult<Row> {
+    const { chunks } = this;
+    if (!this.descending) {
+      while (this.chunk < chunks.length) {
+        const rows = chunks[this.chunk]!.rows;
+        if (this.offset < rows.length) return { done: false, value: rows[this.offset++]! };
+        this.chunk++;
+        this.offset = 0;
+      }
+      return { done: true, value: undefined };
+    }
+    if (this.chunk < 0) return { done: true, value: undefined };
+    const value = chunks[this.chunk]!.rows[this.offset--]!;
+    if (this.offset < 0) this.stepBack();
+    return { done: false, value };
+  }
+
+  /** Every row the walk has yet to give, in its order; the walk is then at its end. */
+  rest(): Row[] {
+    const { chunks } = this;
+    let rest: Row[];
+    if (!this.descending) {
+      const parts = chunks.slice(this.chunk + 1).map((chunk) => chunk.rows);
+      rest = chunks[this.chunk] ? chunks[this.chunk]!.rows.slice(this.offset) : [];
+      // concat copies natively; in groups, as a call takes only so many arguments.
+      for (let i = 0; i < parts.length; i += 8192) rest = rest.concat(...parts.slice(i, i + 8192));
+      this.chunk = chunks.length;
+    } else {
+      rest = [];
+      if (this.chunk >= 0) {
+        const parts = [...chunks.slice(0, this.chunk).map((chunk) => chunk.rows), chunks[this.chunk]!.rows.slice(0, this.offset + 1)];
+        for (let i = 0; i < parts.length; i += 8192) rest = rest.concat(...parts.slice(i, i + 8192));
+        rest.reverse();
+      }
+      this.chunk = -1;
+    }
+    return rest;
+  }
+
+  [Symbol.iterator](): IndexWalk {
+    return this;
+  }
+
+  /** To the last entry of the chunk before, skipping empty ones; chunk -1 at the start. */
+  private stepBack(): void {
+    do this.chunk--;
+    while (this.chunk >= 0 && this.chunks[this.chunk]!.rows.length === 0);
+    if (this.chunk >= 0) this.offset = this.chunks[this.chunk]!.rows.length - 1;
   }
 }

@@ -5,7 +5,6 @@
 
 import { performance } from "node:perf_hooks";
 import { compileFilter } from "../memory/predicate.ts";
-import { limitRegexScan, REGEX_SCAN_LIMIT_MS } from "../memory/time-limit.ts";
 import type { FilterNode, SortPosition, SortSpec } from "../../query/filter-tree.ts";
 import type { Schema } from "../../schema/load.ts";
 import { toSortKey } from "../../schema/fields.ts";
@@ -289,7 +288,7 @@ export class PostgresStore implements Store {
 
   openExport(entity: string, filter: FilterNode | null): Promise<RowPages> {
     // Each page asks for one row fewer than it wants: select answers up to limit + 1.
-    return this.guard(() => openSnapshotPages(this.sql, (tx, after, max) => this.guard(() => this.select(entity, filter, "exclude", ID_ORDER, after, 0, max - 1, { spentMs: 0 }, tx))));
+    return this.guard(() => openSnapshotPages(this.sql, (tx, after, max) => this.guard(() => this.select(entity, filter, "exclude", ID_ORDER, after, 0, max - 1, tx))));
   }
 
   positionOf(_entity: string, row: Row, sort: SortSpec): SortPosition {
@@ -604,8 +603,6 @@ export class PostgresStore implements Store {
     after: SortPosition | null,
     skip: number,
     limit: number,
-    /** The time a $regex has taken over the rows, shared by the selects of one walk. */
-    regex = { spentMs: 0 },
     /** Where to run the statements: the pool, or a transaction (an export's). */
     db: TransactionSql = this.sql,
   ): Promise<Row[]> {
@@ -633,21 +630,16 @@ export class PostgresStore implements Store {
       const conditions = [...base, position ? afterOf(sort, position, chunkParams) : null].filter(isCondition);
       const text = `SELECT id, rev, deleted, data FROM ${table}${whereClause(conditions)} ORDER BY ${orderByOf(sort)} LIMIT ${chunkParams.add(RESIDUAL_CHUNK)}`;
       const rows = (await db.unsafe<DbRow[]>(text, chunkParams.values)).map(toRow);
-      // The rows are tested here, under the memory store's time limit for a $regex, spread over the chunks.
-      const startedAt = performance.now();
-      const isFull = limitRegexScan(
-        filter,
-        () => {
-          for (const row of rows) {
-            if (!accept(row)) continue;
-            if (toSkip > 0) toSkip--;
-            else if (found.push(row) > limit) return true;
-          }
-          return false;
-        },
-        REGEX_SCAN_LIMIT_MS - regex.spentMs,
-      );
-      regex.spentMs += performance.now() - startedAt;
+      // The rows are tested here, a chunk per statement: the event loop is held for one chunk at most.
+      let isFull = false;
+      for (const row of rows) {
+        if (!accept(row)) continue;
+        if (toSkip > 0) toSkip--;
+        else if (found.push(row) > limit) {
+          isFull = true;
+          break;
+        }
+      }
       if (isFull || rows.length < RESIDUAL_CHUNK) return found;
       position = this.positionOf(entity, rows[rows.length - 1]!, sort);
     }
@@ -655,9 +647,8 @@ export class PostgresStore implements Store {
 
   /** Every row matching `filter`, in id order, a chunk at a time. */
   private async walk(entity: string, filter: FilterNode | null, deleted: DeletedFilter, visit: (row: Row) => void): Promise<void> {
-    const regex = { spentMs: 0 };
     for (let after: SortPosition | null = null; ; ) {
-      const rows = await this.select(entity, filter, deleted, ID_ORDER, after, 0, RESIDUAL_CHUNK - 1, regex);
+      const rows = await this.select(entity, filter, deleted, ID_ORDER, after, 0, RESIDUAL_CHUNK - 1);
       for (const row of rows) visit(row);
       if (rows.length < RESIDUAL_CHUNK) return;
       after = { key: rows[rows.length - 1]!.id, id: rows[rows.length - 1]!.id };
