@@ -2,8 +2,8 @@
 // an export's page) in slices of a few milliseconds, so that no request holds the one event loop
 // for long, whatever its filter costs. A walk is a generator that yields when its slice is used
 // up; it first runs at once, in the request's own turn, and a walk that needs more is queued and
-// continued one slice per turn of the event loop, after the turn's other requests (docs/query-language.md,
-// "Limits").
+// continued one slice per turn of the event loop, after the turn's other requests
+// (docs/query-language.md, "Limits").
 
 import { invalidFilter } from "../../errors.ts";
 import type { Maybe } from "../../maybe.ts";
@@ -86,11 +86,6 @@ export function runToEnd<T>(walk: Walk<T>): T {
     const step = walk.next();
     if (step.done) return step.value;
   }
-}
-
-/** How many walks wait for a slice (metrics, tests). */
-export function queuedWalks(): number {
-  return queue.length;
 }
 
 function scheduleTurn(): void {
