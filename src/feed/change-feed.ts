@@ -10,7 +10,7 @@
 // from its last id), and one catching up waits for its socket to drain before reading on: memory
 // stays bounded however slowly a reader reads. What the bytes look like is the sink's (feed-sink.ts).
 
-import { unauthorized } from "../errors.ts";
+import { ApiError, unauthorized } from "../errors.ts";
 import type { Caller } from "../records/caller.ts";
 import type { Schema } from "../schema/load.ts";
 import type { Predicate } from "../store/memory/predicate.ts";
@@ -45,6 +45,13 @@ export interface FeedStep {
   readonly events: FeedEvent[];
   readonly next: FeedPosition;
   readonly oldest: FeedPosition | null;
+  /**
+   * The catch-up goes on after `next`. A reader resuming from `next` while it does, or from one of
+   * the step's syncs, passes read() isCatchingUp: syncs mostly lie inside the window (they are the
+   * records' latest versions), where a plain resume reads the window's events instead of the
+   * syncs still owed (docs/change-feed.md, "Resuming").
+   */
+  readonly isCatchingUp: boolean;
 }
 
 /** Events read from the store per step of a reader catching up, and per read of the hub. */
@@ -151,20 +158,28 @@ export class ChangeFeed {
 
   /**
    * The next events for `sub` after `since`, up to `limit`; with `waitMs`, waits that long for one
-   * when there is none (a long poll).
+   * when there is none (a long poll). With `isCatchingUp`, `since` lies inside a catch-up (see
+   * FeedStep.isCatchingUp), which goes on from it with syncs.
    */
-  async read(sub: FeedSubscription, since: FeedPosition, limit: number, waitMs: number): Promise<FeedStep> {
+  async read(sub: FeedSubscription, since: FeedPosition, limit: number, waitMs: number, isCatchingUp = false): Promise<FeedStep> {
     let position = since;
     const deadline = Date.now() + waitMs;
     let holding = false;
     try {
       for (;;) {
-        const { read, state } = await this.readFrom(position, sub, limit);
+        const from = await this.readFrom(position, sub, limit, isCatchingUp);
+        const { read, state } = from;
         const events = read.events.filter((event) => this.matches(sub, event));
         const progressed = compareFeedPositions(read.through, position) > 0;
         if (progressed) position = read.through;
-        if (events.length > 0 || this.closed || Date.now() >= deadline) return { events, next: position, oldest: state.oldest };
-        if (progressed) continue;
+        isCatchingUp = from.isCatchingUp;
+        if (events.length > 0 || this.closed || Date.now() >= deadline) return { events, next: position, oldest: state.oldest, isCatchingUp };
+        if (progressed) {
+          // Read past events that `q` left out: a turn of the event loop before the next step, so
+          // that a filter matching nothing in a long feed does not hold every other request back.
+          await new Promise((resolve) => setImmediate(resolve));
+          continue;
+        }
         if (!holding) {
           this.held++;
           holding = true;
@@ -223,17 +238,30 @@ export class ChangeFeed {
     for (const wake of this.waiters) wake();
   }
 
-  private async readFrom(position: FeedPosition, sub: FeedSubscription, limit: number): Promise<{ read: FeedRead; state: FeedState }> {
+  /**
+   * Older than the window, or inside a catch-up (FeedStep.isCatchingUp): the latest version of
+   * each record written since, up to the head; then the window. The result's isCatchingUp: the
+   * catch-up stopped short of the head (at `limit`).
+   */
+  private async readFrom(position: FeedPosition, sub: FeedSubscription, limit: number, isCatchingUp = false): Promise<{ read: FeedRead; state: FeedState; isCatchingUp: boolean }> {
     const state = await this.store.feedState();
-    // Older than the window: the latest version of each record written since, then the window.
-    const read = compareFeedPositions(position, state.horizon) < 0 ? await this.store.readLatest(position, state.head, sub.entities, limit) : await this.store.readChanges(position, sub.entities, limit);
-    return { read, state };
+    if (!isCatchingUp && compareFeedPositions(position, state.horizon) >= 0) return { read: await this.store.readChanges(position, sub.entities, limit), state, isCatchingUp: false };
+    const read = await this.store.readLatest(position, state.head, sub.entities, limit);
+    return { read, state, isCatchingUp: compareFeedPositions(read.through, state.head) < 0 };
   }
 
   private matches(sub: FeedSubscription, event: FeedEvent): boolean {
     if (!sub.entities.has(event.entity)) return false;
     const filter = sub.filters?.get(event.entity);
-    return filter === undefined || filter(event.row);
+    if (filter === undefined) return true;
+    try {
+      return filter(event.row);
+    } catch (error) {
+      // A $regex refused for what it would cost on this record's text (docs/query-language.md):
+      // a stream cannot be refused after the fact, so the record does not match.
+      if (error instanceof ApiError && error.code === "invalid_filter") return false;
+      throw error;
+    }
   }
 
   /** The sink's bytes of the events `stream` follows; null when it follows none of them. */

@@ -4,13 +4,15 @@
 // events at a time); a 2xx moves the position, anything else is tried again
 // after the next delay of the schedule, from the same event, until the schedule runs out. The feed
 // sends only what is durable, and a position older than its window resumes through its sync
-// catch-up (docs/change-feed.md), so nothing written is ever skipped. The position is written to
+// catch-up (docs/change-feed.md), so nothing written is ever skipped; a catch-up cut short (a
+// failed attempt, a change of the endpoint, a restart) goes on with syncs from the last one
+// delivered, so a retry sends the same sync again. The position is written to
 // the store's metadata vault every PROGRESS_FLUSH_MS while it moves: after a crash the events since
 // are sent again, with the same webhook-id (at least once, never lost).
 
 import type { ChangeFeed, FeedSubscription } from "../feed/change-feed.ts";
 import { eventIdOf, parseEventId } from "../feed/events.ts";
-import { parseFilter } from "../query/filter.ts";
+import { parseSavedFilter } from "../query/filter.ts";
 import type { Schema } from "../schema/load.ts";
 import { compileFilter, type Predicate } from "../store/memory/predicate.ts";
 import { compareFeedPositions, positionOf, type FeedEvent, type FeedPosition, type FeedState, type Store } from "../store/store.ts";
@@ -57,6 +59,8 @@ export function positionFrom(eventId: string): FeedPosition {
 export class Deliverer {
   lagSeconds = 0;
   private position: FeedPosition;
+  /** The position is a sync of a catch-up not yet done: the next read goes on with syncs (FeedStep.isCatchingUp). */
+  private isCatchingUp: boolean;
   private replayed: number;
   private failing: Progress["failing"];
   /** The delivery log, newest first. */
@@ -76,6 +80,7 @@ export class Deliverer {
     private readonly ctx: DeliveryContext,
   ) {
     this.position = positionFrom(progress?.position ?? endpoint.start);
+    this.isCatchingUp = progress?.isCatchingUp ?? false;
     this.replayed = progress?.replayed ?? 0;
     this.failing = progress?.failing ?? null;
     this.attempts = [...(progress?.deliveries ?? [])];
@@ -100,7 +105,7 @@ export class Deliverer {
   }
 
   progress(): Progress {
-    return { position: eventIdOf(this.position), replayed: this.replayed, failing: this.failing, deliveries: this.attempts };
+    return { position: eventIdOf(this.position), isCatchingUp: this.isCatchingUp, replayed: this.replayed, failing: this.failing, deliveries: this.attempts };
   }
 
   /** A ping's attempt, kept in the log like the others. */
@@ -134,6 +139,7 @@ export class Deliverer {
       }
       if (endpoint.replay && endpoint.replay.number !== this.replayed) {
         this.position = positionFrom(endpoint.replay.since);
+        this.isCatchingUp = false;
         this.replayed = endpoint.replay.number;
         this.failing = null;
         this.markDirty();
@@ -151,8 +157,9 @@ export class Deliverer {
   private async step(endpoint: StoredEndpoint): Promise<void> {
     let events: FeedEvent[];
     let next: FeedPosition;
+    let isCatchingUp: boolean;
     try {
-      ({ events, next } = await this.ctx.feed.read(subscriptionOf(endpoint, this.ctx.schema), this.position, STEP_EVENTS, 0));
+      ({ events, next, isCatchingUp } = await this.ctx.feed.read(subscriptionOf(endpoint, this.ctx.schema), this.position, STEP_EVENTS, 0, this.isCatchingUp));
     } catch (error) {
       this.ctx.warn(`Webhook ${endpoint.id} could not read the change feed (retrying in ${READ_RETRY_MS} ms): ${(error as Error).message}`);
       await this.sleep(READ_RETRY_MS);
@@ -163,8 +170,7 @@ export class Deliverer {
     if (sent.length > 0 && !(await this.sendInOrder(endpoint, sent))) return;
     if (this.isStopped || this.endpoint !== endpoint) return;
     // Every event read was delivered, or is not of a type the endpoint takes.
-    if (events.length > 0) this.moveTo(positionOf(events.at(-1)!.row));
-    if (compareFeedPositions(next, this.position) > 0) this.moveTo(next);
+    this.moveTo(compareFeedPositions(next, this.position) > 0 ? next : this.position, isCatchingUp);
     if (events.length === 0) {
       this.lagSeconds = 0;
       // Caught up: the position is written now rather than later, so a crash while idle sends nothing again.
@@ -193,7 +199,9 @@ export class Deliverer {
         this.ctx.count(endpoint.id, true, report.delivered);
         this.failing = null;
         delivered += report.delivered;
-        this.moveTo(positionOf(events[delivered - 1]!.row));
+        const reached = events[delivered - 1]!;
+        // Cut short after a sync, the catch-up goes on from it: a retry sends the next sync, not the window's event of the same id.
+        this.moveTo(positionOf(reached.row), reached.type === "sync");
         if (delivered < events.length) this.lagSeconds = lagOf(events[delivered]!);
       }
       const last = report.attempts.at(-1);
@@ -235,8 +243,10 @@ export class Deliverer {
     this.markDirty();
   }
 
-  private moveTo(position: FeedPosition): void {
+  private moveTo(position: FeedPosition, isCatchingUp: boolean): void {
+    if (compareFeedPositions(position, this.position) === 0 && isCatchingUp === this.isCatchingUp) return;
     this.position = position;
+    this.isCatchingUp = isCatchingUp;
     this.markDirty();
   }
 
@@ -297,7 +307,7 @@ function compileSubscription(endpoint: StoredEndpoint, schema: Schema): FeedSubs
   if (endpoint.q !== null) {
     filters = new Map();
     for (const name of names) {
-      const node = parseFilter(schema.entities.get(name)!, endpoint.q, { mayUseCreatedBy: true });
+      const node = parseSavedFilter(schema.entities.get(name)!, endpoint.q, { mayUseCreatedBy: true });
       if (node) filters.set(name, compileFilter(node));
     }
   }

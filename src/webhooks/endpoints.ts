@@ -39,6 +39,8 @@ export interface StoredEndpoint {
 export interface Progress {
   /** The last event delivered (or passed over by the filters), as an event id. */
   readonly position: string;
+  /** The position is a sync of a change feed catch-up that goes on after it (absent: false; delivery.ts). */
+  readonly isCatchingUp?: boolean;
   /** The replay last applied (StoredEndpoint.replay.number). */
   readonly replayed: number;
   /** Failed attempts at the event now being sent, and when the next is due; null when none failed. */

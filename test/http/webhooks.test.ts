@@ -7,8 +7,12 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { PUBLISHABLE, startTestServer, type TestServer } from "../support/server.ts";
+import { dropPgSchema, freshPgSchema, pgTestUrl } from "../support/postgres.ts";
+import { PUBLISHABLE, startTestServer, TEST_STORE, type TestServer } from "../support/server.ts";
 import { isBefore, WebhookReceiver, type Received } from "../support/webhook-receiver.ts";
 
 const NOTE = { name: "Note", type: "object", properties: { text: { type: "string" } }, required: ["text"] };
@@ -302,37 +306,64 @@ describe("webhook delivery", () => {
 });
 
 describe("a receiver down past the change feed's window", () => {
+  /**
+   * A window of five events, and an attempt's time limit that a loaded host never reaches: these
+   * tests count each attempt, and a 204 answered after ATTEMPT_TIMEOUT_MS would be sent again.
+   */
+  function startCatchUpServer(options: Parameters<typeof startTestServer>[0] = {}): Promise<TestServer> {
+    return startServer({ changesKeep: 5, webhookTimeoutMs: 10_000, ...options });
+  }
+
+  /**
+   * An endpoint of Task, created disabled, then four tasks created, updated five times each, and
+   * the first deleted: 25 events, five times a window of changesKeep 5, so that its position is
+   * long gone from the window. Enabled only once the writes are done, every read it makes is of the
+   * catch-up (a read made during the writes may get the window's first events: correct, but not
+   * these tests).
+   */
+  async function writePastTheWindow(server: TestServer, receiver: WebhookReceiver): Promise<{ id: string; ids: string[] }> {
+    const made = await createEndpoint(server, receiver, { entities: ["Task"], enabled: false });
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push(await createTask(server, `t${i}`));
+    for (let round = 0; round < 5; round++) for (const id of ids) await server.call("PATCH", `/api/entities/Task/${id}`, { body: { title: `t${ids.indexOf(id)} round ${round}` } });
+    await server.call("DELETE", `/api/entities/Task/${ids[0]}`);
+    const oldest = (await server.call("GET", "/api/changes?since=0&limit=1")).body.oldest as string;
+    const position = (await server.call("GET", `/api/webhooks/${made.id}`)).body.position as string;
+    assert.ok(isBefore(position, oldest), `position ${position} inside the window (oldest ${oldest})`);
+    return { id: made.id, ids };
+  }
+
+  /** One sync per record, its latest version, in the order those versions were written. */
+  function syncsOwed(ids: readonly string[]): unknown[] {
+    return [[ids[1], false, "t1 round 4"], [ids[2], false, "t2 round 4"], [ids[3], false, "t3 round 4"], [ids[0], true, "t0 round 4"]];
+  }
+
+  /** The syncs delivered, each once: a receiver drops a repeat by its webhook-id. */
+  function syncsOf(receiver: WebhookReceiver): unknown[] {
+    return firstArrivals(receiver.delivered)
+      .filter((request) => request.event.type === "sync")
+      .map((request) => [request.event.id, request.event.deleted, request.event.data.title]);
+  }
+
+  async function enable(server: TestServer, id: string): Promise<void> {
+    assert.equal((await server.call("PATCH", `/api/webhooks/${id}`, { body: { enabled: true } })).status, 200);
+  }
+
   test("gets one sync per record written meanwhile, in commit order of their versions, then every event", async () => {
-    const server = await startServer({ changesKeep: 5 });
+    const server = await startCatchUpServer();
     const receiver = await WebhookReceiver.start();
     try {
-      const made = await createEndpoint(server, receiver, { entities: ["Task"] });
       await receiver.down();
-      const ids: string[] = [];
-      for (let i = 0; i < 4; i++) ids.push(await createTask(server, `t${i}`));
-      // Twenty updates, four times the window: the first events are long gone from it.
-      for (let round = 0; round < 5; round++) for (const id of ids) await server.call("PATCH", `/api/entities/Task/${id}`, { body: { title: `t${ids.indexOf(id)} round ${round}` } });
-      await server.call("DELETE", `/api/entities/Task/${ids[0]}`);
-      // The deliverer has found the receiver down before it comes back (else a first attempt made
-      // late, after the receiver is up, is delivered: an event before the syncs, correct but not this test).
-      for (const deadline = Date.now() + 10_000; (await server.call("GET", `/api/webhooks/${made.id}/deliveries`)).body.length === 0; ) {
+      const { id, ids } = await writePastTheWindow(server, receiver);
+      await enable(server, id);
+      // The deliverer finds the receiver down, then it comes back: the retries deliver the catch-up.
+      for (const deadline = Date.now() + 10_000; (await server.call("GET", `/api/webhooks/${id}/deliveries`)).body.length === 0; ) {
         assert.ok(Date.now() < deadline, "no attempt within 10 s");
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
-      const oldest = (await server.call("GET", "/api/changes?since=0&limit=1")).body.oldest as string;
-      const position = (await server.call("GET", `/api/webhooks/${made.id}`)).body.position as string;
-      assert.ok(isBefore(position, oldest), `position ${position} inside the window (oldest ${oldest})`);
-      // Disabled while the receiver comes back, then enabled: one run from the stored position.
-      // (Waking it with any other change raced the retry timer: a retry that had sent one sync
-      // when the change arrived started again from there, inside the window, with events.)
-      assert.equal((await server.call("PATCH", `/api/webhooks/${made.id}`, { body: { enabled: false } })).status, 200);
       await receiver.up();
-      assert.equal((await server.call("PATCH", `/api/webhooks/${made.id}`, { body: { enabled: true } })).status, 200);
-      await receiver.until((r) => r.delivered.filter((request) => request.event.type === "sync").length >= 4, 15_000, "four syncs");
-      const syncs = receiver.delivered.filter((request) => request.event.type === "sync");
-      assert.deepEqual(syncs.map((request) => [request.event.id, request.event.deleted, request.event.data.title]), [
-        [ids[1], false, "t1 round 4"], [ids[2], false, "t2 round 4"], [ids[3], false, "t3 round 4"], [ids[0], true, "t0 round 4"],
-      ]);
+      await receiver.until((r) => syncsOf(r).length >= 4, 15_000, "four syncs");
+      assert.deepEqual(syncsOf(receiver), syncsOwed(ids));
       assert.equal(receiver.delivered.filter((request) => request.event.type !== "sync").length, 0, "no event before the syncs");
       const later = await createTask(server, "after");
       await receiver.until((r) => r.delivered.some((request) => request.event.id === later), 10_000, "the create after");
@@ -343,7 +374,64 @@ describe("a receiver down past the change feed's window", () => {
       await receiver.close();
     }
   });
+
+  // The syncs lie inside the window (they are the records' latest versions): resumed from one as
+  // from any event, the catch-up gave way to the window's events, the rest of the records never got
+  // their sync, and a sync's webhook-id came again on an update.
+  test("a catch-up cut short by a failed attempt goes on with syncs: the retry sends the same sync again", async () => {
+    const server = await startCatchUpServer();
+    const receiver = await WebhookReceiver.start();
+    try {
+      const { id, ids } = await writePastTheWindow(server, receiver);
+      receiver.next = [204, 500];
+      await enable(server, id);
+      await receiver.until((r) => r.delivered.some((request) => request.event.id === ids[0]), 15_000, "the last record's sync");
+      assert.deepEqual(
+        receiver.received.map((request) => [request.event.type, request.event.id, request.answered]),
+        [["sync", ids[1], 204], ["sync", ids[2], 500], ["sync", ids[2], 204], ["sync", ids[3], 204], ["sync", ids[0], 204]],
+      );
+      assertInOrder(receiver.received);
+    } finally {
+      await server.close();
+      await receiver.close();
+    }
+  });
+
+  test("a catch-up cut short by a restart goes on with syncs", { skip: TEST_STORE === "memory" && "the memory store keeps nothing across a restart" }, async () => {
+    const place = await lastingPlace();
+    const receiver = await WebhookReceiver.start();
+    let server = await startCatchUpServer(place.options);
+    try {
+      const { id, ids } = await writePastTheWindow(server, receiver);
+      receiver.next = [204];
+      receiver.behaviour = 500;
+      await enable(server, id);
+      await receiver.until((r) => r.received.length >= 2, 15_000, "the first sync taken, the second refused");
+      await server.close();
+      receiver.behaviour = 204;
+      server = await startCatchUpServer(place.options);
+      await receiver.until((r) => r.delivered.some((request) => request.event.id === ids[0]), 15_000, "the last record's sync");
+      assert.deepEqual(syncsOf(receiver), syncsOwed(ids));
+      assert.equal(receiver.delivered.filter((request) => request.event.type !== "sync").length, 0, "only syncs");
+      assertInOrder(receiver.received);
+    } finally {
+      await server.close();
+      await receiver.close();
+      await place.remove();
+    }
+  });
 });
+
+/** Where a server keeps its records across a restart on the test store: a data folder, or a PostgreSQL schema. */
+async function lastingPlace(): Promise<{ options: Parameters<typeof startTestServer>[0]; remove(): Promise<void> }> {
+  if (TEST_STORE === "postgres") {
+    const url = pgTestUrl()!;
+    const pgSchema = freshPgSchema();
+    return { options: { store: url, pgSchema }, remove: () => dropPgSchema(url, pgSchema) };
+  }
+  const data = await mkdtemp(join(tmpdir(), "tabula-webhook-restart-"));
+  return { options: { memory: false, data }, remove: () => rm(data, { recursive: true, force: true }) };
+}
 
 function deliveredSince(receiver: WebhookReceiver, from: number): Received[] {
   return receiver.received.slice(from).filter((request) => request.answered >= 200 && request.answered < 300);

@@ -26,6 +26,8 @@ export class WebhookReceiver {
   /** Requests whose signature did not verify, with the reason. */
   readonly refused: string[] = [];
   behaviour: Behaviour = 204;
+  /** Statuses for the next requests, one each, before `behaviour` answers again. */
+  next: number[] = [];
   private verifier: Webhook | null = null;
   private readonly server: Server;
   private port = 0;
@@ -124,7 +126,7 @@ export class WebhookReceiver {
         res.writeHead(400).end();
         return;
       }
-      const behaviour = this.behaviour;
+      const behaviour = this.next.shift() ?? this.behaviour;
       const answered = typeof behaviour === "number" ? behaviour : behaviour === "hang" ? 0 : -1;
       this.received.push({ id: headers["webhook-id"], timestamp: headers["webhook-timestamp"], event, path: req.url ?? "", answered });
       for (const wake of [...this.waiters]) wake();
