@@ -184,6 +184,13 @@ async function main() {
           `${fmt(packed.bytes / packed.count)} bytes an answer (${pct(packed.bytes / packed.count / (identity.bytes / identity.count))} of plain), ${pct(packed.rate / identity.rate)} of plain req/s`));
       }
     }
+    if (only("W2R")) {
+      // $regex runs on a linear-time automaton (src/query/regex/): the same lists with a pattern.
+      const q = encodeURIComponent(JSON.stringify({ status: "todo", title: { $regex: "^[a-z]+x" } }));
+      rows.push(row("W2r list status=todo and title $regex ^[a-z]+x, sort -priority, limit 100", options.connections, await measure([get(`/api/entities/Task?q=${q}&sort_by=-priority&limit=100`)])));
+      const words = WORDS.slice(0, 16).map((word) => get(`/api/entities/Task?q=${encodeURIComponent(JSON.stringify({ title: { $regex: `${word} ` } }))}&limit=20`));
+      rows.push(row("W6r $regex \"<word> \" (a word in ~1% of titles), limit 20", options.connections, await measure(words)));
+    }
     if (only("W3")) {
       const deepCursor = await walkToDepth(server, Math.floor(options.records * 0.9));
       const first = await measure([get("/api/entities/Task?limit=100")]);

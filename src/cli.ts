@@ -54,6 +54,14 @@ Usage: npx tabula-server [serve] [options]   serve the entities of --schema
   --publishable-key K      a publishable API key, 16 characters or more             [TABULA_PUBLISHABLE_KEY, default generated]
   --seed FILE              { "<Entity>": [records...] }, loaded when the store is empty
   --max-body SIZE          largest request body, in bytes or with kb/mb              [default 10mb]
+  --max-record-size SIZE   largest record, as JSON; a write making a bigger one     [TABULA_MAX_RECORD_SIZE, default 1mb]
+                           gets 413 (docs/entities.md)
+  --max-memory SIZE        memory the server may use: near it (85%), heavy          [TABULA_MAX_MEMORY, default the cgroup's
+                           requests (bulk writes, aggregates, exports...) get 503   limit, else the machine's memory]
+                           server_busy; with kb, mb or gb (docs/operating.md)
+  --idempotency-memory SIZE
+                           idempotent answers kept; past it the oldest go first     [TABULA_IDEMPOTENCY_MEMORY, default 64mb]
+                           (docs/api.md#idempotency-keys)
   --cors ORIGINS           origins browsers may call from: *, off, or a list         [TABULA_CORS, default *]
                            such as https://app.example.com,http://localhost:5173
   --app-id ID              serve /api/apps/<ID>/entities only for this id (the     [TABULA_APP_ID, default any id]
@@ -66,6 +74,11 @@ Usage: npx tabula-server [serve] [options]   serve the entities of --schema
                            resuming from before them catches up by records
   --max-streams N          change feed streams, long polls and realtime sockets     [TABULA_MAX_STREAMS, default 1000]
                            held at once
+  --max-groups N           groups an aggregate may gather (docs/aggregates.md)      [TABULA_MAX_GROUPS, default 10000]
+  --max-array-items N      items of one array, at any depth, in a written           [TABULA_MAX_ARRAY_ITEMS, default 10000]
+                           record (docs/entities.md)
+  --max-object-keys N      keys of one object, at any depth, in a written           [TABULA_MAX_OBJECT_KEYS, default 1000]
+                           record (docs/entities.md)
   --log FORMAT             one line per request on stdout: text, json or off        [TABULA_LOG, default text]
   --webhooks-allow-private webhooks may reach loopback, private and link-local     [TABULA_WEBHOOKS_ALLOW_PRIVATE=1]
                            addresses (a receiver on this machine; see docs/webhooks.md)
@@ -93,9 +106,17 @@ const MIN_KEY_LENGTH = 16;
 /** After a fatal store failure, how long new requests are still answered (503) before closing. */
 const FATAL_GRACE_MS = 1000;
 
+/**
+ * A stop (SIGTERM, SIGINT) exits within this long whatever is under way: close() gives requests in
+ * flight a second (server.ts, CLOSE_GRACE_MS) and gives up a running compaction, so this deadline
+ * only catches what neither foresaw. Every write answered is durable by then; exiting earlier than
+ * the rest of close() loses nothing answered.
+ */
+const STOP_DEADLINE_MS = 1800;
+
 class UsageError extends Error {}
 
-const VALUE_FLAGS = ["schema", "migrations", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "cors", "app-id", "rate-limit", "changes-keep", "max-streams", "log", "webhook-retry-scale"] as const;
+const VALUE_FLAGS = ["schema", "migrations", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "max-memory", "idempotency-memory", "cors", "app-id", "rate-limit", "changes-keep", "max-streams", "max-groups", "max-array-items", "max-object-keys", "max-record-size", "log", "webhook-retry-scale"] as const;
 type ValueFlag = (typeof VALUE_FLAGS)[number];
 
 const SWITCHES = ["memory", "demo", "trust-proxy", "no-ui", "webhooks-allow-private", "help", "version"] as const;
@@ -172,11 +193,19 @@ function logFormatOf(text: string | undefined, source: string): LogFormat {
   return text as LogFormat;
 }
 
-function parseSize(text: string): number {
-  const match = /^(\d+)\s*(b|kb|kib|mb|mib)?$/i.exec(text.trim());
-  if (!match || Number(match[1]) === 0) throw new UsageError(`--max-body must be a size such as 1048576, 512kb or 10mb (got "${text}").`);
+/** A size in bytes, or with kb, mb or gb (1024-based, as kib, mib, gib); `source` names its flag or variable. */
+function parseSize(text: string, source = "--max-body"): number {
+  const match = /^(\d+)\s*(b|kb|kib|mb|mib|gb|gib)?$/i.exec(text.trim());
+  if (!match || Number(match[1]) === 0) throw new UsageError(`${source} must be a size such as 1048576, 512kb, 10mb or 2gb (got "${text}").`);
   const unit = (match[2] ?? "b").toLowerCase();
-  return Number(match[1]) * (unit.startsWith("k") ? 1024 : unit.startsWith("m") ? 1024 * 1024 : 1);
+  return Number(match[1]) * (unit.startsWith("k") ? 1024 : unit.startsWith("m") ? 1024 ** 2 : unit.startsWith("g") ? 1024 ** 3 : 1);
+}
+
+/** A size option from its flag, else its variable; absent (the server's default) when neither is given. */
+function sizeOf<K extends string>(option: K, flag: string | undefined, variable: string | undefined, names: readonly [string, string]): Partial<Record<K, number>> {
+  if (flag !== undefined) return { [option]: parseSize(flag, names[0]) } as Partial<Record<K, number>>;
+  if (variable === undefined || variable === "") return {};
+  return { [option]: parseSize(variable, names[1]) } as Partial<Record<K, number>>;
 }
 
 const POSTGRES_URL_RE = /^postgres(ql)?:/i;
@@ -227,6 +256,9 @@ function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv): ServerOptions & { re
     publishableKey: values["publishable-key"] !== undefined ? keyOf(values["publishable-key"], "--publishable-key") : keyOf(env.TABULA_PUBLISHABLE_KEY, "TABULA_PUBLISHABLE_KEY"),
     seed: values.seed,
     maxBodyBytes: values["max-body"] === undefined ? DEFAULT_MAX_BODY_BYTES : parseSize(values["max-body"]),
+    ...sizeOf("maxMemoryBytes", values["max-memory"], env.TABULA_MAX_MEMORY, ["--max-memory", "TABULA_MAX_MEMORY"]),
+    ...sizeOf("maxRecordBytes", values["max-record-size"], env.TABULA_MAX_RECORD_SIZE, ["--max-record-size", "TABULA_MAX_RECORD_SIZE"]),
+    ...sizeOf("idempotencyMemoryBytes", values["idempotency-memory"], env.TABULA_IDEMPOTENCY_MEMORY, ["--idempotency-memory", "TABULA_IDEMPOTENCY_MEMORY"]),
     cors: values.cors ?? env.TABULA_CORS ?? "*",
     appId: values["app-id"] ?? env.TABULA_APP_ID,
     ...rateLimitOf(values["rate-limit"] ?? env.TABULA_RATE_LIMIT, values["rate-limit"] !== undefined ? "--rate-limit" : "TABULA_RATE_LIMIT"),
@@ -237,6 +269,9 @@ function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv): ServerOptions & { re
     ...wholeNumberOf("changesKeep", values["changes-keep"] ?? env.TABULA_CHANGES_KEEP, values["changes-keep"] !== undefined ? "--changes-keep" : "TABULA_CHANGES_KEEP", 0, "events"),
     log: logFormatOf(values.log ?? env.TABULA_LOG, values.log !== undefined ? "--log" : "TABULA_LOG"),
     ...wholeNumberOf("maxStreams", values["max-streams"] ?? env.TABULA_MAX_STREAMS, values["max-streams"] !== undefined ? "--max-streams" : "TABULA_MAX_STREAMS", 1, "streams"),
+    ...wholeNumberOf("maxGroups", values["max-groups"] ?? env.TABULA_MAX_GROUPS, values["max-groups"] !== undefined ? "--max-groups" : "TABULA_MAX_GROUPS", 1, "groups"),
+    ...wholeNumberOf("maxArrayItems", values["max-array-items"] ?? env.TABULA_MAX_ARRAY_ITEMS, values["max-array-items"] !== undefined ? "--max-array-items" : "TABULA_MAX_ARRAY_ITEMS", 1, "items"),
+    ...wholeNumberOf("maxObjectKeys", values["max-object-keys"] ?? env.TABULA_MAX_OBJECT_KEYS, values["max-object-keys"] !== undefined ? "--max-object-keys" : "TABULA_MAX_OBJECT_KEYS", 1, "keys"),
   };
 }
 
@@ -375,6 +410,10 @@ async function main(): Promise<void> {
     if (isStopping) return;
     isStopping = true;
     process.stdout.write(`${signal}: finishing requests in flight, flushing the log\n`);
+    setTimeout(() => {
+      process.stderr.write(`tabula: stopping took over ${STOP_DEADLINE_MS} ms; exiting now (every write answered is stored)\n`);
+      process.exit(1);
+    }, STOP_DEADLINE_MS).unref();
     server.close().then(
       () => process.exit(0),
       (error: Error) => {

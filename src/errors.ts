@@ -36,6 +36,7 @@ export type ErrorCode =
   | "store_unavailable"
   | "too_many_streams"
   | "too_many_exports"
+  | "server_busy"
   | "insufficient_storage"
   | "backup_target_exists"
   | "backup_unsupported"
@@ -238,6 +239,21 @@ export const tooManyExports = (max: number) =>
     { maxExports: max },
     { "Retry-After": "5" },
   );
+
+/**
+ * A heavy request while memory is near its limit (http/memory-guard.ts): `limit` is --max-memory
+ * (named by `setting`) for resident memory, V8's heap limit for the heap.
+ */
+export const serverBusy = (what: "resident" | "heap", usedBytes: number, limitBytes: number, setting: string) =>
+  new ApiError(
+    503,
+    "server_busy",
+    `${what === "resident" ? `The server's memory is near ${setting}` : "The server's JavaScript heap is near its limit (node --max-old-space-size)"}: ${mebibytes(usedBytes)} of ${mebibytes(limitBytes)} MiB in use, so heavy requests (bulk, upsert, update-many, delete-many and import writes, bodies over 64 KiB, aggregates, distinct, exports, lists of over 1,000 records) wait. Retry after Retry-After seconds, send smaller batches, or give the server more memory (${setting}).`,
+    { resource: what === "resident" ? "memory" : "heap", usedBytes, limitBytes },
+    { "Retry-After": "2" },
+  );
+
+const mebibytes = (bytes: number) => (bytes / 1048576).toFixed(0);
 
 /** POST /api/admin/backup into a folder that holds files (docs/operating.md): a backup never mixes with other files. */
 export const backupTargetExists = (message: string, to: string) => new ApiError(409, "backup_target_exists", message, { to });

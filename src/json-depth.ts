@@ -1,7 +1,7 @@
 // How deeply JSON nests, found without recursion. Bodies (http/request.ts) and `q`
 // (query/filter.ts) are scanned before JSON.parse, seeds (records/seed.ts) once parsed, so that
 // nothing recursive downstream (JSON.stringify, validation messages, $eq on JSON values) ever meets
-// a value deeper than this.
+// a value deeper than this. And how wide a written value is (findOversize), for schema/validate.ts.
 
 /** Arrays and objects inside one another; any record or filter a person writes fits in far fewer. */
 export const MAX_JSON_DEPTH = 64;
@@ -46,6 +46,73 @@ export function isTooDeep(value: unknown): boolean {
     for (const child of Array.isArray(item) ? item : Object.values(item)) stack.push([child, depth + 1]);
   }
   return false;
+}
+
+// A record's arrays and objects cost memory and time in every read, index and aggregate that walks
+// them (an object of 100,000 keys takes about 8.5 times its JSON in memory), so writes are held to
+// these by default (docs/entities.md#sizes-of-arrays-and-objects): a list longer than 10,000 items
+// belongs in records of its own, and 1,000 keys is more than any form or settings object holds.
+export const DEFAULT_MAX_ARRAY_ITEMS = 10_000;
+export const DEFAULT_MAX_OBJECT_KEYS = 1_000;
+
+export interface SizeLimits {
+  /** Elements of one array, at any depth. */
+  readonly maxArrayItems: number;
+  /** Keys of one object, at any depth. */
+  readonly maxObjectKeys: number;
+}
+
+export const DEFAULT_SIZE_LIMITS: SizeLimits = { maxArrayItems: DEFAULT_MAX_ARRAY_ITEMS, maxObjectKeys: DEFAULT_MAX_OBJECT_KEYS };
+
+/** An array or object wider than its limit, and where: the steps from the value walked into it. */
+export interface Oversize {
+  readonly steps: readonly string[];
+  readonly isArray: boolean;
+  /** Its elements or keys. */
+  readonly count: number;
+  readonly limit: number;
+}
+
+/** An array or object met on the walk, and how it was reached: its name in its parent. */
+interface Step {
+  readonly item: object;
+  readonly parent: Step | null;
+  readonly name: string;
+}
+
+/**
+ * The first array with more than maxArrayItems elements, or object with more than maxObjectKeys
+ * keys, in a parsed value (itself included), found without recursion; null when there is none.
+ */
+export function findOversize(value: unknown, limits: SizeLimits): Oversize | null {
+  if (value === null || typeof value !== "object") return null;
+  const stack: Step[] = [{ item: value, parent: null, name: "" }];
+  while (stack.length > 0) {
+    const step = stack.pop()!;
+    const isArray = Array.isArray(step.item);
+    const names = isArray ? null : Object.keys(step.item);
+    const count = names ? names.length : (step.item as unknown[]).length;
+    const limit = isArray ? limits.maxArrayItems : limits.maxObjectKeys;
+    if (count > limit) {
+      const steps: string[] = [];
+      for (let at: Step | null = step; at !== null && at.parent !== null; at = at.parent) steps.unshift(at.name);
+      return { steps, isArray, count, limit };
+    }
+    // Scalars are skipped here, so that a long array of them costs no step each.
+    if (names === null) {
+      const array = step.item as unknown[];
+      for (let i = 0; i < count; i++) {
+        const item = array[i];
+        if (item !== null && typeof item === "object") stack.push({ item, parent: step, name: String(i) });
+      }
+    } else {
+      for (const name of names) {
+        const item = (step.item as Record<string, unknown>)[name];
+        if (item !== null && typeof item === "object") stack.push({ item, parent: step, name });
+      }
+    }
+  }
+  return null;
 }
 
 /** The position of the quote that closes the string opened at `open` (the text's end if none). */

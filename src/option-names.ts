@@ -9,9 +9,15 @@ const FLAGS = {
   cors: "--cors",
   changesKeep: "--changes-keep",
   maxStreams: "--max-streams",
+  maxGroups: "--max-groups",
+  maxArrayItems: "--max-array-items",
+  maxObjectKeys: "--max-object-keys",
+  maxRecordBytes: "--max-record-size",
   log: "--log",
   pgSchema: "--pg-schema",
   store: "--store",
+  maxMemoryBytes: "--max-memory",
+  idempotencyMemoryBytes: "--idempotency-memory",
 } as const;
 
 export type OptionName = keyof typeof FLAGS;

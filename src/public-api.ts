@@ -120,6 +120,13 @@ export interface StartOptions {
   readonly seed?: string | { readonly [entity: string]: readonly unknown[] };
   /** The largest body accepted, in bytes. Default 10 MiB. */
   readonly maxBodyBytes?: number;
+  /**
+   * The memory the server may use, in bytes: near it (85%, or 85% of V8's heap limit) heavy requests
+   * are refused with 503 server_busy. Default: the cgroup's memory limit, else the machine's memory.
+   */
+  readonly maxMemoryBytes?: number;
+  /** The bytes of idempotent answers kept (memory and file stores); past it the oldest go first. Default 64 MiB. */
+  readonly idempotencyMemoryBytes?: number;
   /** Origins allowed by CORS: "*" (the default), a comma-separated list, or "off". */
   readonly cors?: string;
   /** Requests a second per client address, for publishable keys. Off by default. */
@@ -130,6 +137,14 @@ export interface StartOptions {
   readonly changesKeep?: number;
   /** Change feed streams, long polls and realtime sockets (@base44/sdk's subscribe()) held at once. Default 1,000. */
   readonly maxStreams?: number;
+  /** Groups an aggregate may gather; one more is refused with 400 invalid_parameter. Default 10,000. */
+  readonly maxGroups?: number;
+  /** Items of one array in a written record (at any depth); more is refused with 400 invalid_field. Default 10,000. */
+  readonly maxArrayItems?: number;
+  /** Keys of one object in a written record (at any depth); more is refused with 400 invalid_field. Default 1,000. */
+  readonly maxObjectKeys?: number;
+  /** Bytes of one record's JSON; a write making a bigger record is refused with 413 payload_too_large. Default 1 MiB. */
+  readonly maxRecordBytes?: number;
   /** Unsent bytes after which a stream is closed with event: overflow (a realtime socket with close 1008). Default 1 MiB. */
   readonly streamBufferBytes?: number;
   /** How often a stream gets a keep-alive comment, and a realtime socket a ping, in ms. Default 15,000. */

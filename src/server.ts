@@ -8,10 +8,13 @@ import { isAbsolute } from "node:path";
 import { performance } from "node:perf_hooks";
 import { ApiError, backupTargetExists, backupUnsupported, invalidJson, invalidRequest, forbidden, databaseUnreachable, expectationFailed, insufficientStorage, internalError, methodNotAllowed, notFound, storeUnavailable, uniqueViolation, writeContended } from "./errors.ts";
 import { answerClientError, answerConnect } from "./http/client-error.ts";
-import { IdempotencyGuard, idempotentRequest, type IdempotentRequest } from "./http/idempotency.ts";
+import { hashBody, IdempotencyGuard, idempotentRequest, type IdempotentRequest } from "./http/idempotency.ts";
+import { BodyBudget, HEAVY_BODY_BYTES, type Release } from "./http/body-budget.ts";
+import { defaultMaxMemoryBytes, MemoryGuard } from "./http/memory-guard.ts";
+import { DEFAULT_IDEMPOTENCY_MEMORY_BYTES } from "./store/memory/idempotent-answers.ts";
 import { buildOpenApi, describeEntity } from "./http/openapi.ts";
 import { addCorsHeaders, isPreflight, parseCorsPolicy, preflightReply, type CorsPolicy } from "./http/cors.ts";
-import { headerOf, parseJsonBody, presentedApiKey, readBody, DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
+import { headerOf, parseJsonBody, presentedApiKey, readBody, recordBodyTooLarge, DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
 import { sendReplyLingering } from "./http/linger.ts";
 import { isMultipart, readUpload, UPLOAD_MEDIA } from "./http/upload.ts";
 import type { ImportFile } from "./records/import-file.ts";
@@ -28,7 +31,7 @@ import type { Caller } from "./records/caller.ts";
 import { loadKeys, type KeyRing } from "./keys/api-keys.ts";
 import type { KeyRef } from "./records/caller.ts";
 import { addKeyRoutes, KEYS_PATH } from "./http/keys-routes.ts";
-import { Records } from "./records/records.ts";
+import { DEFAULT_RECORD_LIMITS, Records, type RecordLimits } from "./records/records.ts";
 import { loadSeed } from "./records/seed.ts";
 import { loadSchemaObject, loadSchemaPath, type Declarations, type Schema } from "./schema/load.ts";
 import { isPlatformField } from "./schema/fields.ts";
@@ -93,11 +96,14 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
   const warn = options.warn ?? ((message: string) => process.stderr.write(`warning: ${message}\n`));
   // The store first: it creates the data folder and takes its lock before keys.json is written.
   const changesKeep = checkCount(`The changes kept (${settingName("changesKeep")})`, options.changesKeep ?? DEFAULT_CHANGES_KEEP, 0);
+  const idempotencyMemoryBytes = checkCount(`The memory for idempotent answers (${settingName("idempotencyMemoryBytes")}), in bytes,`, options.idempotencyMemoryBytes ?? DEFAULT_IDEMPOTENCY_MEMORY_BYTES, 1);
+  const memory = new MemoryGuard(checkCount(`The memory budget (${settingName("maxMemoryBytes")}), in bytes,`, options.maxMemoryBytes ?? defaultMaxMemoryBytes(), 1));
   const feedLimits = {
     maxStreams: checkCount(`The most streams (${settingName("maxStreams")})`, options.maxStreams ?? DEFAULT_FEED_LIMITS.maxStreams, 1),
     streamBufferBytes: options.streamBufferBytes ?? DEFAULT_FEED_LIMITS.streamBufferBytes,
     heartbeatMs: options.heartbeatMs ?? DEFAULT_FEED_LIMITS.heartbeatMs,
   };
+  const recordLimits = recordLimitsOf(options);
   const accessLog = logOf(options.log);
   const location = storeLocationOf(options);
   // The port before the store: a busy one stops the start-up before the data folder is made,
@@ -115,7 +121,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
   await listen(http, options.port ?? 8080, options.host ?? "127.0.0.1");
   let opened: Awaited<ReturnType<typeof openStore>>;
   try {
-    opened = await openStore(location, { schema, valueIndexed: valueIndexedFields(schema), pgSchema: options.pgSchema, changesKeep, warn });
+    opened = await openStore(location, { schema, valueIndexed: valueIndexedFields(schema), pgSchema: options.pgSchema, changesKeep, idempotencyMemoryBytes, warn });
   } catch (error) {
     await stopListening(http);
     await accessLog?.close();
@@ -131,8 +137,8 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     const unserved = new Set(check.unserved.map(({ entity }) => entity));
     const keys = await loadKeys({ vault: keyVault, secretKey: options.secretKey, publishableKey: options.publishableKey, keys: options.keys, warn });
     closeKeys = () => keys.close();
-    const records = new Records(schema, store);
-    const seed = options.seed === undefined ? null : loadSeed(schema, options.seed);
+    const records = new Records(schema, store, recordLimits);
+    const seed = options.seed === undefined ? null : loadSeed(schema, options.seed, recordLimits);
     const seedBy = keys.first("secret");
     const applySeed = async () => (seed ? seed.apply(records, seedBy) : 0);
     const seeded = await applySeed();
@@ -158,7 +164,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
         renderMetrics({ version: VERSION, storeKind, requests, entities: [...schema.entities.keys()], store: storeMetrics, feed: feed.load, webhooks: webhooks.metrics(), realtime: sockets.load, droppedLogLines: accessLog?.dropped ?? null }),
       );
     // The Host check is App's, so that its refusal is JSON like every other.
-    const ready = new App(records, feed, keys, mounts, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, cors, options.onFatal, limiter, options.trustProxy ?? false, { requests, log: accessLog, metrics }, options.ui ?? true, backup, webhooks);
+    const ready = new App(records, feed, keys, mounts, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, cors, options.onFatal, limiter, options.trustProxy ?? false, { requests, log: accessLog, metrics }, options.ui ?? true, backup, webhooks, memory);
     app = ready;
     realtime = sockets;
     for (const [req, res] of waiting.splice(0)) ready.handle(req, res);
@@ -240,6 +246,16 @@ function logOf(format: LogFormat | undefined): AccessLog | null {
 }
 
 /** A whole number option, at least `min`. */
+/** docs/operating.md: --max-groups, --max-array-items, --max-object-keys, --max-record-size. */
+function recordLimitsOf(options: ServerOptions): RecordLimits {
+  return {
+    maxGroups: checkCount(`The most groups of an aggregate (${settingName("maxGroups")})`, options.maxGroups ?? DEFAULT_RECORD_LIMITS.maxGroups, 1),
+    maxArrayItems: checkCount(`The most items of an array (${settingName("maxArrayItems")})`, options.maxArrayItems ?? DEFAULT_RECORD_LIMITS.maxArrayItems, 1),
+    maxObjectKeys: checkCount(`The most keys of an object (${settingName("maxObjectKeys")})`, options.maxObjectKeys ?? DEFAULT_RECORD_LIMITS.maxObjectKeys, 1),
+    maxRecordBytes: checkCount(`The most bytes of a record (${settingName("maxRecordBytes")})`, options.maxRecordBytes ?? DEFAULT_RECORD_LIMITS.maxRecordBytes, 64),
+  };
+}
+
 function checkCount(what: string, value: number, min: number): number {
   if (!Number.isSafeInteger(value) || value < min) throw new Error(`${what} must be a whole number, at least ${min} (got ${value}).`);
   return value;
@@ -279,11 +295,19 @@ async function findUndeclaredFields(schema: Schema, records: Records): Promise<s
   return found;
 }
 
-/** Closes the listener, lets requests in flight finish, then drops idle keep-alive connections. */
+/**
+ * Requests in flight when the server closes get this long to be answered; then every connection is
+ * closed, so that a stop (SIGTERM) takes at most about this long whatever clients do: a stream or an
+ * answer a client does not read, a body that never ends. A write cut off so was not answered; one
+ * answered is on disk.
+ */
+const CLOSE_GRACE_MS = 1000;
+
+/** Closes the listener, lets requests in flight finish (CLOSE_GRACE_MS at most), and drops idle keep-alive connections. */
 function stopListening(http: ReturnType<typeof createHttpServer>): Promise<void> {
   return new Promise((resolve) => {
     const idleSweep = setInterval(() => http.closeIdleConnections(), 20);
-    const deadline = setTimeout(() => http.closeAllConnections(), 10_000);
+    const deadline = setTimeout(() => http.closeAllConnections(), CLOSE_GRACE_MS);
     http.close(() => {
       clearInterval(idleSweep);
       clearTimeout(deadline);
@@ -294,6 +318,22 @@ function stopListening(http: ReturnType<typeof createHttpServer>): Promise<void>
 }
 
 const READ_METHODS = new Set(["GET", "HEAD"]);
+
+const NOTHING_HELD: Release = () => {};
+
+/**
+ * The bytes a request's body may hold, for the bodies' budget: its Content-Length; --max-body for a
+ * chunked one, whose length is known only once read; 0 for one over --max-body, which readBody
+ * refuses before reading.
+ */
+function declaredBodyBytes(req: IncomingMessage, maxBodyBytes: number): number {
+  const declared = headerOf(req, "content-length");
+  if (declared !== undefined) {
+    const bytes = Number(declared);
+    return Number.isSafeInteger(bytes) && bytes <= maxBodyBytes ? bytes : 0;
+  }
+  return headerOf(req, "transfer-encoding") === undefined ? 0 : maxBodyBytes;
+}
 
 /** The route template of a request no route served, in metrics and logs. */
 const NO_ROUTE = "(none)";
@@ -337,8 +377,13 @@ class Context implements RequestContext {
     readonly params: Params,
     readonly body: unknown,
     readonly documents: RequestContext["documents"],
+    private readonly memory: MemoryGuard,
     readonly upload?: ImportFile,
   ) {}
+
+  admitHeavy(): void {
+    this.memory.admitHeavy();
+  }
 
   get query(): URLSearchParams {
     return (this.parsedQuery ??= new URLSearchParams(this.queryText));
@@ -361,6 +406,8 @@ class App {
   private failure: Error | null = null;
   /** The plain reads' series in the request metrics, held once the first is answered. */
   private plainReads: SeriesHandle | null = null;
+  /** The bytes of heavy writes' bodies being handled at once. */
+  private readonly bodies = new BodyBudget();
 
   constructor(
     private readonly records: Records,
@@ -377,6 +424,7 @@ class App {
     /** POST /api/admin/backup: the store's backup, or the words saying what backs the store up instead. */
     private readonly backupStore: ((to: string) => Promise<BackupSummary>) | string,
     webhooks: Webhooks,
+    private readonly memory: MemoryGuard,
   ) {
     this.router = buildRouter(mounts);
     addKeyRoutes(this.router, keys);
@@ -509,8 +557,9 @@ class App {
     if (!match) throw notFound(path);
     note.route = match.route;
     if ("allowed" in match) throw methodNotAllowed(method, match.allowed);
-    if (READ_METHODS.has(method)) return this.read(match.handler, new Context(req, path, query, this.records, this.feed, caller, match.params, undefined, this.documents));
-    const contextOf = (body: unknown, upload?: ImportFile) => new Context(req, path, query, this.records, this.feed, caller, match.params, body, this.documents, upload);
+    if (match.handler.isHeavy) this.memory.admitHeavy();
+    if (READ_METHODS.has(method)) return this.read(match.handler, new Context(req, path, query, this.records, this.feed, caller, match.params, undefined, this.documents, this.memory));
+    const contextOf = (body: unknown, upload?: ImportFile) => new Context(req, path, query, this.records, this.feed, caller, match.params, body, this.documents, this.memory, upload);
     // An answer holding a new key or a webhook secret is never kept for an Idempotency-Key replay.
     return this.write(req, caller, match.handler, contextOf, !match.route.startsWith(KEYS_PATH) && !match.route.startsWith(WEBHOOKS_PATH));
   }
@@ -564,30 +613,64 @@ class App {
   }
 
   private async write(req: IncomingMessage, caller: Caller, handler: Handler, contextOf: (body: unknown, upload?: ImportFile) => Context, isReplayable: boolean): Promise<Reply> {
-    let bytes: Buffer;
-    let ctx: Context;
+    const idempotencyKey = isReplayable ? headerOf(req, "idempotency-key") : undefined;
+    const release = await this.admitBody(req);
+    try {
+      const { ctx, bodyHash } = await this.readWrite(req, handler, contextOf, idempotencyKey !== undefined);
+      if (idempotencyKey === undefined) return await this.run(handler, ctx, undefined);
+      const request = idempotentRequest(caller, idempotencyKey, req.method!, req.url ?? "/", bodyHash!);
+      const replay = await this.idempotency.start(request, Date.now());
+      if (replay) {
+        await this.records.whenDurable()?.catch((error: Error) => this.fail(error));
+        return replay;
+      }
+      try {
+        return await this.run(handler, ctx, request);
+      } finally {
+        this.idempotency.finish(request);
+      }
+    } finally {
+      release();
+    }
+  }
+
+  /**
+   * A write whose body is heavy (HEAVY_BODY_BYTES or more, as declared; a chunked one may be up to
+   * --max-body) is refused while memory is near --max-memory, and waits, its body unread, for its
+   * share of the bodies' budget (http/body-budget.ts). Answers how to give the share back.
+   */
+  private async admitBody(req: IncomingMessage): Promise<Release> {
+    const bytes = declaredBodyBytes(req, this.maxBodyBytes);
+    if (bytes < HEAVY_BODY_BYTES) return NOTHING_HELD;
+    this.memory.admitHeavy();
+    const admitted = this.bodies.admit(bytes);
+    if (!(admitted instanceof Promise)) return admitted;
+    const release = await admitted;
+    try {
+      // It waited: memory may have grown meanwhile, and its client may have gone (the body's end would never come).
+      this.memory.admitHeavy();
+      if (req.destroyed) throw invalidRequest("The connection closed before the body ended; send the whole body.");
+    } catch (error) {
+      release();
+      throw error;
+    }
+    return release;
+  }
+
+  /**
+   * The write's context, and its body's hash when an Idempotency-Key needs it. The body's bytes are
+   * dropped once parsed and hashed: nothing holds them while the write runs.
+   */
+  private async readWrite(req: IncomingMessage, handler: Handler, contextOf: (body: unknown, upload?: ImportFile) => Context, needsHash: boolean): Promise<{ ctx: Context; bodyHash: string | undefined }> {
     if (handler.takesUpload && isMultipart(req)) {
       // Read as it arrives; an Idempotency-Key's fingerprint hashes the body's digest (http/upload.ts).
       const upload = await readUpload(req, this.maxBodyBytes);
-      bytes = upload.digest;
-      ctx = contextOf(undefined, upload.file);
-    } else {
-      bytes = await readBody(req, this.maxBodyBytes);
-      ctx = contextOf(parseJsonBody(req, bytes, handler.takesUpload ? UPLOAD_MEDIA : undefined));
+      return { ctx: contextOf(undefined, upload.file), bodyHash: needsHash ? hashBody(upload.digest) : undefined };
     }
-    const idempotencyKey = headerOf(req, "idempotency-key");
-    if (typeof idempotencyKey !== "string" || !isReplayable) return this.run(handler, ctx, undefined);
-    const request = idempotentRequest(caller, idempotencyKey, req.method!, req.url ?? "/", bytes);
-    const replay = await this.idempotency.start(request, Date.now());
-    if (replay) {
-      await this.records.whenDurable()?.catch((error: Error) => this.fail(error));
-      return replay;
-    }
-    try {
-      return await this.run(handler, ctx, request);
-    } finally {
-      this.idempotency.finish(request);
-    }
+    const maxRecordBody = 2 * this.records.limits.maxRecordBytes;
+    const bytes = handler.takesOneRecord && maxRecordBody < this.maxBodyBytes ? await readBody(req, maxRecordBody, recordBodyTooLarge) : await readBody(req, this.maxBodyBytes);
+    const ctx = contextOf(parseJsonBody(req, bytes, handler.takesUpload ? UPLOAD_MEDIA : undefined));
+    return { ctx, bodyHash: needsHash ? hashBody(bytes) : undefined };
   }
 
   /**

@@ -1,14 +1,17 @@
 // Compressed answers: gzip or brotli, as the request's Accept-Encoding allows, for JSON bodies of
-// MIN_COMPRESSED_BYTES or more. Compressed in one synchronous call, so that the answer keeps its
-// Content-Length; streams (the change feed, exports) are never compressed here. The levels were
+// MIN_COMPRESSED_BYTES or more. Compressed whole, so that the answer keeps its Content-Length: in
+// one synchronous call when small, on the thread pool from ASYNC_COMPRESSED_BYTES on, so that a
+// big answer never holds the event loop; streams (the change feed, exports) are never compressed here. The levels were
 // chosen by measuring a page of 100 records (docs/benchmarks.md, "Compression").
 
-import { brotliCompressSync, constants, gzipSync } from "node:zlib";
+import { brotliCompress, brotliCompressSync, constants, gzip, gzipSync, type BrotliOptions } from "node:zlib";
 import type { IncomingMessage } from "node:http";
 import { headerOf } from "./request.ts";
 
 /** Smaller bodies fit in a packet or two either way: compressing them costs more than it saves. */
 export const MIN_COMPRESSED_BYTES = 1024;
+/** From this size a body is compressed on the thread pool: about a millisecond of work at level 1. */
+export const ASYNC_COMPRESSED_BYTES = 64 * 1024;
 export const GZIP_LEVEL = 1;
 export const BROTLI_QUALITY = 1;
 
@@ -34,7 +37,19 @@ export function acceptedCoding(req: IncomingMessage): ContentCoding | null {
 
 export function compress(body: string, coding: ContentCoding): Buffer {
   const bytes = Buffer.from(body);
-  return coding === "br"
-    ? brotliCompressSync(bytes, { params: { [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [constants.BROTLI_PARAM_SIZE_HINT]: bytes.length, [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT } })
-    : gzipSync(bytes, { level: GZIP_LEVEL });
+  return coding === "br" ? brotliCompressSync(bytes, brotliOptions(bytes.length)) : gzipSync(bytes, { level: GZIP_LEVEL });
+}
+
+/** compress() on the thread pool, for bodies of ASYNC_COMPRESSED_BYTES or more. */
+export function compressLater(body: string, coding: ContentCoding): Promise<Buffer> {
+  const bytes = Buffer.from(body);
+  return new Promise((resolve, reject) => {
+    const done = (error: Error | null, packed: Buffer) => (error ? reject(error) : resolve(packed));
+    if (coding === "br") brotliCompress(bytes, brotliOptions(bytes.length), done);
+    else gzip(bytes, { level: GZIP_LEVEL }, done);
+  });
+}
+
+function brotliOptions(size: number): BrotliOptions {
+  return { params: { [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [constants.BROTLI_PARAM_SIZE_HINT]: size, [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT } };
 }

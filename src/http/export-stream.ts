@@ -43,6 +43,9 @@ function takeExportSlot(store: Store): () => void {
   };
 }
 
+/** About how long one run of an export's rows may take to encode before other requests go. */
+const ENCODE_SLICE_MS = 5;
+
 function replyOf(entity: EntityDef, format: string, encoder: ExportEncoder, pages: RowPages): Reply {
   return {
     status: 200,
@@ -61,11 +64,21 @@ async function pump(res: ServerResponse, pages: RowPages, encoder: ExportEncoder
   try {
     if (encoder.head !== "") res.write(encoder.head);
     for (let rows = await pages.next(); rows.length > 0; rows = await pages.next()) {
-      if (res.destroyed) return;
-      if (!res.write(encoder.page(rows))) await drainedOrClosed(res);
-      // A memory store's page is at hand at once, and a fast reader's socket drains at once: without
-      // a turn of the event loop here, the whole export would run before any other request.
-      await new Promise((resolve) => setImmediate(resolve));
+      // A page is encoded a run of rows at a time, each run as long as about ENCODE_SLICE_MS allows,
+      // so that big records (a page of them is megabytes) never hold the event loop for long.
+      for (let from = 0, runRows = 1; from < rows.length; ) {
+        if (res.destroyed) return;
+        const startedAt = performance.now();
+        const run = rows.slice(from, from + runRows);
+        from += run.length;
+        const isDrained = res.write(encoder.page(run));
+        const tookMs = performance.now() - startedAt;
+        runRows = tookMs < ENCODE_SLICE_MS / 2 ? runRows * 2 : Math.max(1, runRows >> 1);
+        if (!isDrained) await drainedOrClosed(res);
+        // A memory store's page is at hand at once, and a fast reader's socket drains at once: without
+        // a turn of the event loop here, the whole export would run before any other request.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
     }
     res.end(encoder.tail);
   } catch (error) {

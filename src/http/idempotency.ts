@@ -1,5 +1,6 @@
 // Idempotency-Key (docs/api.md): the first successful answer to a write is stored with
-// the write itself (one batch, one log entry) and replayed for 24 hours. Keys are scoped to the API
+// the write itself (one batch, one log entry) and replayed for 24 hours, while the store keeps it
+// (the memory and file stores keep answers within --idempotency-memory). Keys are scoped to the API
 // key. Errors are not stored, so a refused request may be retried with the same key.
 
 import { createHash } from "node:crypto";
@@ -18,12 +19,20 @@ export interface IdempotentRequest {
   readonly fingerprint: string;
 }
 
-export function idempotentRequest(caller: Caller, idempotencyKey: string, method: string, url: string, body: Buffer): IdempotentRequest {
+/**
+ * What a request is known by: `bodyHash` is hashBody of its body, taken as soon as the body is read
+ * so that the body's bytes need not be kept while the write runs.
+ */
+export function idempotentRequest(caller: Caller, idempotencyKey: string, method: string, url: string, bodyHash: string): IdempotentRequest {
   if (idempotencyKey.length === 0 || idempotencyKey.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
     throw new ApiError(400, "invalid_parameter", `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters; a UUID is a good choice.`, { parameter: "Idempotency-Key" });
   }
-  const bodyHash = createHash("sha256").update(body).digest("base64url");
   return { scope: `${caller.keyId}\n${idempotencyKey}`, fingerprint: `${method} ${url} ${bodyHash}` };
+}
+
+/** The body's part of a fingerprint; stored answers hold it, so it never changes. */
+export function hashBody(body: Buffer): string {
+  return createHash("sha256").update(body).digest("base64url");
 }
 
 export class IdempotencyGuard {

@@ -9,6 +9,20 @@ import { findTooDeep, MAX_JSON_DEPTH } from "../json-depth.ts";
 
 export const DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024;
 
+/**
+ * A one-record write (a create, an update) whose body is over twice --max-record-size: the record
+ * would be refused anyway, so its body is refused before it is read or parsed.
+ */
+export function recordBodyTooLarge(maxBytes: number): ApiError {
+  return new ApiError(
+    413,
+    "payload_too_large",
+    `The body of a one-record write is larger than ${maxBytes} bytes, twice the largest record this server stores (--max-record-size). Keep large content elsewhere and store a reference to it.`,
+    { maxBytes },
+    { Connection: "close" },
+  );
+}
+
 export function payloadTooLarge(maxBytes: number): ApiError {
   return new ApiError(
     413,
@@ -48,9 +62,10 @@ function isHeaderName(received: string, lowerName: string): boolean {
   return true;
 }
 
-export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+/** The body, at most `maxBytes`; over it, `tooLarge` (the --max-body refusal unless a route has its own). */
+export function readBody(req: IncomingMessage, maxBytes: number, tooLarge: (maxBytes: number) => ApiError = payloadTooLarge): Promise<Buffer> {
   const declared = Number(headerOf(req, "content-length"));
-  if (declared > maxBytes) return Promise.reject(payloadTooLarge(maxBytes));
+  if (declared > maxBytes) return Promise.reject(tooLarge(maxBytes));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -59,7 +74,7 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer
       if (size > maxBytes) {
         req.off("data", onData);
         req.pause(); // stop buffering; the reply closes the connection
-        reject(payloadTooLarge(maxBytes));
+        reject(tooLarge(maxBytes));
         return;
       }
       chunks.push(chunk);

@@ -4,7 +4,7 @@
 import { STATUS_CODES, type ServerResponse } from "node:http";
 import { ApiError } from "../errors.ts";
 import type { RecordView } from "../records/read-cache.ts";
-import { acceptedCoding, compress, MIN_COMPRESSED_BYTES } from "./compression.ts";
+import { acceptedCoding, ASYNC_COMPRESSED_BYTES, compress, compressLater, MIN_COMPRESSED_BYTES } from "./compression.ts";
 
 export interface Reply {
   readonly status: number;
@@ -56,11 +56,19 @@ function sendCompressible(res: ServerResponse, reply: Reply, body: string): void
     res.end(body);
     return;
   }
-  const packed = compress(body, coding);
-  const headers = headersOf(reply, false) as unknown as Array<string | number>;
-  headers.push("Content-Encoding", coding, "Content-Length", packed.length);
-  res.writeHead(reply.status, headers as unknown as string[]);
-  res.end(packed);
+  const send = (packed: Buffer) => {
+    const headers = headersOf(reply, false) as unknown as Array<string | number>;
+    headers.push("Content-Encoding", coding, "Content-Length", packed.length);
+    res.writeHead(reply.status, headers as unknown as string[]);
+    res.end(packed);
+  };
+  if (body.length < ASYNC_COMPRESSED_BYTES) return send(compress(body, coding));
+  compressLater(body, coding).then(send, () => {
+    // zlib failed (out of memory): the same answer, uncompressed.
+    if (res.headersSent || res.destroyed) return;
+    res.writeHead(reply.status, headersOf(reply));
+    res.end(body);
+  });
 }
 
 /** A record's view as a read's 200: what sendReply sends for the view's Reply, header for header. */

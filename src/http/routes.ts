@@ -37,6 +37,8 @@ export interface RequestContext extends PresentContext {
   readonly query: URLSearchParams;
   /** A request header by its lower-case name. */
   header(name: string): string | undefined;
+  /** Refuses heavy work (503 server_busy) while memory is near --max-memory (http/memory-guard.ts). */
+  admitHeavy(): void;
   /** The parsed JSON body of a write; undefined when it had none. */
   readonly body: unknown;
   /** The file a multipart/form-data body carried, on a route that takes uploads (http/upload.ts). */
@@ -53,6 +55,10 @@ export interface Outcome {
 export type Handler = ((ctx: RequestContext) => Maybe<Outcome>) & {
   /** The route also takes a multipart/form-data body holding a file (http/upload.ts). */
   readonly takesUpload?: boolean;
+  /** Heavy work: refused while memory is near --max-memory (EntityRoute.heavy). */
+  readonly isHeavy?: boolean;
+  /** The body is one record's values: at most twice --max-record-size (EntityRoute.oneRecord). */
+  readonly takesOneRecord?: boolean;
 };
 
 /** What an operation found or built, and the rows to store for it. */
@@ -77,28 +83,36 @@ export interface EntityRoute {
   readonly access: readonly AccessOperation[];
   /** Also takes a file as multipart/form-data (the SDK's importEntities, docs/base44-sdk.md). */
   readonly takesUpload?: true;
+  /**
+   * Work whose memory grows with the records it touches, refused 503 server_busy while memory is
+   * near --max-memory (docs/operating.md, "Memory"). Lists of many records and distinct are heavy by
+   * their parameters (readList, readDistinct), and any write by the size of its body (server.ts).
+   */
+  readonly heavy?: true;
+  /** The body holds one record's values, so it is refused past twice --max-record-size before it is parsed. */
+  readonly oneRecord?: true;
 }
 
 /** Every mount serves these; a mount with `pages` serves v2/list too. */
 export const ENTITY_ROUTES: readonly EntityRoute[] = [
   { method: "GET", path: "", operation: "list", access: ["read"] },
-  { method: "POST", path: "", operation: "create", access: ["create"] },
-  { method: "DELETE", path: "", operation: "deleteMany", access: ["delete"] },
+  { method: "POST", path: "", operation: "create", access: ["create"], oneRecord: true },
+  { method: "DELETE", path: "", operation: "deleteMany", access: ["delete"], heavy: true },
   { method: "GET", path: "/count", operation: "count", access: ["read"] },
-  { method: "POST", path: "/aggregate", operation: "aggregate", access: ["read"] },
+  { method: "POST", path: "/aggregate", operation: "aggregate", access: ["read"], heavy: true },
   { method: "GET", path: "/distinct/:field", operation: "distinct", access: ["read"] },
-  { method: "POST", path: "/bulk", operation: "bulkCreate", access: ["create"] },
-  { method: "POST", path: "/import", operation: "importRecords", access: ["create"], takesUpload: true },
-  { method: "PUT", path: "/bulk", operation: "bulkUpdate", access: ["update"] },
-  { method: "POST", path: "/upsert", operation: "upsert", access: ["create", "update"] },
-  { method: "PATCH", path: "/update-many", operation: "updateMany", access: ["update"] },
+  { method: "POST", path: "/bulk", operation: "bulkCreate", access: ["create"], heavy: true },
+  { method: "POST", path: "/import", operation: "importRecords", access: ["create"], takesUpload: true, heavy: true },
+  { method: "PUT", path: "/bulk", operation: "bulkUpdate", access: ["update"], heavy: true },
+  { method: "POST", path: "/upsert", operation: "upsert", access: ["create", "update"], heavy: true },
+  { method: "PATCH", path: "/update-many", operation: "updateMany", access: ["update"], heavy: true },
   { method: "GET", path: "/:id", operation: "get", access: ["read"] },
-  { method: "PUT", path: "/:id", operation: "update", access: ["update"] },
-  { method: "PATCH", path: "/:id", operation: "patch", access: ["update"] },
+  { method: "PUT", path: "/:id", operation: "update", access: ["update"], oneRecord: true },
+  { method: "PATCH", path: "/:id", operation: "patch", access: ["update"], oneRecord: true },
   { method: "DELETE", path: "/:id", operation: "delete", access: ["delete"] },
   { method: "PUT", path: "/:id/restore", operation: "restore", access: ["update"] },
   { method: "GET", path: "/changes", operation: "changes", access: ["read"] },
-  { method: "GET", path: "/export", operation: "export", access: ["read"] },
+  { method: "GET", path: "/export", operation: "export", access: ["read"], heavy: true },
 ];
 
 const PAGE_ROUTE: EntityRoute = { method: "GET", path: "/v2/list", operation: "listPage", access: ["read"] };
@@ -126,7 +140,7 @@ export function buildRouter(mounts: readonly Mount[]): Router<Handler> {
         checkAccess(ctx, route);
         return then(operation(ctx, mount), ({ result, change }) => ({ reply: present(mount.presenter, result, ctx), change }));
       };
-      router.add(route.method, mount.collection + route.path, route.takesUpload ? Object.assign(handler, { takesUpload: true }) : handler);
+      router.add(route.method, mount.collection + route.path, Object.assign(handler, { takesUpload: route.takesUpload === true, isHeavy: route.heavy === true, takesOneRecord: route.oneRecord === true }));
     }
   }
   return router;
@@ -253,10 +267,14 @@ async function readChanges(ctx: RequestContext, entity: EntityDef | null): Promi
   return jsonReply(200, `{"changes":[${changes}],"next":"${eventIdOf(next)}","oldest":${oldest ? `"${eventIdOf(oldest)}"` : "null"}}`);
 }
 
+/** A list of more records than this a page is heavy work (EntityRoute.heavy). */
+const HEAVY_LIST_RECORDS = 1000;
+
 /** A page of the entity's records as `dialect` reads the list parameters, and where the next starts. */
 function readList(ctx: RequestContext, dialect: ListDialect) {
   const entity = ctx.records.entity(ctx.params.entity!);
   const plan = parseListParams(entity, ctx.query, ctx.caller, dialect);
+  if (plan.request.limit > HEAVY_LIST_RECORDS) ctx.admitHeavy();
   return then(ctx.records.list(entity, plan.request), (answer) => ({
     entity,
     rows: answer.rows,
@@ -270,6 +288,8 @@ function readList(ctx: RequestContext, dialect: ListDialect) {
 async function readDistinct(ctx: RequestContext, field: string, query: URLSearchParams) {
   const entity = ctx.records.entity(ctx.params.entity!);
   const plan = parseDistinctParams(entity, field, query, ctx.caller);
+  // A distinct reads every matching record, whatever its limit: heavy on either prefix.
+  ctx.admitHeavy();
   const answer = await ctx.records.distinct(entity, plan.request);
   return { values: answer.values, next: nextDistinctPage(plan, answer) };
 }

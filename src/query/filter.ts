@@ -12,6 +12,15 @@ import type { FilterNode, ValueKind } from "./filter-tree.ts";
 
 // Deep enough for any filter a person or a query builder writes; bounded so recursion cannot overflow.
 const MAX_FILTER_DEPTH = 64;
+// A filter's cost is its nodes times the records it is tried on (docs/query-language.md#limits):
+// each condition, and each $and/$or/$nor/$not/$elemMatch or object of several conditions, is a
+// node. A hand-written filter or a query builder's holds a few dozen, and many equalities on one
+// field are one $in (a set lookup), so 512 refuses only filters built to be slow.
+export const MAX_FILTER_NODES = 512;
+// Values listed in $in, $nin and $all, all lists together: a page of ids fits (lists of 500 for
+// publishable keys, aggregates and distinct values of 1,000), and on PostgreSQL each value is a
+// parameter of one statement, of which there may be 65,535.
+export const MAX_FILTER_LIST_ITEMS = 1000;
 
 export interface FieldAccess {
   /** False for publishable keys: created_by_id may be neither read nor filtered on (docs/api.md). */
@@ -53,11 +62,48 @@ function parseFilterJson(entity: EntityDef, text: string, access: FieldAccess): 
 }
 
 export function parseFilter(entity: EntityDef, value: unknown, access: FieldAccess): FilterNode | null {
+  const node = parseSavedFilter(entity, value, access);
+  if (node) checkFilterSize(node);
+  return node;
+}
+
+/**
+ * A filter saved when it was accepted (a webhook's q), read again without the size limits: they
+ * are checked when it is saved, and one saved before they were set keeps working.
+ */
+export function parseSavedFilter(entity: EntityDef, value: unknown, access: FieldAccess): FilterNode | null {
   if (!isPlainObject(value)) {
     throw invalidJson(`A filter must be a JSON object keyed by field name, such as {"status":"done"}.`, { parameter: "q" });
   }
   const node = parseObject(fieldsOf(entity, access), value, 0);
   return node.type === "and" && node.nodes.length === 0 ? null : node;
+}
+
+/** Refuses a tree of more than MAX_FILTER_NODES nodes, or lists of more than MAX_FILTER_LIST_ITEMS values together. */
+function checkFilterSize(root: FilterNode): void {
+  let nodes = 0;
+  let listItems = 0;
+  const stack = [root];
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    nodes++;
+    if (node.type === "and" || node.type === "or") for (const part of node.nodes) stack.push(part);
+    else if (node.type === "not" || node.type === "elemMatch") stack.push(node.node);
+    else if (node.type === "compare" && (node.op === "$in" || node.op === "$nin" || node.op === "$all")) listItems += (node.value as unknown[]).length;
+  }
+  if (nodes > MAX_FILTER_NODES) {
+    throw invalidFilter(
+      `The filter has ${nodes} nodes (each condition counts one, and each $and, $or, $nor, $not, $elemMatch or object of several conditions one more); at most ${MAX_FILTER_NODES} are accepted. ` +
+        `Write equalities on one field as one list ({"priority": {"$in": [1, 2, 3]}} rather than an $or of {"priority": 1}, ...), or split the request.`,
+      { nodes, maxNodes: MAX_FILTER_NODES },
+    );
+  }
+  if (listItems > MAX_FILTER_LIST_ITEMS) {
+    throw invalidFilter(
+      `The filter's $in, $nin and $all lists hold ${listItems} values together; at most ${MAX_FILTER_LIST_ITEMS} are accepted. Split the request into several of at most ${MAX_FILTER_LIST_ITEMS} values each.`,
+      { listItems, maxListItems: MAX_FILTER_LIST_ITEMS },
+    );
+  }
 }
 
 /** The field a possibly dotted name resolves to, resolved through the schema (or the platform). */

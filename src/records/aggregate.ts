@@ -9,6 +9,18 @@ import type { AggregateSpec, GroupColumn, HavingTest, Measure } from "./aggregat
 import { bucketLabel, bucketOf } from "./date-bucket.ts";
 import { ExactSum } from "./exact-sum.ts";
 import { ApiError } from "../errors.ts";
+import { settingName } from "../option-names.ts";
+
+// Each group holds its values, its measures' states and a map per group column: about 2 KiB with
+// four columns and four measures, so grouping by unique fields costs memory in proportion to the
+// records. The rows an answer may carry are 1,000 (aggregate-spec.ts); ten times as many groups
+// leave room for `having` to choose among them (docs/aggregates.md#limits).
+export const DEFAULT_MAX_GROUPS = 10_000;
+// count_distinct keeps each group's values in a set, about 26 bytes a value. Without arrays the
+// values held are at most the records read; grouping by an array and counting the distinct
+// elements of an array puts each record's elements in each of its groups, the square of its
+// length. 2,000,000 values (about 50 MiB) is a count over every record of a big store.
+export const MAX_DISTINCT_VALUES_HELD = 2_000_000;
 
 export interface AggregateResult {
   /** One row per group: the group columns by name, then `count` and the measures. */
@@ -37,8 +49,9 @@ interface Group {
   readonly states: MeasureState[];
 }
 
-export async function aggregate(store: Store, entity: EntityDef, spec: AggregateSpec): Promise<AggregateResult> {
-  const groups = (await countedGroups(store, entity.name, spec)) ?? (await walkedGroups(store, entity.name, spec));
+/** `maxGroups`: the groups gathered at most; one more refuses the aggregate, before its memory is spent. */
+export async function aggregate(store: Store, entity: EntityDef, spec: AggregateSpec, maxGroups = DEFAULT_MAX_GROUPS): Promise<AggregateResult> {
+  const groups = (await countedGroups(store, entity.name, spec, maxGroups)) ?? (await walkedGroups(store, entity.name, spec, maxGroups));
   let rows = groups.map((group) => rowOf(spec, group));
   if (spec.having.length > 0) rows = rows.filter(compileHaving(spec.having));
   rows = sortRows(spec, rows);
@@ -49,7 +62,7 @@ export async function aggregate(store: Store, entity: EntityDef, spec: Aggregate
  * The groups, when the store can count them without reading rows: a count alone with no group
  * (the store's count), or grouped by one value-indexed field with no filter (its value counts).
  */
-async function countedGroups(store: Store, entity: string, spec: AggregateSpec): Promise<Group[] | null> {
+async function countedGroups(store: Store, entity: string, spec: AggregateSpec, maxGroups: number): Promise<Group[] | null> {
   if (spec.measures.length > 0) return null;
   if (spec.groups.length === 0) return [{ values: [], count: await store.count(entity, spec.filter, "exclude"), states: [] }];
   const column = spec.groups[0]!;
@@ -62,21 +75,27 @@ async function countedGroups(store: Store, entity: string, spec: AggregateSpec):
     const value = isOfKind(column.kind, stored) ? (stored as GroupValue) : null;
     const group = groups.get(value);
     if (group) group.count += count;
+    else if (groups.size === maxGroups) throw tooManyGroups(spec, maxGroups);
     else groups.set(value, { values: [value], count, states: [] });
   }
   return [...groups.values()];
 }
 
 /** Reads every matching live row once into its groups (an array column: the group of each element). */
-async function walkedGroups(store: Store, entity: string, spec: AggregateSpec): Promise<Group[]> {
+async function walkedGroups(store: Store, entity: string, spec: AggregateSpec, maxGroups: number): Promise<Group[]> {
   const measures = spec.measures.map(accumulatorOf);
   const add = (group: Group, row: Row) => {
     group.count++;
     for (let i = 0; i < measures.length; i++) measures[i]!(group.states[i]!, row);
   };
-  const tree = new GroupTree(spec.groups.length, (values) => ({ values, count: 0, states: measures.map(newState) }));
+  const tree = new GroupTree(spec.groups.length, (values, made) => {
+    if (made === maxGroups) throw tooManyGroups(spec, maxGroups);
+    return { values, count: 0, states: measures.map(newState) };
+  });
   const readers = spec.groups.map(readerOf);
   const arrayAt = spec.groups.findIndex((column) => column.isArray);
+  // The elements of the current record already counted: one set, emptied for each record.
+  const seen = new Set<unknown>();
   const { values } = tree;
   await store.forEachLive(entity, spec.filter, (row) => {
     for (let i = 0; i < readers.length; i++) if (i !== arrayAt) values[i] = readers[i]!(row);
@@ -86,9 +105,11 @@ async function walkedGroups(store: Store, entity: string, spec: AggregateSpec): 
     const elements = row.data[name];
     let isInSome = false;
     if (Array.isArray(elements)) {
+      seen.clear();
       for (let i = 0; i < elements.length; i++) {
         const element = elements[i];
-        if (!isOfKind(kind, element) || elements.indexOf(element) < i) continue;
+        if (!isOfKind(kind, element) || seen.has(element)) continue;
+        seen.add(element);
         values[arrayAt] = element as GroupValue;
         add(tree.current(), row);
         isInSome = true;
@@ -113,9 +134,10 @@ class GroupTree {
   readonly values: GroupValue[];
   private readonly root = new Map<GroupValue, unknown>();
 
+  /** `newGroup` is told how many groups there are before the one it makes. */
   constructor(
     columns: number,
-    private readonly newGroup: (values: GroupValue[]) => Group,
+    private readonly newGroup: (values: GroupValue[], made: number) => Group,
   ) {
     this.values = new Array<GroupValue>(columns).fill(null);
   }
@@ -134,11 +156,32 @@ class GroupTree {
     const value = last < 0 ? null : values[last]!;
     let group = node.get(value) as Group | undefined;
     if (!group) {
-      node.set(value, (group = this.newGroup(values.slice())));
+      group = this.newGroup(values.slice(), this.groups.length);
+      node.set(value, group);
       this.groups.push(group);
     }
     return group;
   }
+}
+
+function tooManyGroups(spec: AggregateSpec, maxGroups: number): ApiError {
+  const parameter = spec.groups.some((column) => column.bucket === null) ? "groupBy" : "dateBucket";
+  return new ApiError(
+    400,
+    "invalid_parameter",
+    `The aggregate would make more than ${maxGroups} groups, the most this server gathers (${settingName("maxGroups")}); narrow "query", group by fewer fields or by a longer dateBucket unit, ` +
+      `or page through one field's values with GET …/distinct/<field>.`,
+    { parameter, maxGroups },
+  );
+}
+
+function tooManyDistinctValues(measure: Measure): ApiError {
+  return new ApiError(
+    400,
+    "invalid_parameter",
+    `Counting the distinct values of ${measure.field} in each group would hold more than ${MAX_DISTINCT_VALUES_HELD} values; narrow "query", or group by fewer values (grouping by an array field puts each record's elements in each of its groups).`,
+    { parameter: "countDistinct", field: measure.field, maxDistinctValues: MAX_DISTINCT_VALUES_HELD },
+  );
 }
 
 /** How a scalar group column reads its value from a row. */
@@ -198,21 +241,23 @@ function accumulatorOf(measure: Measure): Accumulator {
         }
       };
     }
-    case "count_distinct":
+    case "count_distinct": {
+      // One accumulator serves every group of an aggregate: `held` counts the values of them all.
+      let held = 0;
       // Values are told apart by their sort keys: dates by instant, whatever their text.
+      const add = (seen: Set<SortKey>, value: unknown) => {
+        const key = toSortKey(kind, value);
+        if (key === null || seen.has(key)) return;
+        if (++held > MAX_DISTINCT_VALUES_HELD) throw tooManyDistinctValues(measure);
+        seen.add(key);
+      };
       return (state, row) => {
         const value = row.data[field];
         const seen = (state.seen ??= new Set());
-        if (!measure.isArray) {
-          const key = toSortKey(kind, value);
-          if (key !== null) seen.add(key);
-        } else if (Array.isArray(value)) {
-          for (const element of value) {
-            const key = toSortKey(kind, element);
-            if (key !== null) seen.add(key);
-          }
-        }
+        if (!measure.isArray) add(seen, value);
+        else if (Array.isArray(value)) for (const element of value) add(seen, element);
       };
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 // index), so nothing is stored unless everything is.
 
 import { ambiguousMatch, ApiError, recordNotFound, batchTooLarge, filterRequired, invalidField, invalidJson, readOnlyField, unknownField } from "../errors.ts";
+import type { SizeLimits } from "../json-depth.ts";
 import type { CompareNode, FilterNode } from "../query/filter-tree.ts";
 import { isPlatformField, kindOf, type EntityDef } from "../schema/fields.ts";
 import { isPlainObject } from "../schema/load.ts";
@@ -18,7 +19,7 @@ const ID_ORDER = { field: "id", kind: "string", descending: false } as const;
 
 export function bulkCreate(records: Records, entity: EntityDef, body: unknown, caller: Caller): Change<Row[]> {
   const items = batchItems(body, `an array of ${entity.name} records`);
-  const values = items.map((item, index) => atIndex(index, () => validateCreate(entity, item)));
+  const values = items.map((item, index) => atIndex(index, () => validateCreate(entity, item, records.limits)));
   const now = Date.now();
   const rows = values.map((value) => records.newRow(value, caller, now));
   return { entity, puts: rows.map((row) => ({ entity: entity.name, row, replaces: 0 })), result: rows };
@@ -63,7 +64,7 @@ export async function bulkUpdate(records: Records, entity: EntityDef, body: unkn
       const { id, ...changes } = item;
       const row = versions.latest(id) ?? stored.get(id);
       if (!row) throw recordNotFound(entity.name, id);
-      const updated = records.changedRow(entity, row, validateChanges(entity, changes), now);
+      const updated = records.changedRow(entity, row, validateChanges(entity, changes, records.limits), now);
       versions.set(updated, row);
       return updated;
     }),
@@ -103,7 +104,7 @@ export async function upsert(
   const now = Date.now();
   const result = items.map((item, index) =>
     atIndex(index, () => {
-      const changes = validateChanges(entity, item);
+      const changes = validateChanges(entity, item, records.limits);
       const values = fields.map((field) => changes.get(field));
       const missing = fields.find((_, i) => values[i] === undefined);
       if (missing) throw invalidField(missing, `is a ${keyName} field, so every record must give it a value.`);
@@ -116,7 +117,7 @@ export async function upsert(
         versions.set(row, from);
         return { row, created: false };
       }
-      const row = records.newRow(validateCreate(entity, item), caller, now);
+      const row = records.newRow(validateCreate(entity, item, records.limits), caller, now);
       versions.set(row, null);
       existing.set(key, [row.id]); // a later record with the same match values updates this one
       return { row, created: true };
@@ -144,7 +145,7 @@ export interface FieldUpdate {
 
 export async function updateMany(records: Records, entity: EntityDef, filter: FilterNode | null, update: FieldUpdate): Promise<Change<ManyResult>> {
   if (!filter) throw filterRequired("update-many");
-  const { changes, increments } = parseFieldUpdate(entity, update);
+  const { changes, increments } = parseFieldUpdate(entity, update, records.limits);
   const now = Date.now();
   const matched = await matchingRows(records, entity, filter);
   const rows = matched.map((row) => {
@@ -155,7 +156,7 @@ export async function updateMany(records: Records, entity: EntityDef, filter: Fi
       const sum = (typeof current === "number" ? current : 0) + by;
       // The sum is checked as the record's new value (bounds, integer): the error names the record.
       try {
-        own.set(name, validateChanges(entity, { [name]: sum }).get(name));
+        own.set(name, validateChanges(entity, { [name]: sum }, records.limits).get(name));
       } catch (error) {
         throw error instanceof ApiError ? new ApiError(error.status, error.code, `Record ${row.id}: ${error.message}`, { ...error.details, id: row.id }) : error;
       }
@@ -166,7 +167,7 @@ export async function updateMany(records: Records, entity: EntityDef, filter: Fi
   return { entity, puts, result: { count: rows.length, ids: rows.map((row) => row.id) } };
 }
 
-function parseFieldUpdate(entity: EntityDef, update: FieldUpdate): { changes: Map<string, unknown>; increments: Map<string, number> } {
+function parseFieldUpdate(entity: EntityDef, update: FieldUpdate, limits: SizeLimits): { changes: Map<string, unknown>; increments: Map<string, number> } {
   const { names } = update;
   const example = `{"${names.set}": {"status": "done"}, "${names.inc}": {"views": 1}, "${names.unset}": ["note"]}`;
   const operand = (value: unknown, name: string): Record<string, unknown> => {
@@ -188,7 +189,7 @@ function parseFieldUpdate(entity: EntityDef, update: FieldUpdate): { changes: Ma
     }
   }
   if (seen.size === 0) throw invalidJson(`Name at least one field to change, as in ${example}.`);
-  const changes = validateChanges(entity, { ...set, ...Object.fromEntries(unset.map((name) => [name, null])) });
+  const changes = validateChanges(entity, { ...set, ...Object.fromEntries(unset.map((name) => [name, null])) }, limits);
   const increments = new Map<string, number>();
   for (const [name, by] of Object.entries(inc)) {
     const field = entity.fields.get(name);
@@ -264,7 +265,7 @@ async function liveRowsByMatch(records: Records, entity: EntityDef, match: strin
   // as written here and refused, with its index, when its record is checked.
   const values = wanted.map((value) => {
     try {
-      return validateChanges(entity, { [first]: value }).get(first);
+      return validateChanges(entity, { [first]: value }, records.limits).get(first);
     } catch {
       return value;
     }

@@ -37,7 +37,7 @@ export async function importItems(
     try {
       if (!isPlainObject(item)) throw invalidJson(`Each item must be a ${entity.name} record (a JSON object).`);
       const { id, created_date, updated_date, created_by_id, ...fields } = item;
-      return records.newRow(validateCreate(entity, fields), caller, now, keptFields(id, created_date, updated_date, created_by_id));
+      return records.newRow(validateCreate(entity, fields, records.limits), caller, now, keptFields(id, created_date, updated_date, created_by_id));
     } catch (error) {
       throw error instanceof ApiError ? place(error, index) : error;
     }

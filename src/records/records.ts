@@ -4,8 +4,8 @@
 // same batch. Each new version names the revision it replaces, so the store refuses a Change built
 // from a state that another write has since replaced (Store.commit); the caller then builds it again.
 
-import { entityNotFound, invalidJson, recordNotFound } from "../errors.ts";
-import { stringifyDeep } from "../json-depth.ts";
+import { ApiError, entityNotFound, invalidJson, recordNotFound } from "../errors.ts";
+import { DEFAULT_SIZE_LIMITS, stringifyDeep, type SizeLimits } from "../json-depth.ts";
 import type { FilterNode, SortPosition } from "../query/filter-tree.ts";
 import type { Schema } from "../schema/load.ts";
 import { isPlatformField, type EntityDef } from "../schema/fields.ts";
@@ -15,7 +15,7 @@ import { IsoTimes } from "../iso-time.ts";
 import { IdGenerator } from "../store/ids.ts";
 import type { Commit, IdempotentAnswer, ListQuery, MatchCheck, Put, Row, Store } from "../store/store.ts";
 import { StoredRow } from "../store/stored-row.ts";
-import { aggregate, type AggregateResult } from "./aggregate.ts";
+import { aggregate, DEFAULT_MAX_GROUPS, type AggregateResult } from "./aggregate.ts";
 import type { AggregateSpec } from "./aggregate-spec.ts";
 import type { Caller } from "./caller.ts";
 import { distinctValues, type DistinctAnswer, type DistinctRequest } from "./distinct.ts";
@@ -36,6 +36,22 @@ export interface KeptFields {
 }
 
 const NOTHING_KEPT: KeptFields = Object.freeze({});
+
+/** What one written record may hold, and one aggregate gather: the server's options (docs/operating.md). */
+export interface RecordLimits extends SizeLimits {
+  readonly maxGroups: number;
+  /** The most bytes of one record's JSON (--max-record-size). */
+  readonly maxRecordBytes: number;
+}
+
+/**
+ * 1 MiB, as Firestore's documents and PocketBase's JSON fields: every read, write, event and
+ * answer of a record costs its size, so one record of megabytes would hold the event loop for
+ * tens of milliseconds at each (docs/entities.md, "Sizes").
+ */
+export const DEFAULT_MAX_RECORD_BYTES = 1024 * 1024;
+
+export const DEFAULT_RECORD_LIMITS: RecordLimits = { ...DEFAULT_SIZE_LIMITS, maxGroups: DEFAULT_MAX_GROUPS, maxRecordBytes: DEFAULT_MAX_RECORD_BYTES };
 
 /** Rows a write will store (each with the revision it replaces), what it expects, and what it answers. */
 export interface Change<T> {
@@ -66,6 +82,8 @@ export class Records {
   constructor(
     readonly schema: Schema,
     readonly store: Store,
+    /** Every write path validates with these (batch.ts and import.ts too). */
+    readonly limits: RecordLimits = DEFAULT_RECORD_LIMITS,
   ) {
     this.ids = new IdGenerator(() => store.maxId(), store.idNode);
   }
@@ -144,12 +162,12 @@ export class Records {
     if (Array.isArray(body)) {
       throw invalidJson(`The body is an array, and this creates one record; to create ${body.length === 1 ? "it" : `these ${body.length}`} in one all-or-nothing batch, POST the array to …/${entity.name}/bulk instead, or send one JSON object here.`);
     }
-    const row = this.newRow(validateCreate(entity, body), caller, Date.now());
+    const row = this.newRow(validateCreate(entity, body, this.limits), caller, Date.now());
     return { entity, puts: [{ entity: entity.name, row, replaces: 0 }], result: row };
   }
 
   update(entity: EntityDef, row: Row, body: unknown): Change<Row> {
-    const updated = this.changedRow(entity, row, validateChanges(entity, body), Date.now());
+    const updated = this.changedRow(entity, row, validateChanges(entity, body, this.limits), Date.now());
     return { entity, puts: [{ entity: entity.name, row: updated, replaces: row.rev }], result: updated };
   }
 
@@ -169,7 +187,7 @@ export class Records {
 
   /** Groups and measures the live records a spec selects (aggregate.ts). */
   aggregate(entity: EntityDef, spec: AggregateSpec): Promise<AggregateResult> {
-    return aggregate(this.store, entity, spec);
+    return aggregate(this.store, entity, spec, this.limits.maxGroups);
   }
 
   /** One page of a field's distinct values (distinct.ts). */
@@ -210,7 +228,7 @@ export class Records {
     // A made id holds the record's time; a kept one says nothing of it.
     const created = kept.created ?? this.isoTimes.of(kept.id === undefined ? this.ids.lastTime : now);
     const data = { id, ...values, created_date: created, updated_date: kept.updated ?? created, created_by_id: kept.createdBy ?? caller.keyId };
-    return rowInRecordOrder(id, this.store.nextRev(), false, data);
+    return this.checkSize(rowInRecordOrder(id, this.store.nextRev(), false, data));
   }
 
   /** Merges validated changes (undefined clears a field) into a new version of `row`. */
@@ -230,8 +248,28 @@ export class Records {
     const current = this.isoTimes.of(now);
     const updated = typeof previous === "string" && previous > current ? previous : current;
     const rev = this.store.nextRev();
-    if (hasUndeclaredField(entity, row.data)) return new StoredRow(row.id, rev, deleted, mergedData(row.data, changes, updated));
-    return rowInRecordOrder(row.id, rev, deleted, recordOrderData(entity, row, changes, updated));
+    if (hasUndeclaredField(entity, row.data)) return this.checkSize(new StoredRow(row.id, rev, deleted, mergedData(row.data, changes, updated)), changes);
+    return this.checkSize(rowInRecordOrder(row.id, rev, deleted, recordOrderData(entity, row, changes, updated)), changes);
+  }
+
+  /**
+   * Refuses a version whose JSON passes maxRecordBytes (413), as it is built: an update that
+   * changes nothing keeps a record stored before the limit was lowered (a delete, a restore).
+   */
+  private checkSize(row: Row, changes: ReadonlyMap<string, unknown> | null = null): Row {
+    if (changes !== null && changes.size === 0) return row;
+    const json = row.memo?.dataJson ?? dataJsonOf(row.data);
+    const max = this.limits.maxRecordBytes;
+    // UTF-8 takes at most 3 bytes a UTF-16 unit: most records need no count.
+    if (json.length * 3 <= max) return row;
+    const bytes = Buffer.byteLength(json);
+    if (bytes <= max) return row;
+    throw new ApiError(
+      413,
+      "payload_too_large",
+      `The record would be ${bytes} bytes of JSON; at most ${max} are accepted (--max-record-size). Keep large content elsewhere (a file, a URL) and store its reference, or split it into several records.`,
+      { recordBytes: bytes, maxRecordBytes: max },
+    );
   }
 }
 

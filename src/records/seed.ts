@@ -4,7 +4,7 @@
 
 import { readFileSync } from "node:fs";
 import { ApiError } from "../errors.ts";
-import { isTooDeep, MAX_JSON_DEPTH } from "../json-depth.ts";
+import { isTooDeep, MAX_JSON_DEPTH, type SizeLimits } from "../json-depth.ts";
 import { isPlainObject, type Schema } from "../schema/load.ts";
 import { validateCreate } from "../schema/validate.ts";
 import { ConflictError } from "../store/store.ts";
@@ -24,7 +24,7 @@ export interface Seed {
   apply(records: Records, by: KeyRef): Promise<number>;
 }
 
-export function loadSeed(schema: Schema, source: SeedSource): Seed {
+export function loadSeed(schema: Schema, source: SeedSource, limits: SizeLimits): Seed {
   const where = typeof source === "string" ? source : "seed";
   const content = typeof source === "string" ? readSeedFile(source) : source;
   if (!isPlainObject(content)) throw new SeedError(`${where}: a seed must be a JSON object { "<Entity>": [records...] }.`);
@@ -38,7 +38,7 @@ export function loadSeed(schema: Schema, source: SeedSource): Seed {
         throw new SeedError(`${where}: ${name}[${index}] nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels, as no request may; flatten it.`);
       }
       try {
-        values.push({ entity: name, values: validateCreate(entity, item) });
+        values.push({ entity: name, values: validateCreate(entity, item, limits) });
       } catch (error) {
         if (!(error instanceof ApiError)) throw error;
         throw new SeedError(`${where}: ${name}[${index}]: ${error.message}`);

@@ -2,6 +2,8 @@
 // the values to store. Pure: it never touches the store, so a refused write changes nothing.
 
 import { ApiError, invalidField, invalidJson, readOnlyField, unknownField } from "../errors.ts";
+import { DEFAULT_SIZE_LIMITS, findOversize, type Oversize, type SizeLimits } from "../json-depth.ts";
+import { settingName } from "../option-names.ts";
 import { isDateOnly, isPlatformField, parseDateValue, type EntityDef, type FieldDef } from "./fields.ts";
 
 const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -86,13 +88,13 @@ function normalize(field: FieldDef, value: unknown): unknown {
  * Checks a write body and returns the changes it makes: declared field → value to store, or
  * undefined to clear the field (a written null means "no value"). Refuses every bad member at once.
  */
-export function validateChanges(entity: EntityDef, body: unknown): Map<string, unknown> {
+export function validateChanges(entity: EntityDef, body: unknown, limits: SizeLimits = DEFAULT_SIZE_LIMITS): Map<string, unknown> {
   const members = bodyObject(entity, body);
   const changes = new Map<string, unknown>();
   const problems: ApiError[] = [];
   for (const name of Object.keys(members)) {
     const value = members[name];
-    const checked = checkMember(entity, name, value);
+    const checked = checkMember(entity, name, value, limits);
     if (checked instanceof ApiError) problems.push(checked);
     else changes.set(name, storedValue(checked, value));
   }
@@ -101,12 +103,12 @@ export function validateChanges(entity: EntityDef, body: unknown): Map<string, u
 }
 
 /** Checks a create body; returns the declared fields to store, in declaration order, defaults filled in. */
-export function validateCreate(entity: EntityDef, body: unknown): Record<string, unknown> {
+export function validateCreate(entity: EntityDef, body: unknown, limits: SizeLimits = DEFAULT_SIZE_LIMITS): Record<string, unknown> {
   const members = bodyObject(entity, body);
   // Refusals come in body order (as for an update), then missing required fields in declaration order.
   const problems: ApiError[] = [];
   for (const name of Object.keys(members)) {
-    const checked = checkMember(entity, name, members[name]);
+    const checked = checkMember(entity, name, members[name], limits);
     if (checked instanceof ApiError) problems.push(checked);
   }
   const fitting = problems.length === 0 ? members : withoutRefused(members, problems);
@@ -146,16 +148,35 @@ function bodyObject(entity: EntityDef, body: unknown): Record<string, unknown> {
 }
 
 /** The declared field a written member sets, once its value is known to fit; else why it cannot. */
-function checkMember(entity: EntityDef, name: string, value: unknown): FieldDef | ApiError {
+function checkMember(entity: EntityDef, name: string, value: unknown, limits: SizeLimits): FieldDef | ApiError {
   const field = entity.fields.get(name); // never a platform field: load.ts refuses to declare one
   if (!field) return isPlatformField(name) ? readOnlyField(name) : unknownField(name, [...entity.fieldNames], entity.name);
   if (value === null) {
     if (field.required) return invalidField(name, `is required and cannot be null; give it a value.`);
     return field;
   }
+  // Before the type: checking each item of an array too long to keep would be wasted.
+  const oversize = findOversize(value, limits);
+  if (oversize) return oversizeProblem(name, oversize);
   const problem = checkFieldValue(field, value);
   if (problem) return invalidField(name, `${problem} (got ${describe(value)}).`, { value });
   return field;
+}
+
+/**
+ * A written value holding an array or object wider than the server keeps (docs/entities.md). Only
+ * writes are checked, so a record stored before a limit was lowered is still read and updated.
+ */
+function oversizeProblem(name: string, { steps, isArray, count, limit }: Oversize): ApiError {
+  const path = [name, ...steps].join(".");
+  const where = steps.length === 0 ? "holds" : `holds at ${path}`;
+  const what = isArray ? `an array of ${count} items` : `an object of ${count} keys`;
+  const setting = settingName(isArray ? "maxArrayItems" : "maxObjectKeys");
+  const mend = isArray
+    ? "keep a list that long as records of their own (one per item, naming this record's id)"
+    : "keep that many entries as records of their own";
+  const details = isArray ? { path, items: count, maxArrayItems: limit } : { path, keys: count, maxObjectKeys: limit };
+  return invalidField(name, `${where} ${what}, over the ${limit} this server keeps in one ${isArray ? "array" : "object"} (${setting}); ${mend}.`, details);
 }
 
 /** What a checked value is stored as: null clears the field (undefined), timestamps in UTC. */

@@ -139,6 +139,8 @@ export interface OpenStoreOptions {
   readonly pgSchema?: string;
   /** Events the change feed keeps (--changes-keep). */
   readonly changesKeep: number;
+  /** The bytes of idempotent answers the memory and file stores keep (--idempotency-memory); PostgreSQL keeps them in a table. */
+  readonly idempotencyMemoryBytes?: number;
   /** Things the operator should hear about that do not stop the server (a torn tail was cut). */
   readonly warn: (message: string) => void;
 }
@@ -146,7 +148,7 @@ export interface OpenStoreOptions {
 export async function openStore(location: StoreLocation, options: OpenStoreOptions): Promise<OpenedStore> {
   switch (location.kind) {
     case "memory":
-      return { store: new MemoryStore(options.valueIndexed, uniqueFieldsOf(options.schema), options.changesKeep), description: "in memory only: nothing is kept on disk", keyVault: null, dataDir: null, loaded: null, backup: MEMORY_BACKUP };
+      return { store: new MemoryStore(options.valueIndexed, uniqueFieldsOf(options.schema), options.changesKeep, options.idempotencyMemoryBytes), description: "in memory only: nothing is kept on disk", keyVault: null, dataDir: null, loaded: null, backup: MEMORY_BACKUP };
     case "file": {
       const openedAt = performance.now();
       await prepareDataFolder(location.dir);

@@ -61,8 +61,8 @@ test("the packed tarball holds the bundle, types, bin and examples, and no sourc
   }
   // A guard against shipping what should not ship (sources, tests, a second copy of the code), not a
   // cap on features: 193 kB when set, 218 kB once schema changes and managed keys came, 256 kB with
-  // webhooks and the realtime socket.
-  assert.ok(packedBytes <= 300_000, `the tarball is ${packedBytes} bytes (at most 300,000)`);
+  // webhooks and the realtime socket, 301 kB with the linear-time $regex engine and the budgets.
+  assert.ok(packedBytes <= 340_000, `the tarball is ${packedBytes} bytes (at most 340,000)`);
   // Every docs/ page the README links to is in the package (npm shows relative images from the repository).
   const readme = readFileSync(join(ROOT, "README.md"), "utf8");
   for (const [, link] of readme.matchAll(/\]\((docs\/[^)#\s]+\.md)/g)) assert.ok(files.includes(link!), `the README links to ${link}, which the tarball lacks`);

@@ -76,8 +76,9 @@ test("an export's pump lets other work run between its pages", async () => {
   reply.stream!(res as unknown as ServerResponse);
   const writesThen = await turn;
   await new Promise<void>((resolve) => (res.ended ? resolve() : res.once("finish", () => resolve())));
-  assert.equal(res.writes, RECORDS / 1000, "a write per page of 1,000 records");
-  assert.ok(writesThen < res.writes, `another macrotask ran only after all ${res.writes} pages`);
+  // A page is written in runs of rows, each encoded within a few milliseconds: at least a write a page.
+  assert.ok(res.writes >= RECORDS / 1000, `${res.writes} writes: at least one per page of 1,000 records`);
+  assert.ok(writesThen < res.writes, `another macrotask ran only after all ${res.writes} writes`);
 });
 
 test("a change feed's catch-up lets other work run between its pages", async () => {

@@ -38,7 +38,8 @@ describe("texts of any length up to the body limit", () => {
   const created: Array<{ id: string; title: string }> = [];
 
   before(async () => {
-    server = await startTestServer();
+    // A record may be as large as a body when --max-record-size says so (1 MiB by default).
+    server = await startTestServer({ maxRecordBytes: 10 * 1024 * 1024 });
     for (const title of TITLES) {
       const answer = await server.call("POST", PATH, { body: { title }, apiKey: PUBLISHABLE });
       assert.equal(answer.status, 201, answer.text.slice(0, 500));

@@ -42,6 +42,8 @@ export interface FileStoreOptions {
   readonly unique?: UniqueFields;
   /** Events the change feed keeps (--changes-keep), across restarts and compactions. */
   readonly changesKeep?: number;
+  /** The bytes of idempotent answers kept (--idempotency-memory), at start-up as while serving. */
+  readonly idempotencyMemoryBytes?: number;
   /** Things the operator should hear about that do not stop the server (a torn tail was cut). */
   readonly warn: (message: string) => void;
   /** A batch whose log line would be longer is written in parts (wal.ts); tests make it small. */
@@ -86,7 +88,7 @@ export class FileStore extends MemoryStore {
     private readonly options: FileStoreOptions,
     private readonly lock: DirectoryLock,
   ) {
-    super(options.valueIndexed, options.unique, options.changesKeep);
+    super(options.valueIndexed, options.unique, options.changesKeep, options.idempotencyMemoryBytes);
   }
 
   /** Creates the folder if needed, locks it, and recovers its state; then the store serves. */
@@ -371,6 +373,7 @@ export class FileStore extends MemoryStore {
 
   private startCompaction(logBytes: number): void {
     this.compact().catch((error: Error) => {
+      if (this.isClosed) return; // given up by close(): nothing to retry
       if (isOutOfSpace(error) && this.spaceRetryAt !== null) {
         this.options.warn(`Compacting the log in ${this.options.dir} failed for lack of space (every write is still in the log; retrying in ${Math.ceil((this.spaceRetryAt - Date.now()) / 1000)} s or at the first write after that): ${error.message}`);
         return;
@@ -410,7 +413,8 @@ export class FileStore extends MemoryStore {
     this.wal.hasBackgroundWork = true;
     let bytes: number;
     try {
-      bytes = await writeSnapshot(this.options.dir, state);
+      // A stop (SIGTERM) does not wait for a long snapshot: close() gives it up at its next chunk.
+      bytes = await writeSnapshot(this.options.dir, state, () => this.isClosed);
     } finally {
       this.wal.hasBackgroundWork = false;
     }

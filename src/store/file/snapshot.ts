@@ -129,13 +129,18 @@ export function isTemporarySnapshot(name: string): boolean {
   return name.startsWith(SNAPSHOT_PREFIX) && name.endsWith(TEMPORARY_SUFFIX);
 }
 
-/** Writes, syncs and renames the snapshot; answers its size in bytes. Yields between chunks. */
-export async function writeSnapshot(dir: string, state: SnapshotState): Promise<number> {
+/**
+ * Writes, syncs and renames the snapshot; answers its size in bytes. Yields between chunks, and
+ * gives up there once `isStopped` says so (the store is closing): the temporary file is removed,
+ * and the log still holds everything.
+ */
+export async function writeSnapshot(dir: string, state: SnapshotState, isStopped: () => boolean = () => false): Promise<number> {
   let bytes = 0;
   await replaceFile(join(dir, snapshotName(state.seq)), async (handle) => {
     let checksum = 0;
     let text = frameLine({ format: SNAPSHOT_FORMAT, seq: state.seq, rev: state.rev, horizon: [state.horizon.seq, state.horizon.index] });
     const flush = async (): Promise<void> => {
+      if (isStopped()) throw new Error("The store closed while the snapshot was being written; the log still holds every write.");
       const buffer = Buffer.from(text);
       text = "";
       checksum = crc32(buffer, checksum);
@@ -158,7 +163,10 @@ export async function writeSnapshot(dir: string, state: SnapshotState): Promise<
         if (text.length >= WRITE_CHUNK_CHARS) await flush();
       }
     }
-    for (const answer of state.answers) text += `${JSON.stringify({ answer })}\n`;
+    for (const answer of state.answers) {
+      text += `${JSON.stringify({ answer })}\n`;
+      if (text.length >= WRITE_CHUNK_CHARS) await flush();
+    }
     for (const { entity, type, row, current } of state.events) {
       const event = [row.seq, row.index, entity, type, row.id];
       text += current ? `${JSON.stringify({ event })}\n` : `${JSON.stringify({ event, row: { id: row.id, rev: row.rev, deleted: row.deleted, data: row.data } })}\n`;

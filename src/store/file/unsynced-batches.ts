@@ -4,6 +4,7 @@
 
 import type { IdempotentAnswer, Row, WriteBatch } from "../store.ts";
 import type { Table } from "../memory/table.ts";
+import type { IdempotentAnswers } from "../memory/idempotent-answers.ts";
 
 type Undo =
   | {
@@ -16,9 +17,9 @@ type Undo =
       readonly answer: { readonly scope: string; readonly previous: IdempotentAnswer | undefined } | undefined;
     }
   | {
-      /** A reset: the tables and answers it cleared away. */
+      /** A reset: the tables and answers (oldest first) it cleared away. */
       readonly tables: ReadonlyMap<string, Table>;
-      readonly answers: ReadonlyMap<string, IdempotentAnswer>;
+      readonly answers: readonly IdempotentAnswer[];
     };
 
 export class UnsyncedBatches {
@@ -27,7 +28,7 @@ export class UnsyncedBatches {
 
   constructor(
     private readonly tables: Map<string, Table>,
-    private readonly answers: Map<string, IdempotentAnswer>,
+    private readonly answers: IdempotentAnswers,
     private readonly metaValues: Map<string, unknown>,
   ) {}
 
@@ -44,7 +45,7 @@ export class UnsyncedBatches {
 
   /** What a reset will clear: the reset must then drop the tables rather than empty them. */
   undoOfReset(): Undo {
-    return { tables: new Map(this.tables), answers: new Map(this.answers) };
+    return { tables: new Map(this.tables), answers: [...this.answers.values()] };
   }
 
   /** The entry `seq` of the log was applied to memory, replacing what `undo` holds. */
@@ -108,12 +109,13 @@ export class UnsyncedBatches {
       this.tables.clear();
       for (const [entity, table] of undo.tables) this.tables.set(entity, table);
       this.answers.clear();
-      for (const [scope, answer] of undo.answers) this.answers.set(scope, answer);
+      for (const answer of undo.answers) this.answers.keep(answer);
       return;
     }
+    // Answers dropped to make room for the batch's stay dropped: their keys are new keys, as after any drop.
     if (undo.answer) {
       this.answers.delete(undo.answer.scope);
-      if (undo.answer.previous) this.answers.set(undo.answer.scope, undo.answer.previous);
+      if (undo.answer.previous) this.answers.keep(undo.answer.previous);
     }
     // Newest first, as the batch applied its writes: metadata, then rows, then drops.
     for (let i = (undo.meta?.length ?? 0) - 1; i >= 0; i--) {

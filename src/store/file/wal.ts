@@ -40,11 +40,16 @@ const SEGMENT_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_DSYNC
  */
 export const PREALLOCATE_BYTES = 16 * 1024 * 1024;
 /**
- * A batch whose line would be longer than this is written in parts (see frameEntryLines), and lines
- * are joined into one buffer per write up to this size: a migration's batch of a million records
- * never becomes one string, which V8 caps at about 512 MiB, nor one buffer of all its bytes.
+ * A batch whose line would be longer than this is written in parts (see frameEntryLines): a
+ * migration's batch of a million records never becomes one string, which V8 caps at about 512 MiB.
  */
 export const MAX_LOG_LINE_CHARS = 64 * 1024 * 1024;
+/**
+ * A flush encodes its lines into a buffer of this size, written and reused (encodeLines), so that a
+ * group of large batches costs one such buffer beside its text rather than a copy of it all. Each
+ * O_DSYNC write is a device flush: 8 MiB makes that a small share of the write.
+ */
+const WRITE_CHUNK_BYTES = 8 * 1024 * 1024;
 
 /** A row as written to disk: never its memo, which the layers above rebuild. */
 export interface RowImage {
@@ -151,33 +156,65 @@ export function frameEntry(seq: number, fields: Omit<LogEntry, "seq">): string {
  * whole. A single put longer than the bound is a part of its own.
  */
 export function frameEntryLines(seq: number, fields: Omit<LogEntry, "seq">, maxLineChars = MAX_LOG_LINE_CHARS): string[] {
+  return frameEntryPieces(seq, fields, maxLineChars).map((pieces) => pieces.join(""));
+}
+
+/**
+ * The lines of frameEntryLines, each as the pieces of text it is made of (a row's data JSON is one),
+ * its checksum taken piece by piece. The log writes the pieces as they are (encodeLines): a batch's
+ * line is never joined into one string, which for a bulk write of 10 MB would be a copy of 10 MB,
+ * and the checksum's encoding of it another.
+ */
+function frameEntryPieces(seq: number, fields: Omit<LogEntry, "seq">, maxLineChars: number): string[][] {
   const puts = fields.puts ?? [];
-  const lines: string[] = [];
-  let part = "";
+  const lines: string[][] = [];
+  let part: string[] = [];
+  let partChars = 0;
   let first = 0;
   for (let i = 0; i < puts.length; i++) {
-    const json = putJson(puts[i]!);
-    if (i > first && part.length + json.length > maxLineChars) {
-      lines.push(frameHead(`{"seq":${seq},"more":true,"puts":[${part}]`));
-      part = "";
+    const [open, data, close] = putPieces(puts[i]!);
+    const chars = open.length + data.length + close.length;
+    if (i > first && partChars + chars > maxLineChars) {
+      lines.push(framePieces([`{"seq":${seq},"more":true,"puts":[`, ...part, "]"]));
+      part = [];
+      partChars = 0;
       first = i;
     }
-    part += i === first ? json : `,${json}`;
+    if (i > first) {
+      part.push(",");
+      partChars++;
+    }
+    part.push(open, data, close);
+    partChars += chars;
   }
-  let head = `{"seq":${seq}`;
+  const pieces = [`{"seq":${seq}`];
   for (const [name, value] of Object.entries(fields)) {
     if (value === undefined) continue; // as JSON.stringify skips it
-    head += `,${JSON.stringify(name)}:${name === "puts" ? `[${part}]` : JSON.stringify(value)}`;
+    if (name === "puts") {
+      // A loop, not push(...part): a migration's batch holds millions of pieces, past what a call takes as arguments.
+      pieces.push(`,"puts":[`);
+      for (const piece of part) pieces.push(piece);
+      pieces.push("]");
+    }
+    else pieces.push(`,${JSON.stringify(name)}:${JSON.stringify(value)}`);
   }
-  lines.push(frameHead(head));
+  lines.push(framePieces(pieces));
   return lines;
 }
 
-/** JSON.stringify(put), with its row written as a RowImage: never its memo. */
-function putJson({ e, row, s }: LogPut): string {
+/** `pieces` (a line's text without its closing brace) with the checksum frameHead gives it. */
+function framePieces(pieces: string[]): string[] {
+  let crc = 0;
+  for (const piece of pieces) crc = crc32(piece, crc);
+  pieces.push(`${CRC_SUFFIX}${crcHex(crc)}"}\n`);
+  return pieces;
+}
+
+/** JSON.stringify(put) in three pieces, its data JSON the middle one; its row written as a RowImage: never its memo. */
+function putPieces({ e, row, s }: LogPut): [string, string, string] {
   // Rows handed to the log are Rows (store.ts); memo.dataJson is JSON.stringify(row.data) (records.ts).
   const data = (row as Row).memo?.dataJson ?? JSON.stringify(row.data);
-  return `{"e":${JSON.stringify(e)},"row":{"id":${JSON.stringify(row.id)},"rev":${row.rev},"deleted":${row.deleted},"data":${data}}${s === 1 ? ',"s":1' : ""}}`;
+  return [`{"e":${JSON.stringify(e)},"row":{"id":${JSON.stringify(row.id)},"rev":${row.rev},"deleted":${row.deleted},"data":`, data, `}${s === 1 ? ',"s":1' : ""}}`];
 }
 
 /**
@@ -373,25 +410,40 @@ export async function scanLineRuns(path: string, holdLastLine: boolean, onRun: (
   }
 }
 
-/** The entries' lines as buffers of at most `maxChars` characters each (or one longer line). */
-function joinLines(entries: readonly string[][], maxChars: number): Buffer[] {
-  const buffers: Buffer[] = [];
-  let pending: string[] = [];
+/**
+ * The entries' lines (each as its pieces, frameEntryPieces) encoded into one buffer, reused: each
+ * part handed out must be written before the next is asked for. A piece is released once encoded
+ * (entries are the log's queue, written once), so a group of large batches never holds its text and
+ * its bytes whole at the same time.
+ */
+function* encodeLines(entries: string[][][]): Generator<Buffer> {
   let chars = 0;
+  for (const lines of entries) for (const pieces of lines) for (const piece of pieces) chars += piece.length;
+  // UTF-8 takes at most 3 bytes per UTF-16 unit: a small group fits one buffer, and one write.
+  const buffer = Buffer.allocUnsafe(Math.min(WRITE_CHUNK_BYTES, 3 * chars));
+  let used = 0;
   for (const lines of entries) {
-    for (const line of lines) {
-      if (pending.length > 0 && chars + line.length > maxChars) {
-        buffers.push(Buffer.from(pending.join("")));
-        pending = [];
-        chars = 0;
+    for (const pieces of lines) {
+      for (let i = 0; i < pieces.length; i++) {
+        let text = pieces[i]!;
+        pieces[i] = "";
+        while (text.length > 0) {
+          // encodeInto never splits a character, and says how much of the text it took.
+          const { read, written } = UTF8.encodeInto(text, buffer.subarray(used));
+          used += written;
+          text = read === text.length ? "" : text.slice(read);
+          if (text.length > 0 || used === buffer.length) {
+            yield buffer.subarray(0, used);
+            used = 0;
+          }
+        }
       }
-      pending.push(line);
-      chars += line.length;
     }
   }
-  if (pending.length > 0) buffers.push(Buffer.from(pending.join("")));
-  return buffers;
+  if (used > 0) yield buffer.subarray(0, used);
 }
+
+const UTF8 = new TextEncoder();
 
 function isAllZeros(bytes: Buffer): boolean {
   for (let i = 0; i < bytes.length; i++) if (bytes[i] !== 0) return false;
@@ -528,7 +580,7 @@ export class WriteAheadLog {
   /** How long each durable write took (write + fdatasync), for GET /metrics. */
   readonly syncSeconds = new Histogram(FSYNC_BUCKETS);
   /** Each entry's lines (see frameEntryLines): one, or the parts of a very large batch. */
-  private queue: string[][] = [];
+  private queue: string[][][] = [];
   private queued: Deferred | null = null;
   private inFlight: Deferred | null = null;
   private rotation: Rotation | null = null;
@@ -609,7 +661,7 @@ export class WriteAheadLog {
   append(fields: Omit<LogEntry, "seq">): Promise<void> {
     if (this.failure) return markHandled(Promise.reject(this.failure));
     if (this.isClosed) return markHandled(Promise.reject(new Error("The store is closed; no more writes are accepted.")));
-    this.queue.push(frameEntryLines(this.seq++, fields, this.maxLineChars));
+    this.queue.push(frameEntryPieces(this.seq++, fields, this.maxLineChars));
     if (this.inFlight) this.isContended = true;
     this.queued ??= createDeferred();
     this.scheduleFlush();
@@ -697,23 +749,23 @@ export class WriteAheadLog {
    * Writes whole entries. The segment's byte count grows only once every one is on disk, so that a
    * write cut short (no room) is cut off again to the last whole entry, parts of a batch included.
    */
-  private async writeAndSync(entries: string[][]): Promise<void> {
+  private async writeAndSync(entries: string[][][]): Promise<void> {
     if (entries.length === 0) return;
-    const buffers = joinLines(entries, MAX_LOG_LINE_CHARS);
     const start = this.segments.at(-1)!.bytes;
-    const length = buffers.reduce((sum, buffer) => sum + buffer.length, 0);
-    const size = this.sizeFor(start + length);
-    if (size > this.allocated) {
-      await this.handle.truncate(size);
-      this.allocated = size;
-    }
     const started = performance.now();
-    for (let i = 0, at = start; i < buffers.length; at += buffers[i]!.length, i++) {
-      await writeFully(this.handle, buffers[i]!, at); // durable on return: the segment is O_DSYNC
+    let at = start;
+    for (const bytes of encodeLines(entries)) {
+      const size = this.sizeFor(at + bytes.length);
+      if (size > this.allocated) {
+        await this.handle.truncate(size);
+        this.allocated = size;
+      }
+      await writeFully(this.handle, bytes, at); // durable on return: the segment is O_DSYNC
+      at += bytes.length;
     }
     this.syncSeconds.observe((performance.now() - started) / 1000);
     this.syncs++;
-    this.segments.at(-1)!.bytes += length;
+    this.segments.at(-1)!.bytes += at - start;
     this.writtenSeq += entries.length;
   }
 
@@ -723,19 +775,22 @@ export class WriteAheadLog {
    * blocks for one O_DSYNC write; requests that arrive meanwhile are read in the next turn and
    * flushed together, and a flush of more than one line turns the log back to shared async writes.
    */
-  private writeAndSyncNow(line: string): void {
-    const buffer = Buffer.from(line);
-    const at = this.segments.at(-1)!.bytes;
-    const size = this.sizeFor(at + buffer.length);
-    if (size > this.allocated) {
-      ftruncateSync(this.handle.fd, size);
-      this.allocated = size;
-    }
+  private writeAndSyncNow(line: string[]): void {
+    const start = this.segments.at(-1)!.bytes;
     const started = performance.now();
-    for (let offset = 0; offset < buffer.length; ) offset += writeSync(this.handle.fd, buffer, offset, buffer.length - offset, at + offset);
+    let at = start;
+    for (const buffer of encodeLines([[line]])) {
+      const size = this.sizeFor(at + buffer.length);
+      if (size > this.allocated) {
+        ftruncateSync(this.handle.fd, size);
+        this.allocated = size;
+      }
+      for (let offset = 0; offset < buffer.length; ) offset += writeSync(this.handle.fd, buffer, offset, buffer.length - offset, at + offset);
+      at += buffer.length;
+    }
     this.syncSeconds.observe((performance.now() - started) / 1000);
     this.syncs++;
-    this.segments.at(-1)!.bytes += buffer.length;
+    this.segments.at(-1)!.bytes += at - start;
     this.writtenSeq++;
   }
 

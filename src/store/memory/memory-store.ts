@@ -10,6 +10,7 @@ import { planCount, planEach, planList } from "./plan.ts";
 import { compileFilter } from "./predicate.ts";
 import { changeTypeOf, compareFeedPositions, ConflictError, positionOf, uniqueClashInBatch, uniqueKeyOf, UniqueViolation, type Commit, type DeletedFilter, type FeedEvent, type FeedPosition, type FeedRead, type FeedState, type IdempotentAnswer, type ListQuery, type ListResult, type MetaWrite, type Put, type ReadCache, type Row, type RowPages, type Store, EXPORT_PAGE_ROWS, type StoreMetrics, type UniqueClashReport, type UniqueFields, type WriteBatch } from "../store.ts";
 import { ChangeWindow } from "./change-window.ts";
+import { DEFAULT_IDEMPOTENCY_MEMORY_BYTES, IdempotentAnswers } from "./idempotent-answers.ts";
 import { Table } from "./table.ts";
 
 /** Events the change feed keeps by default (--changes-keep). */
@@ -22,8 +23,8 @@ export type ValueIndexedFields = ReadonlyMap<string, readonly string[]>;
 
 export class MemoryStore implements Store {
   protected readonly tables = new Map<string, Table>();
-  /** Insertion order is expiry order (the TTL is fixed), so expired answers sit at the front. */
-  protected readonly answers = new Map<string, IdempotentAnswer>();
+  /** Idempotent answers by scope, oldest first, within their budget of bytes (--idempotency-memory). */
+  protected readonly answers: IdempotentAnswers;
   /** Store.meta(): values kept about the store itself, written with batches; a reset keeps them. */
   protected readonly metaValues = new Map<string, unknown>();
   /** Live records sharing unique values, as settleUniqueIndexes found them (the file store, after loading). */
@@ -43,8 +44,10 @@ export class MemoryStore implements Store {
     private readonly valueIndexed: ValueIndexedFields,
     private readonly unique: UniqueFields = new Map(),
     changesKeep = DEFAULT_CHANGES_KEEP,
+    idempotencyMemoryBytes = DEFAULT_IDEMPOTENCY_MEMORY_BYTES,
   ) {
     this.window = new ChangeWindow(changesKeep);
+    this.answers = new IdempotentAnswers(idempotencyMemoryBytes);
   }
 
   get(entity: string, id: string): Row | undefined {
@@ -317,11 +320,9 @@ export class MemoryStore implements Store {
       this.window.add({ entity, type: sync ? "sync" : changeTypeOf(previous, row), row });
     }
     for (const write of batch.meta ?? []) this.applyMeta(write);
-    if (batch.answer) {
-      this.answers.delete(batch.answer.scope);
-      this.answers.set(batch.answer.scope, batch.answer);
-    }
-    this.dropExpiredAnswers(Date.now());
+    // The same budget at start-up as here: a snapshot and a replayed log keep the answers this kept.
+    if (batch.answer) this.answers.keep(batch.answer);
+    this.answers.dropExpired(Date.now());
   }
 
   /**
@@ -378,13 +379,6 @@ export class MemoryStore implements Store {
     for (const table of this.tables.values()) table.clear();
     this.answers.clear();
     this.window.clear();
-  }
-
-  protected dropExpiredAnswers(now: number): void {
-    for (const [scope, answer] of this.answers) {
-      if (answer.expiresAt > now) break;
-      this.answers.delete(scope);
-    }
   }
 
   protected table(entity: string): Table {

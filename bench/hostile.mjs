@@ -1,0 +1,368 @@
+// A hostile load: what anyone holding the publishable key (it ships in a browser app) can send,
+// against the built server with its heap limited as on a 1 GiB VM, beside a well-behaved client.
+// Measures what docs/operating.md ("A public server's budget") promises: /health answered
+// throughout, the good client's rate beside the attack against alone, resident memory, how fast
+// SIGTERM stops the server, and that no acknowledged write is lost across the restart.
+//
+//   node bench/hostile.mjs [--store memory|file|postgres] [--pg-url URL] [--records 100000]
+//                          [--duration 60] [--connections 20] [--heap-mb 512] [--cli dist/tabula.mjs]
+//
+// test/http/hostile-load.test.ts runs the same attack, shorter, on every store and checks its
+// outcomes (never its timings).
+
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer as createNetServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
+import { buildRequest, runLoad } from "./load.mjs";
+
+const DIST_CLI = fileURLToPath(new URL("../dist/tabula.mjs", import.meta.url));
+const SECRET = "sk_hostile_secret_key_0001";
+const PUBLISHABLE = "pk_hostile_publishable_key_01";
+const PATH = "/api/entities/Task";
+
+const TASK = {
+  name: "Task",
+  type: "object",
+  properties: {
+    title: { type: "string" },
+    email: { type: "string" },
+    status: { type: "string", enum: ["todo", "doing", "done"] },
+    priority: { type: "integer" },
+    start_at: { type: "string", format: "date-time" },
+    tags: { type: "array", items: { type: "string" } },
+    meta: { type: "object" },
+  },
+  required: ["title"],
+};
+
+/** Patterns that take a backtracking engine exponential or polynomial time on a near miss. */
+export const CATASTROPHIC_PATTERNS = ["(a+)+b", "(a|aa)*b", "(.*a){20}", "\\w*\\w*\\w*x", "a*a*a*a*a*b", "(a*)*$", "([a-z]+)*!"];
+
+const q = (filter) => encodeURIComponent(JSON.stringify(filter));
+
+/** The attack's requests, cycled by each connection: every one the issue that found them named. */
+function attackRequests() {
+  const regex = (pattern) => ({ title: { $regex: pattern } });
+  const requests = [];
+  for (const pattern of CATASTROPHIC_PATTERNS) {
+    requests.push({ method: "GET", path: `${PATH}?q=${q(regex(pattern))}&limit=5&fields=id` });
+    requests.push({ method: "GET", path: `${PATH}/count?q=${q(regex(pattern))}` });
+  }
+  const slow = regex("a*a*a*a*a*b");
+  requests.push(
+    { method: "GET", path: `${PATH}/changes?since=0&limit=100&q=${q(slow)}` },
+    { method: "POST", path: `${PATH}/aggregate`, body: { query: slow, count: true } },
+    { method: "GET", path: `${PATH}/distinct/status?q=${q(slow)}` },
+    { method: "GET", path: `${PATH}/export?format=ndjson&q=${q(slow)}` },
+    { method: "POST", path: `${PATH}/aggregate`, body: { groupBy: "tags", count: true } },
+    { method: "POST", path: `${PATH}/aggregate`, body: { groupBy: ["id", "title", "email", "start_at"], count: true, sum: "priority", avg: "priority", min: "priority", max: "priority" } },
+    { method: "POST", path: `${PATH}/aggregate`, body: { query: { $or: Array.from({ length: 600 }, (_, i) => ({ priority: 100 + i })) }, count: true } },
+    { method: "POST", path: `${PATH}/aggregate`, body: { query: { $or: Array.from({ length: 500 }, (_, i) => ({ priority: 100 + i })) }, count: true } },
+    { method: "GET", path: `${PATH}/count?q=${q({ $and: Array.from({ length: 250 }, (_, i) => ({ priority: { $ne: i } })) })}` },
+    { method: "POST", path: PATH, body: { title: "wide", meta: Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`k${i}`, i])) } },
+    { method: "POST", path: PATH, body: { title: "too wide", meta: Object.fromEntries(Array.from({ length: 100_000 }, (_, i) => [`k${i}`, i])) } },
+    { method: "POST", path: PATH, body: { title: "too long", tags: Array.from({ length: 80_000 }, (_, i) => `t${i}`) } },
+    { method: "POST", path: PATH, body: { title: "too big", meta: Object.fromEntries(Array.from({ length: 900 }, (_, i) => [`k${i}`, "x".repeat(10_000)])) } },
+  );
+  return requests;
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const probe = createNetServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts the built server; resolves once it listens. */
+async function startServer({ cli, storeArgs, schemaDir, heapMb, port }) {
+  // HOSTILE_NODE_FLAGS adds node flags to the server's (such as --cpu-prof --cpu-prof-dir=DIR).
+  const nodeFlags = (process.env.HOSTILE_NODE_FLAGS ?? "").split(" ").filter(Boolean);
+  const args = [`--max-old-space-size=${heapMb}`, ...nodeFlags, cli, "--schema", schemaDir, ...storeArgs, "--port", String(port), "--secret-key", SECRET, "--publishable-key", PUBLISHABLE, "--log", "off"];
+  const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout.setEncoding("utf8").on("data", (text) => (output = (output + text).slice(-20_000)));
+  child.stderr.setEncoding("utf8").on("data", (text) => (output = (output + text).slice(-20_000)));
+  const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal, at: performance.now() })));
+  const deadline = performance.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`tabula exited before listening:\n${output}`);
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/health`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (performance.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error(`tabula did not listen within 60 s:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return { child, exited, url: `http://127.0.0.1:${port}`, port, output: () => output };
+}
+
+async function call(url, method, path, { body, apiKey = SECRET, signal } = {}) {
+  const response = await fetch(url + path, {
+    method,
+    headers: { "X-Api-Key": apiKey, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
+    body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+    signal,
+  });
+  const text = await response.text();
+  return { status: response.status, text };
+}
+
+/** The seeded records, then the ones the attacks need: long near-miss titles, long arrays, wide objects, one big record. */
+async function seed(url, records) {
+  const ids = [];
+  for (let from = 0; from < records; from += 5000) {
+    const batch = Array.from({ length: Math.min(5000, records - from) }, (_, i) => {
+      const n = from + i;
+      return { title: `task ${n} ${"abcdefgh"[n % 8]}`, email: `user${n}@example.com`, status: ["todo", "doing", "done"][n % 3], priority: n % 1000, start_at: new Date(Date.UTC(2026, 0, 1) + n * 60_000).toISOString(), tags: [`t${n % 50}`, `u${n % 7}`] };
+    });
+    const answer = await call(url, "POST", `${PATH}/bulk`, { body: batch });
+    if (answer.status !== 201) throw new Error(`seeding: ${answer.status} ${answer.text.slice(0, 300)}`);
+    for (const record of JSON.parse(answer.text)) ids.push(record.id);
+  }
+  const planted = [
+    ...Array.from({ length: 20 }, (_, i) => ({ title: "a".repeat(300 + i * 500) })),
+    ...Array.from({ length: 3 }, (_, i) => ({ title: `tags ${i}`, tags: Array.from({ length: 10_000 }, (_, j) => `tag${i}-${j}`) })),
+    ...Array.from({ length: 10 }, (_, i) => ({ title: `meta ${i}`, meta: Object.fromEntries(Array.from({ length: 1000 }, (_, j) => [`k${j}`, `v${i}-${j}`])) })),
+  ];
+  const plantedAnswer = await call(url, "POST", `${PATH}/bulk`, { body: planted });
+  if (plantedAnswer.status !== 201) throw new Error(`planting: ${plantedAnswer.status} ${plantedAnswer.text.slice(0, 300)}`);
+  // The biggest record --max-record-size allows (1 MiB; 9 MB ones are refused): the body of every
+  // idempotent update of it.
+  const big = await call(url, "POST", PATH, { body: { title: "big", meta: Object.fromEntries(Array.from({ length: 1000 }, (_, j) => [`k${j}`, "x".repeat(1000)])) } });
+  if (big.status !== 201) throw new Error(`the big record: ${big.status} ${big.text.slice(0, 300)}`);
+  return { ids, bigId: JSON.parse(big.text).id };
+}
+
+function residentMiB(pid) {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    return Number(/VmRSS:\s+(\d+)/.exec(status)[1]) / 1024;
+  } catch {
+    return NaN;
+  }
+}
+
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted.length === 0 ? NaN : sorted[Math.floor(sorted.length / 2)];
+};
+const quantile = (values, fraction) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))];
+};
+
+/**
+ * Runs the attack and answers what happened. `store` is memory, file or postgres (with `pgUrl`
+ * and `pgSchema`). Nothing here asserts: the caller judges.
+ */
+export async function runHostile({ store = "memory", pgUrl, pgSchema = "tabula_hostile", records = 100_000, durationMs = 60_000, connections = 20, goodConnections = 4, heapMb = 512, aloneMs = Math.min(10_000, durationMs / 2), cli = DIST_CLI, say = () => {} } = {}) {
+  const root = mkdtempSync(join(tmpdir(), "tabula-hostile-"));
+  writeFileSync(join(root, "Task.json"), JSON.stringify(TASK));
+  const storeArgs = store === "memory" ? ["--memory"] : store === "file" ? ["--data", join(root, "data")] : ["--store", pgUrl, "--pg-schema", pgSchema];
+  const port = await freePort();
+  let server = await startServer({ cli, storeArgs, schemaDir: root, heapMb, port });
+  const result = { store, records, durationMs, connections, heapMb };
+  try {
+    say(`seeding ${records} records on ${store}…`);
+    const { ids, bigId } = await seed(server.url, records);
+    const goodRequests = ids.slice(0, 4096).map((id) => buildRequest("GET", `${PATH}/${id}`, { headers: { "X-Api-Key": SECRET } }));
+
+    say(`the good client alone, ${aloneMs / 1000} s…`);
+    const alone = await runLoad({ port, requests: goodRequests, connections: goodConnections, durationMs: aloneMs, warmupMs: 500 });
+
+    say(`the attack, ${durationMs / 1000} s on ${connections} connections, beside the good client…`);
+    const stop = new AbortController();
+    const statuses = new Map();
+    const count = (status) => statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    // The attackers run on a thread of their own: reading their answers (megabytes each) on this
+    // one would starve the good client and the probes, and measure the generator, not the server.
+    const attackThread = new Worker(new URL(import.meta.url), { workerData: { url: server.url, bigId, connections } });
+    const attacked = new Promise((resolve, reject) => {
+      attackThread.on("message", (counted) => {
+        for (const [status, n] of Object.entries(counted)) statuses.set(status, (statuses.get(status) ?? 0) + n);
+        resolve();
+      });
+      attackThread.on("error", reject);
+    });
+    // The witness: creates with the secret key, one at a time; every acknowledged id must survive.
+    const acknowledged = [];
+    const witness = (async () => {
+      for (let i = 0; !stop.signal.aborted; i++) {
+        try {
+          const answer = await call(server.url, "POST", PATH, { body: { title: `${"a".repeat(2000)} witness ${i}` }, signal: stop.signal });
+          if (answer.status === 201) acknowledged.push(JSON.parse(answer.text).id);
+          else count(`witness ${answer.status}`);
+        } catch {
+          // the stop
+        }
+      }
+    })();
+    const health = [];
+    let healthFailures = 0;
+    const probing = new Set();
+    const prober = setInterval(async () => {
+      const sentAt = performance.now();
+      let done;
+      probing.add(new Promise((resolve) => (done = resolve)));
+      try {
+        const response = await fetch(`${server.url}/health`, { signal: AbortSignal.timeout(30_000) });
+        await response.text();
+        if (response.status === 200) health.push(performance.now() - sentAt);
+        else healthFailures++;
+      } catch {
+        healthFailures++;
+      }
+      done();
+    }, 100);
+    let maxResident = residentMiB(server.child.pid);
+    const sampler = setInterval(() => {
+      const resident = residentMiB(server.child.pid);
+      if (Number.isFinite(resident)) maxResident = Math.max(maxResident, resident);
+    }, 250);
+    const beside = await runLoad({ port, requests: goodRequests, connections: goodConnections, durationMs, warmupMs: 1000 });
+    const wasUp = server.child.exitCode === null && server.child.signalCode === null;
+
+    // The probes stop before SIGTERM (a probe refused after it is no failure); the attack goes on.
+    clearInterval(prober);
+    clearInterval(sampler);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await Promise.allSettled(probing);
+    attackThread.postMessage("sigterm");
+    // SIGTERM while the attack still runs: how long until the process is gone.
+    const termAt = performance.now();
+    server.child.kill("SIGTERM");
+    const exit = await Promise.race([server.exited, new Promise((resolve) => setTimeout(() => resolve(null), 30_000))]);
+    stop.abort();
+    attackThread.postMessage("stop");
+    await Promise.allSettled([attacked, witness]);
+    await attackThread.terminate();
+    if (exit === null) server.child.kill("SIGKILL");
+
+    Object.assign(result, {
+      wasUp,
+      exitCode: exit?.code ?? null,
+      sigtermMs: exit === null ? null : exit.at - termAt,
+      health: { probes: health.length, failures: healthFailures, medianMs: median(health), p99Ms: quantile(health, 0.99), maxMs: Math.max(...health) },
+      goodAlone: alone.rate,
+      goodBeside: beside.rate,
+      goodRatio: beside.rate / alone.rate,
+      goodStatuses: beside.statuses,
+      maxResidentMiB: maxResident,
+      attackStatuses: Object.fromEntries([...statuses].sort()),
+      acknowledged: acknowledged.length,
+      output: server.output(),
+    });
+
+    if (store !== "memory") {
+      say("restarting to count what was kept…");
+      server = await startServer({ cli, storeArgs, schemaDir: root, heapMb, port });
+      let lost = 0;
+      for (const id of acknowledged) if ((await call(server.url, "GET", `${PATH}/${id}`)).status !== 200) lost++;
+      result.lost = lost;
+      server.child.kill("SIGTERM");
+      await server.exited;
+    }
+    return result;
+  } finally {
+    if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill("SIGKILL");
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+/** The attack thread: `connections` attackers and two open change feed streams, until told to stop; then the statuses, counted. */
+async function attack({ url, bigId, connections }) {
+  const stop = new AbortController();
+  let isTerminating = false;
+  parentPort.on("message", (message) => (message === "sigterm" ? (isTerminating = true) : stop.abort()));
+  const statuses = {};
+  // After SIGTERM, refused connections are the server going away, as it should: not counted.
+  const count = (status) => {
+    if (!isTerminating || !String(status).startsWith("error")) statuses[status] = (statuses[status] ?? 0) + 1;
+  };
+  const attacks = attackRequests();
+  let idempotencyCounter = 0;
+  const attacker = async (n) => {
+    for (let i = n; !stop.signal.aborted; i++) {
+      // Every tenth request: an idempotent update of the big record, each with its own key.
+      const request = i % 10 === 0 ? { method: "PUT", path: `${PATH}/${bigId}`, body: { priority: idempotencyCounter++ }, idempotent: true } : attacks[i % attacks.length];
+      try {
+        const response = await fetch(url + request.path, {
+          method: request.method,
+          headers: { "X-Api-Key": PUBLISHABLE, ...(request.body ? { "Content-Type": "application/json" } : {}), ...(request.idempotent ? { "Idempotency-Key": `attack-${n}-${i}` } : {}) },
+          body: request.body ? JSON.stringify(request.body) : undefined,
+          signal: stop.signal,
+        });
+        // Answers are read to their end, as a client would (the feed's and the exports' too).
+        await response.arrayBuffer();
+        count(response.status);
+      } catch (error) {
+        if (!stop.signal.aborted) count(`error ${error.cause?.code ?? error.name}`);
+      }
+    }
+  };
+  // Two change feed streams that stay open with the slow filter, which every write is tested against.
+  const stream = async () => {
+    try {
+      const response = await fetch(`${url}${PATH}/changes?q=${q({ title: { $regex: "a*a*a*a*b" } })}`, { headers: { "X-Api-Key": PUBLISHABLE, Accept: "text/event-stream" }, signal: stop.signal });
+      count(`stream ${response.status}`);
+      for await (const _ of response.body) if (stop.signal.aborted) break;
+    } catch {
+      // ended by the stop, or by the server's SIGTERM
+    }
+  };
+  await Promise.allSettled([...Array.from({ length: connections }, (_, n) => attacker(n)), stream(), stream()]);
+  parentPort.postMessage(statuses);
+}
+
+async function main() {
+  const { values } = parseArgs({
+    options: {
+      store: { type: "string", default: "memory" },
+      "pg-url": { type: "string" },
+      records: { type: "string", default: "100000" },
+      duration: { type: "string", default: "60" },
+      connections: { type: "string", default: "20" },
+      "heap-mb": { type: "string", default: "512" },
+      cli: { type: "string", default: DIST_CLI },
+    },
+  });
+  const result = await runHostile({
+    store: values.store,
+    pgUrl: values["pg-url"] ?? process.env.DATABASE_URL,
+    records: Number(values.records),
+    durationMs: Number(values.duration) * 1000,
+    connections: Number(values.connections),
+    heapMb: Number(values["heap-mb"]),
+    cli: values.cli,
+    say: (line) => console.error(line),
+  });
+  const { output, ...figures } = result;
+  console.log(JSON.stringify(figures, null, 2));
+  const fmt = (n, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : String(n));
+  console.log(`
+| what | measured | target |
+|---|---|---|
+| the process stays up | ${figures.wasUp ? "yes" : "NO"} | yes |
+| /health median (p99, max) | ${fmt(figures.health.medianMs, 1)} ms (${fmt(figures.health.p99Ms)}, ${fmt(figures.health.maxMs)} ms); ${figures.health.failures} unanswered | ≤ 100 ms |
+| good client beside ÷ alone | ${fmt(figures.goodBeside)} ÷ ${fmt(figures.goodAlone)} req/s = ${fmt(figures.goodRatio, 2)} | ≥ 0.5 |
+| resident memory, most | ${fmt(figures.maxResidentMiB)} MiB | < 800 MiB |
+| SIGTERM to exit | ${fmt(figures.sigtermMs)} ms (exit ${figures.exitCode}) | ≤ 2,000 ms |
+| acknowledged writes lost | ${figures.lost ?? "n/a (memory)"} of ${figures.acknowledged} | 0 |`);
+}
+
+if (!isMainThread) await attack(workerData);
+else if (process.argv[1] === fileURLToPath(import.meta.url)) await main();
