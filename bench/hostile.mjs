@@ -245,7 +245,9 @@ export async function runHostile({ store = "memory", pgUrl, pgSchema = "tabula_h
     // SIGTERM while the attack still runs: how long until the process is gone.
     const termAt = performance.now();
     server.child.kill("SIGTERM");
-    const exit = await Promise.race([server.exited, new Promise((resolve) => setTimeout(() => resolve(null), 30_000))]);
+    let giveUp;
+    const exit = await Promise.race([server.exited, new Promise((resolve) => (giveUp = setTimeout(() => resolve(null), 30_000)))]);
+    clearTimeout(giveUp);
     stop.abort();
     attackThread.postMessage("stop");
     await Promise.allSettled([attacked, witness]);

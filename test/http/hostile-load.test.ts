@@ -18,7 +18,7 @@ test(`the publishable key's attacks leave a ${TEST_STORE} server up, answering a
   const pgUrl = TEST_STORE === "postgres" ? pgTestUrl() : null;
   const pgSchema = freshPgSchema();
   try {
-    const result = await runHostile({ store: TEST_STORE, pgUrl: pgUrl ?? undefined, pgSchema, records: 10_000, durationMs: 5_000, aloneMs: 1_500, connections: 12, cli: BUILT_CLI });
+    const result = await runHostile({ store: TEST_STORE, pgUrl: pgUrl ?? undefined, pgSchema, records: 5_000, durationMs: 3_000, aloneMs: 1_000, connections: 12, cli: BUILT_CLI });
     const context = JSON.stringify({ ...result, output: result.output.slice(-3000) }, null, 1);
     assert.equal(result.wasUp, true, `the process died under the attack: ${context}`);
     assert.ok(result.health.probes > 10, `/health was answered throughout: ${context}`);
