@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { TASK } from "../support/server.ts";
-import { cliInTempFolder, freePort, killSpawned, spawnCli, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
+import { childEnv, cliInTempFolder, freePort, killSpawned, spawnCli, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const START_TIMEOUT_MS = 10_000;
@@ -56,7 +56,7 @@ interface Exit {
 
 /** Runs the CLI to its end (for commands that must not start listening). */
 function run(args: string[], env: Record<string, string> = {}, cwd?: string): Promise<Exit> {
-  const child = spawnCli(CLI, args, { env: cleanEnv(env), cwd });
+  const child = spawnCli(CLI, args, { env: childEnv(env), cwd });
   let stdout = "";
   let stderr = "";
   child.stdout!.on("data", (text) => (stdout += text));
@@ -74,20 +74,14 @@ function run(args: string[], env: Record<string, string> = {}, cwd?: string): Pr
   });
 }
 
-/** The env of a child: no TABULA_*, PORT or DATABASE_URL from the test's own environment. */
-function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("TABULA_") && name !== "PORT" && name !== "DATABASE_URL"));
-  return { ...base, ...env };
-}
-
 /** Starts the CLI and waits for its `listening on` line. */
 function start(args: string[], env: Record<string, string> = {}, cwd?: string): Promise<SpawnedServer> {
-  return startSpawnedServer(CLI, args, START_TIMEOUT_MS, { env: cleanEnv(env), cwd });
+  return startSpawnedServer(CLI, args, START_TIMEOUT_MS, { env: childEnv(env), cwd });
 }
 
 /** Starts the CLI and sends SIGTERM from the very handler that sees its listening line. */
 function terminateOnListening(args: string[]): Promise<{ code: number | null; signal: NodeJS.Signals | null; output: string }> {
-  const child = spawnCli(CLI, args, { env: cleanEnv({}) });
+  const child = spawnCli(CLI, args, { env: childEnv({}) });
   let output = "";
   const onData = (text: string) => {
     output += text;

@@ -7,7 +7,7 @@ import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { TASK } from "../support/server.ts";
-import { cliInTempFolder, killSpawned, spawnCli, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
+import { childEnv, cliInTempFolder, killSpawned, spawnCli, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
 
 const START_TIMEOUT_MS = 10_000;
 const SECRET = "sk_limit_flags_secret_key";
@@ -26,14 +26,8 @@ after(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-/** The env of a child: no TABULA_*, PORT or DATABASE_URL from the test's own environment. */
-function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("TABULA_") && name !== "PORT" && name !== "DATABASE_URL"));
-  return { ...base, ...env };
-}
-
 function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
-  const child = spawnCli(CLI, args, { env: cleanEnv(env) });
+  const child = spawnCli(CLI, args, { env: childEnv(env) });
   let output = "";
   child.stdout!.on("data", (text) => (output += text));
   child.stderr!.on("data", (text) => (output += text));
@@ -91,7 +85,7 @@ describe("the limit flags", { concurrency: 4 }, () => {
     ["variables", [], { TABULA_MAX_GROUPS: "2", TABULA_MAX_ARRAY_ITEMS: "3", TABULA_MAX_OBJECT_KEYS: "2", TABULA_MAX_RECORD_SIZE: "1kb" }],
   ] as const) {
     test(`the limits given as ${how} hold requests to them, naming the flag`, async () => {
-      const server = await startSpawnedServer(CLI, ["--schema", schemaDir, "--memory", "--port", "0", "--secret-key", SECRET, ...args], START_TIMEOUT_MS, { env: cleanEnv(env) });
+      const server = await startSpawnedServer(CLI, ["--schema", schemaDir, "--memory", "--port", "0", "--secret-key", SECRET, ...args], START_TIMEOUT_MS, { env: childEnv(env) });
       try {
         const tags = await call(server, "POST", "/api/entities/Task", { title: "a", tags: ["x", "y", "z", "w"] });
         assert.equal(tags.status, 400);

@@ -10,7 +10,7 @@ import { request, Agent } from "node:http";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { TASK } from "../support/server.ts";
-import { cliInTempFolder, killSpawned, spawnCli, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
+import { childEnv, cliInTempFolder, killSpawned, spawnCli, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
 
 const START_TIMEOUT_MS = 10_000;
 /**
@@ -36,18 +36,13 @@ after(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-/** The env of a child: no TABULA_* from the test's own environment. */
-function envWith(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return { ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("TABULA_") && name !== "PORT" && name !== "DATABASE_URL")), ...extra };
-}
-
 function start(args: string[], env: Record<string, string> = {}): Promise<SpawnedServer> {
-  return startSpawnedServer(CLI, ["--schema", schemaDir, "--port", "0", "--secret-key", SECRET, "--log", "off", ...args], START_TIMEOUT_MS, { env: envWith(env) });
+  return startSpawnedServer(CLI, ["--schema", schemaDir, "--port", "0", "--secret-key", SECRET, "--log", "off", ...args], START_TIMEOUT_MS, { env: childEnv(env) });
 }
 
 /** Runs the CLI to its end; for arguments that must not let it listen. */
 function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stderr: string }> {
-  const child = spawnCli(CLI, ["--schema", schemaDir, "--memory", "--port", "0", ...args], { env: envWith(env) });
+  const child = spawnCli(CLI, ["--schema", schemaDir, "--memory", "--port", "0", ...args], { env: childEnv(env) });
   let stderr = "";
   child.stderr!.on("data", (text) => (stderr += text));
   return new Promise((resolve) => child.on("close", (code) => resolve({ code, stderr })));

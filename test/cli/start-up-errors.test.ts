@@ -8,7 +8,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { chmod, mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { cliInTempFolder, killSpawned, startSpawnedServer } from "../support/spawned-server.ts";
+import { childEnv, cliInTempFolder, killSpawned, startSpawnedServer } from "../support/spawned-server.ts";
 
 const TASK = { name: "Task", type: "object", properties: { title: { type: "string" } }, required: ["title"] };
 const SECRET_KEY = "sk_start_up_errors";
@@ -56,9 +56,8 @@ interface Exit {
  * DATABASE_URL; `isUnprivileged`: as root, without the override.
  */
 function run(args: readonly string[], env: Record<string, string> = {}, { isUnprivileged = false, cwd = root } = {}): Promise<Exit> {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("TABULA_") && name !== "PORT" && name !== "DATABASE_URL"));
   const command = isUnprivileged && isRoot ? [SETPRIV!, ...DROP_OVERRIDE, process.execPath] : [process.execPath];
-  const child = spawn(command[0]!, [...command.slice(1), cli, ...args], { cwd, env: { ...base, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(command[0]!, [...command.slice(1), cli, ...args], { cwd, env: childEnv(env), stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text));

@@ -43,6 +43,15 @@ export async function cliInTempFolder(prefix: string): Promise<{ root: string; c
 }
 
 /**
+ * The environment of a child CLI: this process's, less every TABULA_*, PORT and DATABASE_URL (which
+ * would choose its options), plus `env`.
+ */
+export function childEnv(env: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const base = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("TABULA_") && name !== "PORT" && name !== "DATABASE_URL"));
+  return { ...base, ...env };
+}
+
+/**
  * A private copy of the bundle in `dir` (the command and the chunks it imports): a rebuild
  * elsewhere (build.mjs empties dist/) cannot pull it away mid-run.
  */
