@@ -4,26 +4,30 @@
 // throughout, the good client's rate beside the attack against alone, resident memory, how fast
 // SIGTERM stops the server, and that no acknowledged write is lost across the restart.
 //
-//   node bench/hostile.mjs [--store memory|file|postgres] [--pg-url URL] [--records 100000]
+//   [HOSTILE_NODE_FLAGS=--trace-gc HOSTILE_SERVER_LOG=FILE] node bench/hostile.mjs [--store memory|file|postgres] [--pg-url URL] [--records 100000]
 //                          [--duration 60] [--connections 20] [--heap-mb 512] [--cli dist/tabula.mjs]
 //
 // test/http/hostile-load.test.ts runs the same attack, shorter, on every store and checks its
 // outcomes (never its timings).
 
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { fork, spawn } from "node:child_process";
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer as createNetServer } from "node:net";
-import { tmpdir } from "node:os";
+import { Agent as HttpAgent, request as httpRequest } from "node:http";
+import { setPriority, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
 import { buildRequest, runLoad } from "./load.mjs";
 
 const DIST_CLI = fileURLToPath(new URL("../dist/tabula.mjs", import.meta.url));
 const SECRET = "sk_hostile_secret_key_0001";
 const PUBLISHABLE = "pk_hostile_publishable_key_01";
 const PATH = "/api/entities/Task";
+/** The witness's pause between two creates. */
+const WITNESS_PAUSE_MS = 5;
+/** The argument that makes this file the attack process. */
+const ATTACK_ARG = "--attack-process";
 
 const TASK = {
   name: "Task",
@@ -90,8 +94,13 @@ async function startServer({ cli, storeArgs, schemaDir, heapMb, port }) {
   const args = [`--max-old-space-size=${heapMb}`, ...nodeFlags, cli, "--schema", schemaDir, ...storeArgs, "--port", String(port), "--secret-key", SECRET, "--publishable-key", PUBLISHABLE, "--log", "off"];
   const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
-  child.stdout.setEncoding("utf8").on("data", (text) => (output = (output + text).slice(-20_000)));
-  child.stderr.setEncoding("utf8").on("data", (text) => (output = (output + text).slice(-20_000)));
+  // HOSTILE_SERVER_LOG names a file that gets all the server's output (its --trace-gc lines…).
+  const keep = (text) => {
+    output = (output + text).slice(-20_000);
+    if (process.env.HOSTILE_SERVER_LOG) appendFileSync(process.env.HOSTILE_SERVER_LOG, text);
+  };
+  child.stdout.setEncoding("utf8").on("data", keep);
+  child.stderr.setEncoding("utf8").on("data", keep);
   const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal, at: performance.now() })));
   const deadline = performance.now() + 60_000;
   for (;;) {
@@ -147,6 +156,23 @@ async function seed(url, records) {
   return { ids, bigId: JSON.parse(big.text).id };
 }
 
+/** The CPU time the process has used, in ms (user and system, all its threads). */
+function cpuMs(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Runs `load`, answering its result with the share of one core the server used meanwhile. */
+async function withServerCpu(pid, load) {
+  const [cpuBefore, before] = [cpuMs(pid), performance.now()];
+  const result = await load();
+  return { ...result, serverCpu: (cpuMs(pid) - cpuBefore) / (performance.now() - before) };
+}
+
 function residentMiB(pid) {
   try {
     const status = readFileSync(`/proc/${pid}/status`, "utf8");
@@ -182,35 +208,32 @@ export async function runHostile({ store = "memory", pgUrl, pgSchema = "tabula_h
     const goodRequests = ids.slice(0, 4096).map((id) => buildRequest("GET", `${PATH}/${id}`, { headers: { "X-Api-Key": SECRET } }));
 
     say(`the good client alone, ${aloneMs / 1000} s…`);
-    const alone = await runLoad({ port, requests: goodRequests, connections: goodConnections, durationMs: aloneMs, warmupMs: 500 });
+    const alone = await withServerCpu(server.child.pid, () => runLoad({ port, requests: goodRequests, connections: goodConnections, durationMs: aloneMs, warmupMs: 500 }));
 
     say(`the attack, ${durationMs / 1000} s on ${connections} connections, beside the good client…`);
-    const stop = new AbortController();
-    const statuses = new Map();
-    const count = (status) => statuses.set(status, (statuses.get(status) ?? 0) + 1);
-    // The attackers run on a thread of their own: reading their answers (megabytes each) on this
-    // one would starve the good client and the probes, and measure the generator, not the server.
-    const attackThread = new Worker(new URL(import.meta.url), { workerData: { url: server.url, bigId, connections } });
+    // The attackers and the witness run in a process of their own, at a lower priority: on a 2-core
+    // machine they share a core with the good client, which on a real deployment has a machine of
+    // its own (the attackers too). Reading their answers (megabytes each) here would measure the
+    // generator, not the server.
+    const attackers = fork(fileURLToPath(import.meta.url), [ATTACK_ARG], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+    try {
+      setPriority(attackers.pid, 10);
+    } catch {
+      // not allowed here: the attackers run at the same priority
+    }
+    attackers.send({ url: server.url, bigId, connections });
+    let isAttacking;
+    const attacking = new Promise((resolve) => (isAttacking = resolve));
     const attacked = new Promise((resolve, reject) => {
-      attackThread.on("message", (counted) => {
-        for (const [status, n] of Object.entries(counted)) statuses.set(status, (statuses.get(status) ?? 0) + n);
-        resolve();
+      attackers.on("message", (message) => (message === "attacking" ? isAttacking() : resolve(message)));
+      attackers.on("error", reject);
+      attackers.on("exit", (code) => {
+        isAttacking();
+        resolve({ statuses: { [`attackers exited ${code}`]: 1 }, acknowledged: [] });
       });
-      attackThread.on("error", reject);
     });
-    // The witness: creates with the secret key, one at a time; every acknowledged id must survive.
-    const acknowledged = [];
-    const witness = (async () => {
-      for (let i = 0; !stop.signal.aborted; i++) {
-        try {
-          const answer = await call(server.url, "POST", PATH, { body: { title: `${"a".repeat(2000)} witness ${i}` }, signal: stop.signal });
-          if (answer.status === 201) acknowledged.push(JSON.parse(answer.text).id);
-          else count(`witness ${answer.status}`);
-        } catch {
-          // the stop
-        }
-      }
-    })();
+    // The good client is measured beside the attack only once it runs (a process starts slowly on a busy machine).
+    await attacking;
     const health = [];
     let healthFailures = 0;
     const probing = new Set();
@@ -233,7 +256,7 @@ export async function runHostile({ store = "memory", pgUrl, pgSchema = "tabula_h
       const resident = residentMiB(server.child.pid);
       if (Number.isFinite(resident)) maxResident = Math.max(maxResident, resident);
     }, 250);
-    const beside = await runLoad({ port, requests: goodRequests, connections: goodConnections, durationMs, warmupMs: 1000 });
+    const beside = await withServerCpu(server.child.pid, () => runLoad({ port, requests: goodRequests, connections: goodConnections, durationMs, warmupMs: 1000 }));
     const wasUp = server.child.exitCode === null && server.child.signalCode === null;
 
     // The probes stop before SIGTERM (a probe refused after it is no failure); the attack goes on.
@@ -241,17 +264,16 @@ export async function runHostile({ store = "memory", pgUrl, pgSchema = "tabula_h
     clearInterval(sampler);
     await new Promise((resolve) => setTimeout(resolve, 200));
     await Promise.allSettled(probing);
-    attackThread.postMessage("sigterm");
+    attackers.send("sigterm");
     // SIGTERM while the attack still runs: how long until the process is gone.
     const termAt = performance.now();
     server.child.kill("SIGTERM");
     let giveUp;
     const exit = await Promise.race([server.exited, new Promise((resolve) => (giveUp = setTimeout(() => resolve(null), 30_000)))]);
     clearTimeout(giveUp);
-    stop.abort();
-    attackThread.postMessage("stop");
-    await Promise.allSettled([attacked, witness]);
-    await attackThread.terminate();
+    attackers.send("stop");
+    const { statuses, acknowledged } = await attacked;
+    attackers.kill();
     if (exit === null) server.child.kill("SIGKILL");
 
     Object.assign(result, {
@@ -262,9 +284,11 @@ export async function runHostile({ store = "memory", pgUrl, pgSchema = "tabula_h
       goodAlone: alone.rate,
       goodBeside: beside.rate,
       goodRatio: beside.rate / alone.rate,
+      goodLatencyMs: { alone: { p50: alone.p50, p99: alone.p99 }, beside: { p50: beside.p50, p99: beside.p99 } },
+      serverCpu: { alone: alone.serverCpu, beside: beside.serverCpu },
       goodStatuses: beside.statuses,
       maxResidentMiB: maxResident,
-      attackStatuses: Object.fromEntries([...statuses].sort()),
+      attackStatuses: Object.fromEntries(Object.entries(statuses).sort()),
       acknowledged: acknowledged.length,
       output: server.output(),
     });
@@ -285,27 +309,31 @@ export async function runHostile({ store = "memory", pgUrl, pgSchema = "tabula_h
   }
 }
 
-/** The attack thread: `connections` attackers and two open change feed streams, until told to stop; then the statuses, counted. */
+/**
+ * The attack process: `connections` attackers, two open change feed streams and the witness, until
+ * told to stop; then the statuses, counted, and the ids of the witness's acknowledged creates.
+ */
 async function attack({ url, bigId, connections }) {
   const stop = new AbortController();
   let isTerminating = false;
-  parentPort.on("message", (message) => (message === "sigterm" ? (isTerminating = true) : stop.abort()));
+  process.on("message", (message) => (message === "sigterm" ? (isTerminating = true) : stop.abort()));
   const statuses = {};
   // After SIGTERM, refused connections are the server going away, as it should: not counted.
   const count = (status) => {
     if (!isTerminating || !String(status).startsWith("error")) statuses[status] = (statuses[status] ?? 0) + 1;
   };
-  const attacks = attackRequests();
+  // Bodies encoded once: the attackers' machine is not the one measured.
+  const attacks = attackRequests().map((request) => (request.body === undefined ? request : { ...request, body: JSON.stringify(request.body) }));
   let idempotencyCounter = 0;
   const attacker = async (n) => {
     for (let i = n; !stop.signal.aborted; i++) {
       // Every tenth request: an idempotent update of the big record, each with its own key.
-      const request = i % 10 === 0 ? { method: "PUT", path: `${PATH}/${bigId}`, body: { priority: idempotencyCounter++ }, idempotent: true } : attacks[i % attacks.length];
+      const request = i % 10 === 0 ? { method: "PUT", path: `${PATH}/${bigId}`, body: `{"priority":${idempotencyCounter++}}`, idempotent: true } : attacks[i % attacks.length];
       try {
         const response = await fetch(url + request.path, {
           method: request.method,
           headers: { "X-Api-Key": PUBLISHABLE, ...(request.body ? { "Content-Type": "application/json" } : {}), ...(request.idempotent ? { "Idempotency-Key": `attack-${n}-${i}` } : {}) },
-          body: request.body ? JSON.stringify(request.body) : undefined,
+          body: request.body,
           signal: stop.signal,
         });
         // Answers are read to their end, as a client would (the feed's and the exports' too).
@@ -326,8 +354,39 @@ async function attack({ url, bigId, connections }) {
       // ended by the stop, or by the server's SIGTERM
     }
   };
-  await Promise.allSettled([...Array.from({ length: connections }, (_, n) => attacker(n)), stream(), stream()]);
-  parentPort.postMessage(statuses);
+  // The witness: creates with the secret key, one every few milliseconds (a writer, not another
+  // attacker), on a connection of its own (fetch's would be shared with the attackers'); every
+  // acknowledged id must survive.
+  const acknowledged = [];
+  const witnessAgent = new HttpAgent({ keepAlive: true, maxSockets: 1 });
+  const create = (body) =>
+    new Promise((resolve, reject) => {
+      const request = httpRequest(`${url}${PATH}`, { method: "POST", agent: witnessAgent, headers: { "X-Api-Key": SECRET, "Content-Type": "application/json" }, signal: stop.signal }, (response) => {
+        let text = "";
+        response.setEncoding("utf8").on("data", (chunk) => (text += chunk));
+        response.on("end", () => resolve({ status: response.statusCode, text }));
+        response.on("error", reject);
+      });
+      request.on("error", reject);
+      request.end(JSON.stringify(body));
+    });
+  const witness = async () => {
+    for (let i = 0; !stop.signal.aborted; i++) {
+      await new Promise((resolve) => setTimeout(resolve, WITNESS_PAUSE_MS));
+      try {
+        const answer = await create({ title: `${"a".repeat(2000)} witness ${i}` });
+        if (answer.status === 201) acknowledged.push(JSON.parse(answer.text).id);
+        else if (!isTerminating) count(`witness ${answer.status}`);
+      } catch {
+        // the stop, or the server going away after SIGTERM
+      }
+    }
+    witnessAgent.destroy();
+  };
+  const attacking = Promise.allSettled([...Array.from({ length: connections }, (_, n) => attacker(n)), stream(), stream(), witness()]);
+  process.send("attacking");
+  await attacking;
+  process.send({ statuses, acknowledged }, () => process.exit(0));
 }
 
 async function main() {
@@ -366,5 +425,5 @@ async function main() {
 | acknowledged writes lost | ${figures.lost ?? "n/a (memory)"} of ${figures.acknowledged} | 0 |`);
 }
 
-if (!isMainThread) await attack(workerData);
+if (process.argv[2] === ATTACK_ARG) process.once("message", (options) => void attack(options));
 else if (process.argv[1] === fileURLToPath(import.meta.url)) await main();

@@ -8,6 +8,7 @@ import { isAbsolute } from "node:path";
 import { performance } from "node:perf_hooks";
 import { ApiError, backupTargetExists, backupUnsupported, invalidJson, invalidRequest, forbidden, databaseUnreachable, expectationFailed, insufficientStorage, internalError, methodNotAllowed, notFound, storeUnavailable, uniqueViolation, writeContended } from "./errors.ts";
 import { answerClientError, answerConnect } from "./http/client-error.ts";
+import { enqueueFirst, settle } from "./turns/loop-share.ts";
 import { hashBody, IdempotencyGuard, idempotentRequest, type IdempotentRequest } from "./http/idempotency.ts";
 import { BodyBudget, HEAVY_BODY_BYTES, type Release } from "./http/body-budget.ts";
 import { defaultMaxMemoryBytes, MemoryGuard } from "./http/memory-guard.ts";
@@ -408,6 +409,8 @@ class App {
   private plainReads: SeriesHandle | null = null;
   /** The bytes of heavy writes' bodies being handled at once. */
   private readonly bodies = new BodyBudget();
+  /** Connections whose last request was costly: their next one waits for a turn. */
+  private readonly owingTurns = new WeakSet<Socket>();
 
   constructor(
     private readonly records: Records,
@@ -440,10 +443,19 @@ class App {
     };
   }
 
-  /** Reads are answered in the same tick when nothing waits for the disk: no promise, no hop. */
+  /**
+   * Reads are answered in the same tick when nothing waits for the disk: no promise, no hop. A
+   * request on a connection whose last one was costly waits for a turn first (turns/loop-share.ts).
+   */
   handle(req: IncomingMessage, res: ServerResponse): void {
+    if (!this.owingTurns.has(req.socket)) return this.dispatch(req, res);
+    this.owingTurns.delete(req.socket);
+    enqueueFirst(() => this.dispatch(req, res));
+  }
+
+  private dispatch(req: IncomingMessage, res: ServerResponse): void {
     const started = performance.now();
-    if (this.answerPlainRead(req, res, started)) return;
+    if (this.answerPlainRead(req, res, started)) return this.settle(req, started);
     const note: RequestNote = { started, route: NO_ROUTE, keyId: null };
     let reply: Reply | Promise<Reply>;
     try {
@@ -453,12 +465,25 @@ class App {
     }
     if (reply instanceof Promise) {
       reply.then(
-        (answered) => this.send(req, res, answered, note),
-        (error: unknown) => this.send(req, res, this.replyToError(error), note),
+        (answered) => this.sendLater(req, res, answered, note),
+        (error: unknown) => this.sendLater(req, res, this.replyToError(error), note),
       );
     } else {
       this.send(req, res, reply, note);
     }
+    // What the request took at once counts in the loop's share (turns/loop-share.ts), as does each later stretch.
+    this.settle(req, started);
+  }
+
+  /** A stretch of `req`'s work has ended: a costly one makes its connection's next request wait for a turn. */
+  private settle(req: IncomingMessage, startedAt: number): void {
+    if (settle(startedAt)) this.owingTurns.add(req.socket);
+  }
+
+  private sendLater(req: IncomingMessage, res: ServerResponse, reply: Reply, note: RequestNote): void {
+    const at = performance.now();
+    this.send(req, res, reply, note);
+    this.settle(req, at);
   }
 
   /**
@@ -617,7 +642,7 @@ class App {
     const release = await this.admitBody(req);
     try {
       const { ctx, bodyHash } = await this.readWrite(req, handler, contextOf, idempotencyKey !== undefined);
-      if (idempotencyKey === undefined) return await this.run(handler, ctx, undefined);
+      if (idempotencyKey === undefined) return await this.run(req, handler, ctx, undefined);
       const request = idempotentRequest(caller, idempotencyKey, req.method!, req.url ?? "/", bodyHash!);
       const replay = await this.idempotency.start(request, Date.now());
       if (replay) {
@@ -625,7 +650,7 @@ class App {
         return replay;
       }
       try {
-        return await this.run(handler, ctx, request);
+        return await this.run(req, handler, ctx, request);
       } finally {
         this.idempotency.finish(request);
       }
@@ -669,8 +694,11 @@ class App {
     }
     const maxRecordBody = 2 * this.records.limits.maxRecordBytes;
     const bytes = handler.takesOneRecord && maxRecordBody < this.maxBodyBytes ? await readBody(req, maxRecordBody, recordBodyTooLarge) : await readBody(req, this.maxBodyBytes);
+    const at = performance.now();
     const ctx = contextOf(parseJsonBody(req, bytes, handler.takesUpload ? UPLOAD_MEDIA : undefined));
-    return { ctx, bodyHash: needsHash ? hashBody(bytes) : undefined };
+    const bodyHash = needsHash ? hashBody(bytes) : undefined;
+    this.settle(req, at);
+    return { ctx, bodyHash };
   }
 
   /**
@@ -678,17 +706,25 @@ class App {
    * (another process, or another request between this one's read and its commit), the handler
    * runs again on what is stored now, as if this request had arrived after that write.
    */
-  private async run(handler: Handler, ctx: RequestContext, request: IdempotentRequest | undefined): Promise<Reply> {
+  private async run(req: IncomingMessage, handler: Handler, ctx: RequestContext, request: IdempotentRequest | undefined): Promise<Reply> {
     for (let attempt = 1; ; attempt++) {
       if (this.failure) throw storeUnavailable();
-      const { reply, change } = await handler(ctx);
+      const handledAt = performance.now();
+      const handled = handler(ctx);
+      this.settle(req, handledAt);
+      const { reply, change } = await handled;
+      const answeredAt = performance.now();
       const answer = request ? this.idempotency.answerFor(request, reply, Date.now()) : undefined;
+      this.settle(req, answeredAt);
       if ((!change || change.puts.length === 0) && !answer) {
         await this.records.whenDurable()?.catch((error: Error) => this.fail(error));
         return reply;
       }
       try {
-        await this.records.commit(change, answer);
+        const committedAt = performance.now();
+        const committed = this.records.commit(change, answer);
+        this.settle(req, committedAt);
+        await committed;
         return reply;
       } catch (error) {
         if (error instanceof UniqueViolation) throw uniqueViolation(error.entity, error.fields, error.values, error.existingId);

@@ -15,6 +15,7 @@ import type { Caller } from "../records/caller.ts";
 import type { Schema } from "../schema/load.ts";
 import type { Predicate } from "../store/memory/predicate.ts";
 import { compareFeedPositions, isAfter, type FeedEvent, type FeedPosition, type FeedRead, type FeedState, type Store } from "../store/store.ts";
+import { Turns } from "../turns/loop-share.ts";
 import { changeJson } from "./events.ts";
 import type { FeedEnd, FeedSink } from "./feed-sink.ts";
 
@@ -165,9 +166,10 @@ export class ChangeFeed {
     let position = since;
     const deadline = Date.now() + waitMs;
     let holding = false;
+    const turns = new Turns();
     try {
       for (;;) {
-        const from = await this.readFrom(position, sub, limit, isCatchingUp);
+        const from = await turns.idle(this.readFrom(position, sub, limit, isCatchingUp));
         const { read, state } = from;
         const events = read.events.filter((event) => this.matches(sub, event));
         const progressed = compareFeedPositions(read.through, position) > 0;
@@ -175,19 +177,20 @@ export class ChangeFeed {
         isCatchingUp = from.isCatchingUp;
         if (events.length > 0 || this.closed || Date.now() >= deadline) return { events, next: position, oldest: state.oldest, isCatchingUp };
         if (progressed) {
-          // Read past events that `q` left out: a turn of the event loop before the next step, so
-          // that a filter matching nothing in a long feed does not hold every other request back.
-          await new Promise((resolve) => setImmediate(resolve));
+          // Read past events that `q` left out: a turn before the next step, so that a filter
+          // matching nothing in a long feed does not hold every other request back.
+          await turns.next();
           continue;
         }
         if (!holding) {
           this.held++;
           holding = true;
         }
-        await this.news(deadline);
+        await turns.idle(this.news(deadline));
         if (!this.isKeyLive(sub.caller.keyId)) throw unauthorized(true);
       }
     } finally {
+      turns.end();
       if (holding) this.held--;
     }
   }
@@ -271,31 +274,33 @@ export class ChangeFeed {
   }
 
   private async catchUp(stream: Stream): Promise<void> {
+    const turns = new Turns();
     try {
       while (!stream.closed) {
-        const { read } = await this.readFrom(stream.position, stream.sub, STEP_EVENTS);
+        const { read } = await turns.idle(this.readFrom(stream.position, stream.sub, STEP_EVENTS));
         if (stream.closed) return;
         const chunk = this.encode(read.events, stream);
         if (chunk !== null) this.send(stream, chunk);
         if (compareFeedPositions(read.through, stream.position) > 0) {
           stream.position = read.through;
-          if (!stream.closed && stream.sink.bufferedBytes > this.limits.streamBufferBytes / 2) await stream.sink.drained();
-          // The memory and file stores answer at once and a fast reader drains at once: without a
-          // turn of the event loop, a long catch-up would hold every other request back (as an
-          // export's did: export-stream.ts).
-          await new Promise((resolve) => setImmediate(resolve));
+          if (!stream.closed && stream.sink.bufferedBytes > this.limits.streamBufferBytes / 2) await turns.idle(stream.sink.drained());
+          // The memory and file stores answer at once and a fast reader drains at once: without
+          // waiting for a turn, a long catch-up would hold every other request back.
+          await turns.next();
           continue;
         }
         // Nothing more in the store: join the live streams where the hub is.
         const ahead = compareFeedPositions(stream.position, this.head);
         if (ahead === 0) return this.join(stream);
         if (ahead > 0) return void this.pending.add(stream);
-        await new Promise((resolve) => setImmediate(resolve));
+        await turns.next();
       }
     } catch (error) {
       // The store could not be read (a database away): the client resumes from its last id.
       this.warn(`A change feed stream was ended: ${(error as Error).message}`);
       this.end(stream, "failed");
+    } finally {
+      turns.end();
     }
   }
 

@@ -8,6 +8,7 @@ import { exportEncoder, type ExportEncoder } from "../records/export-format.ts";
 import { tooManyExports } from "../errors.ts";
 import type { RowPages, Store } from "../store/store.ts";
 import { then, type Maybe } from "../maybe.ts";
+import { Turns } from "../turns/loop-share.ts";
 import { parseExportParams } from "./list-params.ts";
 import { drainedOrClosed, type Reply } from "./response.ts";
 import type { RequestContext } from "./routes.ts";
@@ -61,9 +62,10 @@ function replyOf(entity: EntityDef, format: string, encoder: ExportEncoder, page
 }
 
 async function pump(res: ServerResponse, pages: RowPages, encoder: ExportEncoder): Promise<void> {
+  const turns = new Turns();
   try {
     if (encoder.head !== "") res.write(encoder.head);
-    for (let rows = await pages.next(); rows.length > 0; rows = await pages.next()) {
+    for (let rows = await turns.idle(pages.next()); rows.length > 0; rows = await turns.idle(pages.next())) {
       // A page is encoded a run of rows at a time, each run as long as about ENCODE_SLICE_MS allows,
       // so that big records (a page of them is megabytes) never hold the event loop for long.
       for (let from = 0, runRows = 1; from < rows.length; ) {
@@ -74,10 +76,10 @@ async function pump(res: ServerResponse, pages: RowPages, encoder: ExportEncoder
         const isDrained = res.write(encoder.page(run));
         const tookMs = performance.now() - startedAt;
         runRows = tookMs < ENCODE_SLICE_MS / 2 ? runRows * 2 : Math.max(1, runRows >> 1);
-        if (!isDrained) await drainedOrClosed(res);
+        if (!isDrained) await turns.idle(drainedOrClosed(res));
         // A memory store's page is at hand at once, and a fast reader's socket drains at once: without
-        // a turn of the event loop here, the whole export would run before any other request.
-        await new Promise((resolve) => setImmediate(resolve));
+        // waiting for a turn here, the whole export would run before any other request.
+        await turns.next();
       }
     }
     res.end(encoder.tail);
@@ -86,6 +88,7 @@ async function pump(res: ServerResponse, pages: RowPages, encoder: ExportEncoder
     process.stderr.write(`warning: an export of ${res.req.url} stopped: ${(error as Error).message}\n`);
     res.destroy();
   } finally {
+    turns.end();
     await pages.close();
   }
 }

@@ -1,4 +1,4 @@
-// The memory store's long walks run in slices (src/store/memory/time-slices.ts): other work runs
+// The memory store's long walks run in slices (src/turns/time-slices.ts): other work runs
 // between them, and each walk answers as of its start whatever is written meanwhile.
 
 import assert from "node:assert/strict";
@@ -26,10 +26,16 @@ async function filledStore(): Promise<MemoryStore> {
   return store;
 }
 
-/** Deletes the first 1,000 even rows and adds 1,000 new even ones: a count of the even rows moves by nothing, their ids do. */
+/**
+ * Deletes the first 1,000 even rows (read before the walk's first pause) and the last 1,000 (read
+ * after it), renames 1,000 odd ones to even titles, and adds 1,000 new even ones: as of the walks'
+ * start, nothing of it happened.
+ */
 async function writeMeanwhile(store: MemoryStore): Promise<void> {
   const puts = [];
   for (let n = 0; n < 2000; n += 2) puts.push({ entity: ENTITY, row: rowOf(n, ROWS + n + 1, true) });
+  for (let n = ROWS - 2000; n < ROWS; n += 2) puts.push({ entity: ENTITY, row: rowOf(n, 2 * ROWS + n + 1, true) });
+  for (let n = ROWS - 1999; n < ROWS; n += 2) puts.push({ entity: ENTITY, row: rowOf(n, 2 * ROWS + n + 1, false, `renamed ${n + 1}`) });
   for (let n = ROWS; n < ROWS + 2000; n += 2) puts.push({ entity: ENTITY, row: rowOf(n, ROWS + n + 1, false, `new ${n}`) });
   await store.commit({ puts });
 }
@@ -40,7 +46,8 @@ test("a long count, list and visit let other work run between their slices and a
   for (let n = 0; n < ROWS; n += 2) evenIds.add(rowOf(n, 0).id);
 
   let turnsBetween = 0;
-  const ticker = setInterval(() => turnsBetween++, 0);
+  // unref: a failed assertion must end the test, not leave a timer holding the process.
+  const ticker = setInterval(() => turnsBetween++, 0).unref();
   const counting = store.count(ENTITY, EVEN, "exclude");
   const listing = store.list(ENTITY, { filter: EVEN, sort: BY_ID, after: null, skip: 0, limit: ROWS, deleted: "exclude" });
   const visited: string[] = [];

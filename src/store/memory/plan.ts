@@ -2,14 +2,15 @@
 // the cursor and stop after one page, or start from the few live rows whose enum/boolean field
 // equals the filter's value (a value index) and sort only those. Either way no request sorts or
 // scans the whole entity when an index can answer it. Each is a walk (time-slices.ts): it yields
-// when its slice is used up, after freezing what it reads, so that it answers as of its start.
+// when its slice is used up, after freezing what it reads (live-rows.ts for a walk of every row),
+// so that it answers as of its start.
 
 import { compareSortKeys } from "../../schema/fields.ts";
 import type { Table } from "./table.ts";
 import type { CompareNode, FilterNode, SortPosition } from "../../query/filter-tree.ts";
 import type { DeletedFilter, ListQuery, ListResult, Row } from "../store.ts";
 import { compileFilter, type Predicate } from "./predicate.ts";
-import { PausableRows, type Slice, type Walk } from "./time-slices.ts";
+import { PausableRows, type Slice, type Walk } from "../../turns/time-slices.ts";
 
 export function* planList(table: Table, query: ListQuery, slice: Slice | null): Walk<ListResult> {
   const { sort, after, skip, limit, deleted } = query;
@@ -60,13 +61,17 @@ export function* planCount(table: Table, filter: FilterNode | null, deleted: Del
   if (candidates && filter?.type === "compare") return candidates.size; // the filter is the equality
   const accept = acceptor(filter, deleted);
   let count = 0;
-  const rows = new PausableRows((candidates ?? table.rows).values());
-  for (let row = rows.next(); row !== undefined; row = rows.next()) {
-    if (accept(row)) count++;
-    if (slice.isOver()) {
-      rows.freeze();
-      yield;
+  const rows = candidates ? new PausableRows(candidates.values()) : table.walkRows();
+  try {
+    for (let row = rows.next(); row !== undefined; row = rows.next()) {
+      if (accept(row)) count++;
+      if (slice.isOver()) {
+        rows.freeze();
+        yield;
+      }
     }
+  } finally {
+    rows.stop();
   }
   return count;
 }
@@ -77,13 +82,18 @@ export function* planCount(table: Table, filter: FilterNode | null, deleted: Del
  */
 export function* planEach(table: Table, filter: FilterNode | null, visit: (row: Row) => void, slice: Slice): Walk<void> {
   const accept = acceptor(filter, "exclude");
-  const rows = new PausableRows((indexedCandidates(table, filter, "exclude") ?? table.rows).values());
-  for (let row = rows.next(); row !== undefined; row = rows.next()) {
-    if (accept(row)) visit(row);
-    if (slice.isOver()) {
-      rows.freeze();
-      yield;
+  const candidates = indexedCandidates(table, filter, "exclude");
+  const rows = candidates ? new PausableRows(candidates.values()) : table.walkRows();
+  try {
+    for (let row = rows.next(); row !== undefined; row = rows.next()) {
+      if (accept(row)) visit(row);
+      if (slice.isOver()) {
+        rows.freeze();
+        yield;
+      }
     }
+  } finally {
+    rows.stop();
   }
 }
 

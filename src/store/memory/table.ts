@@ -6,6 +6,7 @@
 // cost a start-up nothing: at 1,000,000 records the two value indexes of the bench's Task took
 // 0.7 s of it, and take about half that built in one pass over the rows.
 
+import { LiveRows } from "./live-rows.ts";
 import { compareSortKeys, toSortKey } from "../../schema/fields.ts";
 import type { SortSpec } from "../../query/filter-tree.ts";
 import { DATA_OPENING } from "./loaded-rows.ts";
@@ -47,6 +48,8 @@ export class Table {
    * half of it, and are skipped.
    */
   private written: Row[] | null = null;
+  /** Walks of every row paused between slices: each write tells them what it replaces. */
+  private readonly pausedWalks = new Set<LiveRows>();
 
   /** `valueIndexed` names the fields whose few values get a set of live rows each. */
   constructor(
@@ -94,9 +97,19 @@ export class Table {
     return index;
   }
 
+  /** Every row, read as of now however long the walk pauses between slices (live-rows.ts). */
+  walkRows(): LiveRows {
+    return new LiveRows(
+      this.rows.values(),
+      (walk) => this.pausedWalks.add(walk),
+      (walk) => this.pausedWalks.delete(walk),
+    );
+  }
+
   /** Stores a new version of a row (or a new row) and brings every index up to date; answers the version it replaced. */
   apply(row: Row): Row | undefined {
     const old = this.rows.get(row.id);
+    for (const walk of this.pausedWalks) walk.replacing(row.id, old);
     this.rows.set(row.id, row);
     // The names listed were those of the rows loaded; with one of them gone, they may be more.
     if (old instanceof StoredRow && old.wasLoadedAsText) this.textFieldNames = null;
@@ -187,6 +200,7 @@ export class Table {
   remove(id: string): void {
     const old = this.rows.get(id);
     if (!old) return;
+    for (const walk of this.pausedWalks) walk.replacing(id, old);
     this.rows.delete(id);
     if (old instanceof StoredRow && old.wasLoadedAsText) this.textFieldNames = null;
     this.readCache?.delete(id);
@@ -247,6 +261,7 @@ export class Table {
   }
 
   clear(): void {
+    for (const walk of this.pausedWalks) walk.copyRest();
     this.written = null;
     this.textFieldNames = null;
     this.rows.clear();

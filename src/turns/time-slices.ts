@@ -1,18 +1,15 @@
 // Runs the memory store's long walks (a scan no index answers, an aggregate's visit of every match,
 // an export's page) in slices of a few milliseconds, so that no request holds the one event loop
 // for long, whatever its filter costs. A walk is a generator that yields when its slice is used
-// up; it first runs at once, in the request's own turn, and a walk that needs more is queued and
-// continued one slice per turn of the event loop, after the turn's other requests
-// (docs/query-language.md, "Limits").
+// up; it first runs at once, in the request's own turn, and a walk that needs more is queued with
+// the loop's other costly work (loop-share.ts), one slice a turn (docs/query-language.md, "Limits").
 
-import { invalidFilter } from "../../errors.ts";
-import type { Maybe } from "../../maybe.ts";
+import { invalidFilter } from "../errors.ts";
+import type { Maybe } from "../maybe.ts";
+import { enqueue } from "./loop-share.ts";
 
 /** The first slice, run in the request's own turn: most walks end within it. */
 export const FIRST_SLICE_MS = 0.5;
-/** The shortest and longest slice a queued walk gets in one turn of the event loop. */
-export const MIN_SLICE_MS = 1;
-export const MAX_SLICE_MS = 10;
 /** The work one walk may take in all, its slices added up, before it is refused. */
 export const MAX_WALK_MS = 10_000;
 /** Rows handled between two looks at the clock: a look costs about as much as testing a row. */
@@ -39,29 +36,23 @@ export class Slice {
     return performance.now() >= this.deadline;
   }
 
+  /** How long the current slice has run. */
+  elapsed(): number {
+    return performance.now() - this.startedAt;
+  }
+
   end(): void {
-    this.spentMs += performance.now() - this.startedAt;
+    this.spentMs += this.elapsed();
   }
 }
 
 /** A walk: yields (nothing) when its slice is over, returns its answer. */
 export type Walk<T> = Generator<void, T, void>;
 
-interface QueuedWalk {
-  readonly walk: Walk<unknown>;
-  readonly slice: Slice;
-  resolve(value: unknown): void;
-  reject(error: unknown): void;
-}
-
-const queue: QueuedWalk[] = [];
-let isTurnScheduled = false;
-/** When the last queued slice ended: what ran since (other requests) sets the next slice's length. */
-let lastSliceEndedAt = 0;
-
 /**
  * The walk's answer: at once when it ends within its first slice (no promise, as the memory store
- * answers), else a promise settled once its queued slices have run it to the end.
+ * answers), else a promise settled once its slices, queued with the loop's other costly work
+ * (loop-share.ts), have run it to the end.
  */
 export function runInSlices<T>(makeWalk: (slice: Slice) => Walk<T>): Maybe<T> {
   const slice = new Slice();
@@ -75,8 +66,22 @@ export function runInSlices<T>(makeWalk: (slice: Slice) => Walk<T>): Maybe<T> {
   }
   if (step.done) return step.value;
   return new Promise<T>((resolve, reject) => {
-    queue.push({ walk, slice, resolve: resolve as (value: unknown) => void, reject });
-    scheduleTurn();
+    const runSlice = (sliceMs: number): void => {
+      slice.start(sliceMs);
+      try {
+        const step = walk.next();
+        if (step.done) resolve(step.value);
+        else if (slice.spentMs + slice.elapsed() > MAX_WALK_MS) {
+          walk.return(undefined as never);
+          reject(tooLong());
+        } else enqueue(runSlice);
+      } catch (error) {
+        reject(error);
+      } finally {
+        slice.end();
+      }
+    };
+    enqueue(runSlice);
   });
 }
 
@@ -86,42 +91,6 @@ export function runToEnd<T>(walk: Walk<T>): T {
     const step = walk.next();
     if (step.done) return step.value;
   }
-}
-
-function scheduleTurn(): void {
-  if (isTurnScheduled) return;
-  isTurnScheduled = true;
-  // setImmediate runs after the turn's I/O: the requests read in this turn go first.
-  setImmediate(runTurn);
-}
-
-/**
- * One slice of the walk at the head of the queue, which then goes to the back. The slice is about
- * as long as what the loop did since the last one (other requests), so that when both kinds wait,
- * walks get about half the time and other requests the rest.
- */
-function runTurn(): void {
-  isTurnScheduled = false;
-  const queued = queue.shift();
-  if (queued === undefined) return;
-  const now = performance.now();
-  const length = Math.min(MAX_SLICE_MS, Math.max(MIN_SLICE_MS, now - lastSliceEndedAt));
-  const { walk, slice } = queued;
-  slice.start(length);
-  try {
-    const step = walk.next();
-    if (step.done) queued.resolve(step.value);
-    else if (slice.spentMs + (performance.now() - now) > MAX_WALK_MS) {
-      walk.return(undefined as never);
-      queued.reject(tooLong());
-    } else queue.push(queued);
-  } catch (error) {
-    queued.reject(error);
-  } finally {
-    slice.end();
-    lastSliceEndedAt = performance.now();
-  }
-  if (queue.length > 0) scheduleTurn();
 }
 
 function tooLong() {
@@ -148,6 +117,12 @@ export class PausableRows<R> {
     if (this.rest !== null) return this.at < this.rest.length ? this.rest[this.at++] : undefined;
     const step = this.live.next();
     return step.done ? undefined : step.value;
+  }
+
+  /** The walk stops, at its end or early: the rows copied are let go. */
+  stop(): void {
+    this.rest = [];
+    this.at = 0;
   }
 
   /** Call before yielding: the rest is read now, before any write can change the source. */
