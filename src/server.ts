@@ -8,7 +8,7 @@ import { isAbsolute } from "node:path";
 import { performance } from "node:perf_hooks";
 import { ApiError, backupTargetExists, backupUnsupported, invalidJson, invalidRequest, forbidden, databaseUnreachable, expectationFailed, insufficientStorage, internalError, methodNotAllowed, notFound, storeUnavailable, uniqueViolation, writeContended } from "./errors.ts";
 import { answerClientError, answerConnect } from "./http/client-error.ts";
-import { enqueueFirst, settle } from "./turns/loop-share.ts";
+import { countCheap, enqueueFirst, settle } from "./turns/loop-share.ts";
 import { hashBody, IdempotencyGuard, idempotentRequest, type IdempotentRequest } from "./http/idempotency.ts";
 import { BodyBudget, HEAVY_BODY_BYTES, type Release } from "./http/body-budget.ts";
 import { defaultMaxMemoryBytes, MemoryGuard } from "./http/memory-guard.ts";
@@ -399,6 +399,10 @@ class Context implements RequestContext {
   }
 }
 
+/** Set on a connection whose last request was costly: its next one waits for a turn (turns/loop-share.ts). */
+const OWES_TURN = Symbol("owesTurn");
+type OwingSocket = Socket & { [OWES_TURN]?: boolean };
+
 /** The request path: auth → route → body → idempotency → handler → store → durable → reply. */
 class App {
   private readonly router: Router<Handler>;
@@ -409,8 +413,6 @@ class App {
   private plainReads: SeriesHandle | null = null;
   /** The bytes of heavy writes' bodies being handled at once. */
   private readonly bodies = new BodyBudget();
-  /** Connections whose last request was costly: their next one waits for a turn. */
-  private readonly owingTurns = new WeakSet<Socket>();
 
   constructor(
     private readonly records: Records,
@@ -448,14 +450,15 @@ class App {
    * request on a connection whose last one was costly waits for a turn first (turns/loop-share.ts).
    */
   handle(req: IncomingMessage, res: ServerResponse): void {
-    if (!this.owingTurns.has(req.socket)) return this.dispatch(req, res);
-    this.owingTurns.delete(req.socket);
+    const socket = req.socket as OwingSocket;
+    if (socket[OWES_TURN] !== true) return this.dispatch(req, res);
+    socket[OWES_TURN] = false;
     enqueueFirst(() => this.dispatch(req, res));
   }
 
   private dispatch(req: IncomingMessage, res: ServerResponse): void {
     const started = performance.now();
-    if (this.answerPlainRead(req, res, started)) return this.settle(req, started);
+    if (this.answerPlainRead(req, res, started)) return countCheap();
     const note: RequestNote = { started, route: NO_ROUTE, keyId: null };
     let reply: Reply | Promise<Reply>;
     try {
@@ -477,7 +480,7 @@ class App {
 
   /** A stretch of `req`'s work has ended: a costly one makes its connection's next request wait for a turn. */
   private settle(req: IncomingMessage, startedAt: number): void {
-    if (settle(startedAt)) this.owingTurns.add(req.socket);
+    if (settle(startedAt)) (req.socket as OwingSocket)[OWES_TURN] = true;
   }
 
   private sendLater(req: IncomingMessage, res: ServerResponse, reply: Reply, note: RequestNote): void {

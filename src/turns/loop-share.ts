@@ -59,6 +59,11 @@ export function settle(startedAt: number): boolean {
   return ms >= GATE_MS;
 }
 
+/** A cheap stretch too short to be worth timing (a read by id answered from its cached view). */
+export function countCheap(): void {
+  cheapStretches++;
+}
+
 /** Charges costly work done outside the queue's turns. */
 export function charge(ms: number): void {
   chargedMs += ms;
