@@ -28,9 +28,9 @@ import { errorReply, jsonReply, sendReply, sendView, type Reply } from "./http/r
 import { buildRouter, type Handler, type RequestContext } from "./http/routes.ts";
 import type { Params, Router } from "./http/router.ts";
 import { nativeMount, sdkMount, type Mount } from "./http/mounts.ts";
-import type { Caller } from "./records/caller.ts";
+import type { Caller } from "./keys/caller.ts";
 import { loadKeys, type KeyRing } from "./keys/api-keys.ts";
-import type { KeyRef } from "./records/caller.ts";
+import type { KeyRef } from "./keys/caller.ts";
 import { addKeyRoutes, KEYS_PATH } from "./http/keys-routes.ts";
 import { DEFAULT_RECORD_LIMITS, Records, type RecordLimits } from "./records/records.ts";
 import { loadSeed } from "./records/seed.ts";
@@ -38,7 +38,7 @@ import { loadSchemaObject, loadSchemaPath, type Declarations, type Schema } from
 import { isPlatformField } from "./schema/fields.ts";
 import type { ValueIndexedFields } from "./store/memory/memory-store.ts";
 import { openStore, parseStoreUrl, type StoreLocation } from "./store/open-store.ts";
-import { settleSchema } from "./schema/changes/settle.ts";
+import { settleSchema } from "./migrations/settle.ts";
 import { migrationsDirOf } from "./migrations/migration-file.ts";
 import type * as Public from "./public-api.ts";
 import { BackupTargetError, type BackupSummary } from "./store/file/backup.ts";

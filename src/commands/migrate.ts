@@ -6,9 +6,9 @@
 
 import { existsSync } from "node:fs";
 import { loadSchemaPath } from "../schema/load.ts";
-import { isRefused } from "../schema/changes/check.ts";
-import { appliedLines, refusalText } from "../schema/changes/report.ts";
-import { settleSchema, SchemaRefusedError, type Settled } from "../schema/changes/settle.ts";
+import { isRefused } from "../migrations/check.ts";
+import { appliedLines, refusalText } from "../migrations/report.ts";
+import { settleSchema, SchemaRefusedError, type Settled } from "../migrations/settle.ts";
 import { migrationsDirOf } from "../migrations/migration-file.ts";
 import type { MigrationPlan } from "../migrations/plan.ts";
 import { openStore, parseStoreUrl, type StoreLocation } from "../store/open-store.ts";

@@ -11,9 +11,9 @@
 // stays bounded however slowly a reader reads. What the bytes look like is the sink's (feed-sink.ts).
 
 import { ApiError, unauthorized } from "../errors.ts";
-import type { Caller } from "../records/caller.ts";
+import type { Caller } from "../keys/caller.ts";
 import type { Schema } from "../schema/load.ts";
-import type { Predicate } from "../store/memory/predicate.ts";
+import type { Predicate } from "../query/predicate.ts";
 import { compareFeedPositions, isAfter, type FeedEvent, type FeedPosition, type FeedRead, type FeedState, type Store } from "../store/store.ts";
 import { Turns } from "../turns/loop-share.ts";
 import { changeJson } from "./events.ts";

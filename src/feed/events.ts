@@ -2,7 +2,7 @@
 // clients get (shaped for the caller's key kind, as records are), and as a Server-Sent Event.
 
 import { invalidCursor } from "../errors.ts";
-import type { Caller } from "../records/caller.ts";
+import type { Caller } from "../keys/caller.ts";
 import { recordJson } from "../records/serialize.ts";
 import type { EntityDef } from "../schema/fields.ts";
 import { FEED_START, positionOf, type FeedEvent, type FeedPosition, type FeedState } from "../store/store.ts";

@@ -2,7 +2,7 @@
 // (http/sse-sink.ts) or a Socket.IO room on a WebSocket (realtime/room-sink.ts). The hub
 // (change-feed.ts) reads, groups and bounds; a sink knows its wire.
 
-import type { Caller } from "../records/caller.ts";
+import type { Caller } from "../keys/caller.ts";
 import type { FeedEvent } from "../store/store.ts";
 
 /** Why the hub ends a stream: it fell behind (the client resumes), its key went, the feed closed, or the store could not be read. */

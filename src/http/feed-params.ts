@@ -6,10 +6,10 @@ import { ApiError, entityNotFound, invalidParameter } from "../errors.ts";
 import { parseEventId } from "../feed/events.ts";
 import type { FeedSubscription } from "../feed/change-feed.ts";
 import { parseFilterText } from "../query/filter.ts";
-import type { Caller } from "../records/caller.ts";
+import type { Caller } from "../keys/caller.ts";
 import type { EntityDef } from "../schema/fields.ts";
 import type { Schema } from "../schema/load.ts";
-import { compileFilter, type Predicate } from "../store/memory/predicate.ts";
+import { compileFilter, type Predicate } from "../query/predicate.ts";
 import type { FeedPosition, FeedState } from "../store/store.ts";
 import { accessOf } from "./list-params.ts";
 

@@ -5,7 +5,7 @@
 
 import { createHash } from "node:crypto";
 import { ApiError } from "../errors.ts";
-import type { Caller } from "../records/caller.ts";
+import type { Caller } from "../keys/caller.ts";
 import type { Records } from "../records/records.ts";
 import type { IdempotentAnswer } from "../store/store.ts";
 import type { Reply } from "./response.ts";

@@ -9,7 +9,7 @@ import { parseFieldSelection } from "../query/fields.ts";
 import { parseFilterText, type FieldAccess } from "../query/filter.ts";
 import type { FilterNode } from "../query/filter-tree.ts";
 import { allowsCursor, DEFAULT_SORT, formatSort, parseSort } from "../query/sort.ts";
-import type { Caller } from "../records/caller.ts";
+import type { Caller } from "../keys/caller.ts";
 import { EXPORT_FORMATS, isExportFormat, type ExportFormat } from "../records/export-format.ts";
 import { DEFAULT_DISTINCT_LIMIT, isDistinctValue, MAX_DISTINCT_LIMIT, resolveDistinctField, type DistinctAnswer, type DistinctRequest } from "../records/distinct.ts";
 import type { ListAnswer, ListRequest } from "../records/records.ts";

@@ -3,7 +3,7 @@
 // where @base44/sdk's types expect another shape (docs/base44-sdk.md), and borrows the rest.
 
 import { etagOf, recordJson, recordJsonWith, recordsJson } from "../records/serialize.ts";
-import type { Caller } from "../records/caller.ts";
+import type { Caller } from "../keys/caller.ts";
 import type { Row } from "../store/store.ts";
 import { jsonReply, type Reply } from "./response.ts";
 import type { NextPage, PageItems, Result } from "./results.ts";

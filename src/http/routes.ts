@@ -7,7 +7,7 @@
 
 import { ApiError, forbidden, tooManyStreams } from "../errors.ts";
 import type { AccessOperation } from "../schema/fields.ts";
-import type { Caller } from "../records/caller.ts";
+import type { Caller } from "../keys/caller.ts";
 import { parseAggregateSpec } from "../records/aggregate-spec.ts";
 import { bulkCreate, bulkUpdate, deleteMany, updateMany, upsert } from "../records/batch.ts";
 import type { Change, Records } from "../records/records.ts";

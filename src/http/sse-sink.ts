@@ -5,7 +5,7 @@
 import type { ServerResponse } from "node:http";
 import type { FeedEnd, FeedSink } from "../feed/feed-sink.ts";
 import { changeJson, sseFrame } from "../feed/events.ts";
-import type { Caller } from "../records/caller.ts";
+import type { Caller } from "../keys/caller.ts";
 import type { Schema } from "../schema/load.ts";
 import type { FeedEvent } from "../store/store.ts";
 import { drainedOrClosed } from "./response.ts";

@@ -3,7 +3,7 @@
 // and one of each kind generated when none is there, printed once and kept as a hash only.
 
 import { createHash } from "node:crypto";
-import type { KeyKind } from "../records/caller.ts";
+import type { KeyKind } from "./caller.ts";
 import { KeyRing, type GivenKey } from "./key-ring.ts";
 import { memoryKeyVault, type KeyVault } from "./key-vault.ts";
 import { generateKey, isExpired } from "./stored-keys.ts";

@@ -4,7 +4,7 @@
 // goes (revoked, expired) is announced to listeners, which close its open streams.
 
 import { keyFromFlagRefused, keyNotFound, lastSecretKey, unauthorized } from "../errors.ts";
-import type { Caller, KeyKind, KeyRef } from "../records/caller.ts";
+import type { Caller, KeyKind, KeyRef } from "./caller.ts";
 import type { KeyVault } from "./key-vault.ts";
 import { generateKey, isExpired, kindPrefix, minuteOf, PREFIX_LENGTH, sha256Of, type NewKey, type StoredKey } from "./stored-keys.ts";
 import { randomBytes } from "node:crypto";

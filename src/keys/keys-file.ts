@@ -5,7 +5,7 @@
 import { existsSync } from "node:fs";
 import { open, readFile, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
-import { replaceFileWith } from "../store/file/durable-file.ts";
+import { replaceFileWith } from "../disk/durable-file.ts";
 import type { KeyUpdate, KeyUpdated, KeyVault } from "./key-vault.ts";
 import { checkStoredKeys, KeyError, type StoredKey } from "./stored-keys.ts";
 

@@ -3,7 +3,7 @@
 // kept (a file, a table, memory) is each KeyVault's.
 
 import { createHash, randomBytes } from "node:crypto";
-import type { KeyKind } from "../records/caller.ts";
+import type { KeyKind } from "./caller.ts";
 import { isPlainObject } from "../schema/load.ts";
 
 /** A key as a vault keeps it. Times are ISO 8601; last_used is to the minute. */

@@ -4,8 +4,8 @@
 
 import { invalidFilter } from "../errors.ts";
 import { isPlainObject } from "../schema/load.ts";
-import { isFinerThanMillisecond, parseDateValue, type FieldDef } from "../schema/fields.ts";
-import type { CompareNode, CompareOp, RegexOperand, ValueKind } from "./filter-tree.ts";
+import { isFinerThanMillisecond, parseDateValue, type FieldDef, type ValueKind } from "../schema/fields.ts";
+import type { CompareNode, CompareOp, RegexOperand } from "./filter-tree.ts";
 import { findRegexProblem } from "./regex-guard.ts";
 
 const OPERATORS: readonly CompareOp[] = ["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$contains", "$exists", "$regex", "$all", "$size"];

@@ -4,8 +4,7 @@
 // sort and the position a cursor resumes after are here too: stores import these types from
 // query/, never the other way round.
 
-/** How values of a field compare: dates chronologically, numbers numerically, and so on. */
-export type ValueKind = "string" | "number" | "boolean" | "date" | "json";
+import type { SortKey, ValueKind } from "../schema/fields.ts";
 
 export type CompareOp =
   | "$eq"
@@ -89,6 +88,3 @@ export interface SortPosition {
   readonly key: SortKey;
   readonly id: string;
 }
-
-/** A comparable value of a sort: numbers for numbers, booleans and dates, strings for text. */
-export type SortKey = number | string | null;

@@ -6,9 +6,9 @@
 import { forbidden, invalidFilter, invalidJson, unknownField } from "../errors.ts";
 import { findTooDeep, MAX_JSON_DEPTH } from "../json-depth.ts";
 import { isPlainObject } from "../schema/load.ts";
-import { PLATFORM_FIELD_DEFS, kindOf, type EntityDef, type FieldDef } from "../schema/fields.ts";
+import { PLATFORM_FIELD_DEFS, kindOf, type EntityDef, type FieldDef, type ValueKind } from "../schema/fields.ts";
 import { compareNode, refuseUnlessArray, regexNode, type Target } from "./filter-operand.ts";
-import type { FilterNode, ValueKind } from "./filter-tree.ts";
+import type { FilterNode } from "./filter-tree.ts";
 
 // Deep enough for any filter a person or a query builder writes; bounded so recursion cannot overflow.
 const MAX_FILTER_DEPTH = 64;

@@ -1,6 +1,6 @@
 // Decides whether a `$regex` pattern (docs/query-language.md) may run, and hands out its compiled
 // test: short, valid, and runnable by the linear-time engine (query/regex/). Parsing the filter is
-// filter.ts's job and testing values a store's (store/memory/predicate.ts).
+// filter.ts's job and testing values predicate.ts's.
 
 import { compileLinearRegex, RegexProblem, type LinearRegex } from "./regex/linear-regex.ts";
 

@@ -3,7 +3,7 @@
 // `{ room, data: "<JSON of {type, id, data, timestamp}>" }`, type being create, update or delete.
 
 import type { FeedEnd, FeedSink } from "../feed/feed-sink.ts";
-import type { Caller } from "../records/caller.ts";
+import type { Caller } from "../keys/caller.ts";
 import { recordJson } from "../records/serialize.ts";
 import type { EntityDef } from "../schema/fields.ts";
 import type { FeedEvent } from "../store/store.ts";

@@ -6,7 +6,7 @@
 import { randomBytes } from "node:crypto";
 import type { ChangeFeed } from "../feed/change-feed.ts";
 import type { FeedEnd } from "../feed/feed-sink.ts";
-import type { Caller } from "../records/caller.ts";
+import type { Caller } from "../keys/caller.ts";
 import type { Schema } from "../schema/load.ts";
 import { RoomSink, type RoomConnection } from "./room-sink.ts";
 import { decodeSocketPacket, DEFAULT_NAMESPACE, encodeSocketPacket, ENGINE, eventPacket, openPacket, SOCKET, type SocketPacket } from "./socket-io-packets.ts";

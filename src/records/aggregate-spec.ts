@@ -6,8 +6,8 @@
 
 import { ApiError, forbidden, invalidFilter, invalidJson, invalidParameter } from "../errors.ts";
 import { parseFilter, resolveField, type FieldAccess } from "../query/filter.ts";
-import type { FilterNode, ValueKind } from "../query/filter-tree.ts";
-import { isScalar, kindOf, parseDateValue, type EntityDef, type FieldDef } from "../schema/fields.ts";
+import type { FilterNode } from "../query/filter-tree.ts";
+import { isScalar, kindOf, parseDateValue, type EntityDef, type FieldDef, type ValueKind } from "../schema/fields.ts";
 import { isPlainObject } from "../schema/load.ts";
 
 export const MAX_GROUP_FIELDS = 4;

@@ -2,8 +2,7 @@
 // live records: one pass over the matching rows into groups, or none when the store can count by
 // value; then having, sort and limit over the rows. No HTTP here: each URL prefix shapes the reply.
 
-import type { SortKey, ValueKind } from "../query/filter-tree.ts";
-import { compareSortKeys, toSortKey, type EntityDef } from "../schema/fields.ts";
+import { compareSortKeys, toSortKey, type EntityDef, type SortKey, type ValueKind } from "../schema/fields.ts";
 import type { Row, Store } from "../store/store.ts";
 import type { AggregateSpec, GroupColumn, HavingTest, Measure } from "./aggregate-spec.ts";
 import { bucketLabel, bucketOf } from "./date-bucket.ts";

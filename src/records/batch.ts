@@ -9,7 +9,7 @@ import { isPlatformField, kindOf, type EntityDef } from "../schema/fields.ts";
 import { isPlainObject } from "../schema/load.ts";
 import { validateChanges, validateCreate } from "../schema/validate.ts";
 import type { MatchCheck, Put, Row } from "../store/store.ts";
-import type { Caller } from "./caller.ts";
+import type { Caller } from "../keys/caller.ts";
 import type { Change, Records } from "./records.ts";
 
 export const MAX_BATCH_RECORDS = 5000;

@@ -3,9 +3,9 @@
 // the native route answers a bare array with cursor headers, the SDK's prefix its own shape.
 
 import { invalidParameter } from "../errors.ts";
-import type { FilterNode, SortKey, ValueKind } from "../query/filter-tree.ts";
+import type { FilterNode } from "../query/filter-tree.ts";
 import { resolveField, type FieldAccess } from "../query/filter.ts";
-import { compareSortKeys, isScalar, kindOf, toSortKey, type EntityDef } from "../schema/fields.ts";
+import { compareSortKeys, isScalar, kindOf, toSortKey, type EntityDef, type SortKey, type ValueKind } from "../schema/fields.ts";
 import type { Store } from "../store/store.ts";
 
 export const DEFAULT_DISTINCT_LIMIT = 100;

@@ -5,7 +5,7 @@
 
 import type { EntityDef } from "../schema/fields.ts";
 import type { Row } from "../store/store.ts";
-import type { Caller } from "./caller.ts";
+import type { Caller } from "../keys/caller.ts";
 import { recordJson } from "./serialize.ts";
 
 export const EXPORT_FORMATS = ["ndjson", "json", "csv"] as const;

@@ -6,7 +6,7 @@
 import { ApiError, invalidField, invalidFile } from "../errors.ts";
 import { isPlatformField, PLATFORM_FIELDS, type EntityDef, type FieldDef } from "../schema/fields.ts";
 import type { Row } from "../store/store.ts";
-import type { Caller } from "./caller.ts";
+import type { Caller } from "../keys/caller.ts";
 import { CsvReader, type CsvRecord } from "./csv-reader.ts";
 import { importItems } from "./import.ts";
 import { FileFormatError, parseRecord, RecordSplitter, type SourceRecord } from "./record-splitter.ts";

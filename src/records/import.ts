@@ -9,7 +9,7 @@ import { isPlainObject } from "../schema/load.ts";
 import { validateCreate } from "../schema/validate.ts";
 import type { Row } from "../store/store.ts";
 import { batchItems } from "./batch.ts";
-import type { Caller } from "./caller.ts";
+import type { Caller } from "../keys/caller.ts";
 import type { Change, KeptFields, Records } from "./records.ts";
 
 /** Ids an import may give: URL-safe (they go in paths), at most 128 characters. */

@@ -11,7 +11,7 @@
 // requests a second under wrk ("2026-11-26, later" in git log -p -- docs/benchmarks-history.md).
 
 import type { ReadCache, Row } from "../store/store.ts";
-import type { Caller } from "./caller.ts";
+import type { Caller } from "../keys/caller.ts";
 import { etagOf } from "./serialize.ts";
 
 /** A record as one kind of key sees it, ready to send. */

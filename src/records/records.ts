@@ -17,7 +17,7 @@ import type { Commit, IdempotentAnswer, ListQuery, MatchCheck, Put, Row, Store }
 import { StoredRow } from "../store/stored-row.ts";
 import { aggregate, DEFAULT_MAX_GROUPS, type AggregateResult } from "./aggregate.ts";
 import type { AggregateSpec } from "./aggregate-spec.ts";
-import type { Caller } from "./caller.ts";
+import type { Caller } from "../keys/caller.ts";
 import { distinctValues, type DistinctAnswer, type DistinctRequest } from "./distinct.ts";
 import { viewOf, ViewCache, type RecordView } from "./read-cache.ts";
 import { recordJson } from "./serialize.ts";
@@ -276,7 +276,7 @@ export class Records {
 /**
  * A row whose data is in record order carries the data's JSON in memo.dataJson: that one string is
  * both the secret-key record JSON (serialize.ts answers with it) and the data of its log line
- * (wal.ts), so a new version is serialized once. The file store drops it once the line is framed.
+ * (log-framing.ts), so a new version is serialized once. The file store drops it once the line is framed.
  */
 function rowInRecordOrder(id: string, rev: number, deleted: boolean, data: Record<string, unknown>): Row {
   return new StoredRow(id, rev, deleted, data, { dataJson: dataJsonOf(data) });

@@ -9,7 +9,7 @@ import { isPlainObject, type Schema } from "../schema/load.ts";
 import { validateCreate } from "../schema/validate.ts";
 import { ConflictError } from "../store/store.ts";
 import type { Records } from "./records.ts";
-import type { KeyRef } from "./caller.ts";
+import type { KeyRef } from "../keys/caller.ts";
 import { settingName } from "../option-names.ts";
 
 /** A seed file's path, or its content. */

@@ -5,7 +5,7 @@
 
 import type { EntityDef } from "../schema/fields.ts";
 import type { Row } from "../store/store.ts";
-import type { Caller } from "./caller.ts";
+import type { Caller } from "../keys/caller.ts";
 import { forEachMemberName } from "../store/member-names.ts";
 import { unparsedDataJson } from "../store/stored-row.ts";
 

@@ -1,10 +1,14 @@
 // What a field is: its declared type and format, and how its values compare and sort.
 // Loading declarations is load.ts's job; checking written values is validate.ts's.
 
-import type { SortKey, ValueKind } from "../query/filter-tree.ts";
-
 export type FieldType = "string" | "number" | "integer" | "boolean" | "array" | "object";
 export type StringFormat = "date" | "date-time" | "email" | "uri";
+
+/** How values of a field compare: dates chronologically, numbers numerically, and so on. */
+export type ValueKind = "string" | "number" | "boolean" | "date" | "json";
+
+/** A comparable value of a sort: numbers for numbers, booleans and dates, strings for text. */
+export type SortKey = number | string | null;
 
 export interface FieldDef {
   readonly name: string;

@@ -52,7 +52,7 @@ export interface RowMemo {
   /** The record's JSON as each kind of key sees it. */
   secretJson?: string | undefined;
   publicJson?: string | undefined;
-  /** Its string fields case-folded, for search (store/memory/predicate.ts). */
+  /** Its string fields case-folded, for search (query/predicate.ts). */
   search?: string | undefined;
 }
 

@@ -14,7 +14,7 @@ import type { ChangeFeed, FeedSubscription } from "../feed/change-feed.ts";
 import { eventIdOf, parseEventId } from "../feed/events.ts";
 import { parseSavedFilter } from "../query/filter.ts";
 import type { Schema } from "../schema/load.ts";
-import { compileFilter, type Predicate } from "../store/memory/predicate.ts";
+import { compileFilter, type Predicate } from "../query/predicate.ts";
 import { compareFeedPositions, positionOf, type FeedEvent, type FeedPosition, type FeedState, type Store } from "../store/store.ts";
 import { progressKey } from "./book.ts";
 import type { Progress, StoredEndpoint } from "./endpoints.ts";

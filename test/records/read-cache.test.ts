@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { MAX_CACHED_VIEWS, viewOf, ViewCache, type RecordView } from "../../src/records/read-cache.ts";
 import { etagOf } from "../../src/records/serialize.ts";
-import type { Caller } from "../../src/records/caller.ts";
+import type { Caller } from "../../src/keys/caller.ts";
 import type { Row } from "../../src/store/store.ts";
 
 const SECRET: Caller = { keyId: "key_s", kind: "secret" };

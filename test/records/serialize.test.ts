@@ -4,7 +4,7 @@
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import type { Caller } from "../../src/records/caller.ts";
+import type { Caller } from "../../src/keys/caller.ts";
 import { Records } from "../../src/records/records.ts";
 import { MAX_CACHED_JSON_ROWS, MAX_CACHED_PAGE_ROWS, recordJson, recordJsonWith, recordObject, recordsJson } from "../../src/records/serialize.ts";
 import { loadSchemaObject } from "../../src/schema/load.ts";

@@ -2,7 +2,7 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { compileFoldedIncludes, FOLD_FIXUPS, foldCase } from "../../src/store/memory/case-fold.ts";
+import { compileFoldedIncludes, FOLD_FIXUPS, foldCase } from "../../src/query/case-fold.ts";
 
 const FOLDS: Array<[string, string]> = [
   ["", ""],

@@ -1,5 +1,5 @@
 // The file store's log and snapshots with what migrations write: a batch too long for one line is
-// written in parts that replay all or nothing (wal.ts, frameEntryLines), and metadata, drops and
+// written in parts that replay all or nothing (log-framing.ts, frameEntryLines), and metadata, drops and
 // sync puts survive replay, compaction and tabula verify's reading.
 
 import assert from "node:assert/strict";
@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { FileStore } from "../../src/store/file/file-store.ts";
 import { checkDataFolder } from "../../src/store/file/folder-check.ts";
-import { frameEntryLines, parseFramedLine } from "../../src/store/file/wal.ts";
+import { frameEntryLines, parseFramedLine } from "../../src/store/file/log-framing.ts";
 import { FEED_START, type Row } from "../../src/store/store.ts";
 
 /** Small, so that a batch of a few dozen rows is written in parts. */

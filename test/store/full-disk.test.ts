@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { FileStore } from "../../src/store/file/file-store.ts";
 import { StorageFullError, type IdempotentAnswer, type Row } from "../../src/store/store.ts";
-import { readSegment, segmentName, WriteAheadLog, type LogEntry } from "../../src/store/file/wal.ts";
+import { readSegment, segmentName, WriteAheadLog } from "../../src/store/file/wal.ts";
+import type { LogEntry } from "../../src/store/file/log-entry.ts";
 import { fillDisk, mountTmpfs, unmountTmpfs } from "../support/tmpfs.ts";
 
 const TMPFS_BYTES = 2 * 1024 * 1024;

@@ -4,7 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { objectEnd, readLogLine } from "../../src/store/file/log-line.ts";
-import { frameEntry, readSegment, type LogEntry, type LogPut } from "../../src/store/file/wal.ts";
+import { readSegment } from "../../src/store/file/wal.ts";
+import { frameEntry } from "../../src/store/file/log-framing.ts";
+import type { LogEntry, LogPut } from "../../src/store/file/log-entry.ts";
 import { StoredRow } from "../../src/store/stored-row.ts";
 
 const CRC_FIELD_CHARS = ',"crc":"00000000"}\n'.length;

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { parseFilter } from "../../src/query/filter.ts";
-import { compileFilter, isStructurallyEqual } from "../../src/store/memory/predicate.ts";
+import { compileFilter, isStructurallyEqual } from "../../src/query/predicate.ts";
 import { loadSchemaObject } from "../../src/schema/load.ts";
 import { TASK } from "../support/server.ts";
 

@@ -7,7 +7,8 @@ import { crc32 } from "node:zlib";
 import { FileStore } from "../../src/store/file/file-store.ts";
 import { snapshotName } from "../../src/store/file/snapshot.ts";
 import type { IdempotentAnswer, Row } from "../../src/store/store.ts";
-import { frameLine, parseFramedLine, segmentName } from "../../src/store/file/wal.ts";
+import { segmentName } from "../../src/store/file/wal.ts";
+import { frameLine, parseFramedLine } from "../../src/store/file/log-framing.ts";
 
 let root: string;
 before(async () => {

@@ -3,9 +3,9 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { compareSortKeys } from "../../src/schema/fields.ts";
+import { compareSortKeys, type SortKey } from "../../src/schema/fields.ts";
 import { SortedIndex } from "../../src/store/memory/sorted-index.ts";
-import type { SortKey, SortPosition } from "../../src/query/filter-tree.ts";
+import type { SortPosition } from "../../src/query/filter-tree.ts";
 import type { Row } from "../../src/store/store.ts";
 import { seeded } from "../support/random.ts";
 

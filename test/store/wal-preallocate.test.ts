@@ -5,7 +5,9 @@ import { appendFile, mkdir, mkdtemp, readFile, rm, stat, truncate, writeFile } f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { PREALLOCATE_BYTES, WriteAheadLog, frameLine, readSegment, segmentName, type LogEntry } from "../../src/store/file/wal.ts";
+import { PREALLOCATE_BYTES, WriteAheadLog, readSegment, segmentName } from "../../src/store/file/wal.ts";
+import { frameLine } from "../../src/store/file/log-framing.ts";
+import type { LogEntry } from "../../src/store/file/log-entry.ts";
 
 let root: string;
 let counter = 0;

@@ -3,7 +3,9 @@ import { appendFile, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/prom
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { WriteAheadLog, frameEntry, frameLine, parseFramedLine, readSegment, segmentName, type LogEntry } from "../../src/store/file/wal.ts";
+import { WriteAheadLog, readSegment, segmentName } from "../../src/store/file/wal.ts";
+import { frameEntry, frameLine, parseFramedLine } from "../../src/store/file/log-framing.ts";
+import type { LogEntry } from "../../src/store/file/log-entry.ts";
 import type { IdempotentAnswer, Row } from "../../src/store/store.ts";
 
 let root: string;

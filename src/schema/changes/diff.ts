@@ -1,6 +1,7 @@
 // What changed between the declarations a store last served and the schema it is started with
 // (docs/schema-changes.md), each change with the test a stored record fails when the change breaks
-// it, and the migration step that would settle such records. check.ts runs the tests on the records.
+// it, and the migration step that would settle such records. migrations/check.ts runs the tests
+// on the records.
 
 import type { EntityDef, FieldDef } from "../fields.ts";
 import type { Schema } from "../load.ts";
@@ -100,7 +101,7 @@ function entityChanges(before: EntityDef, after: EntityDef): SchemaChange[] {
   const key = (fields: readonly string[]) => JSON.stringify(fields);
   const hadUnique = new Set(before.unique.map(key));
   for (const fields of after.unique) {
-    // Records sharing values are found by grouping them (check.ts), not by a test of each alone.
+    // Records sharing values are found by grouping them (migrations/check.ts), not by a test of each alone.
     if (!hadUnique.has(key(fields))) changes.push({ entity: name, words: `${name}: unique (${fields.join(", ")})` });
   }
   const hasUnique = new Set(after.unique.map(key));

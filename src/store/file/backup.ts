@@ -8,7 +8,7 @@ import { closeSync, openSync, read } from "node:fs";
 import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
-import { syncDirectory, writeFully } from "./wal.ts";
+import { syncDirectory, writeFully } from "../../disk/durable-file.ts";
 
 /** Files are copied this much at a time: big enough to stream, small enough to share the disk with the log's writes. */
 const COPY_CHUNK_BYTES = 1024 * 1024;

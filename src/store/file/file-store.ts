@@ -15,7 +15,10 @@ import { RepeatedStrings } from "../repeated-strings.ts";
 import type { CapturedRows } from "../memory/loaded-rows.ts";
 import { UnsyncedBatches } from "./unsynced-batches.ts";
 import { checkBackupTarget, holdFiles, readKeysJson, releaseFiles, writeBackup, type BackupPoint, type BackupSummary } from "./backup.ts";
-import { MAX_LOG_LINE_CHARS, WriteAheadLog, parseSegmentName, readSegment, segmentName, syncDirectory, type LogEntry, type LogPut, type RowImage, type Segment } from "./wal.ts";
+import { WriteAheadLog, parseSegmentName, readSegment, segmentName, type Segment } from "./wal.ts";
+import { MAX_LOG_LINE_CHARS } from "./log-framing.ts";
+import type { LogEntry, LogPut, RowImage } from "./log-entry.ts";
+import { syncDirectory } from "../../disk/durable-file.ts";
 
 /** Compact once the log is this many times the size of the last snapshot, however busy... */
 export const COMPACTION_LOG_RATIO = 2;
@@ -46,7 +49,7 @@ export interface FileStoreOptions {
   readonly idempotencyMemoryBytes?: number;
   /** Things the operator should hear about that do not stop the server (a torn tail was cut). */
   readonly warn: (message: string) => void;
-  /** A batch whose log line would be longer is written in parts (wal.ts); tests make it small. */
+  /** A batch whose log line would be longer is written in parts (log-framing.ts); tests make it small. */
   readonly maxLogLineChars?: number;
 }
 

@@ -10,7 +10,8 @@ import { listDataFiles } from "./file-store.ts";
 import { findLockHolder } from "./lock.ts";
 import { scanSegment, type SegmentScan } from "./segment-scan.ts";
 import { readSnapshot, snapshotName, SnapshotDamageError, type SnapshotReader } from "./snapshot.ts";
-import { segmentName, type LogEntry } from "./wal.ts";
+import { segmentName } from "./wal.ts";
+import type { LogEntry } from "./log-entry.ts";
 
 /** A running server's compaction may delete a file being read: the check starts again, this many times at most. */
 const MAX_ATTEMPTS = 3;

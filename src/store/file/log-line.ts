@@ -1,12 +1,12 @@
 // Reads a log line as start-up replays it: the puts of a line in the shape the log writes them
-// (frameEntryLines in wal.ts) become rows kept as their data's JSON text (stored-row.ts), so that a
+// (frameEntryLines in log-framing.ts) become rows kept as their data's JSON text (stored-row.ts), so that a
 // replay parses no row's data, as a snapshot's load parses none (docs/architecture.md, "Start-up
 // after a crash"). The fields after the puts (an idempotent answer, metadata) are parsed with
 // JSON.parse. A line in any other shape (a reset, a migration's drops, a row whose data does not
 // open with its own id) answers undefined, and the caller parses it whole.
 
 import { StoredRow } from "../stored-row.ts";
-import type { LogEntry, LogPut } from "./wal.ts";
+import type { LogEntry, LogPut } from "./log-entry.ts";
 
 const SEQ_OPENING = '{"seq":';
 const MORE = ',"more":true';

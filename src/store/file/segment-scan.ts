@@ -2,7 +2,8 @@
 // not own: every whole entry in order, and every damaged line with its byte offset and what is
 // wrong with it. Start-up's readSegment (wal.ts) is the reader that acts: it cuts a torn tail off.
 
-import { describeFrameDamage, parseFramedLine, PartJoiner, scanLines, type LogEntry } from "./wal.ts";
+import { describeFrameDamage, parseFramedLine, PartJoiner, scanLines } from "./log-framing.ts";
+import type { LogEntry } from "./log-entry.ts";
 
 export interface SegmentDamage {
   readonly offset: number;

@@ -7,7 +7,7 @@ import type { FilterNode, SortPosition, SortSpec } from "../../query/filter-tree
 import type { Maybe } from "../../maybe.ts";
 import { runInSlices, runToEnd } from "../../turns/time-slices.ts";
 import { planCount, planEach, planList } from "./plan.ts";
-import { compileFilter } from "./predicate.ts";
+import { compileFilter } from "../../query/predicate.ts";
 import { changeTypeOf, compareFeedPositions, ConflictError, positionOf, uniqueClashInBatch, uniqueKeyOf, UniqueViolation, type Commit, type DeletedFilter, type FeedEvent, type FeedPosition, type FeedRead, type FeedState, type IdempotentAnswer, type ListQuery, type ListResult, type MetaWrite, type Put, type ReadCache, type Row, type RowPages, type Store, EXPORT_PAGE_ROWS, type StoreMetrics, type UniqueClashReport, type UniqueFields, type WriteBatch } from "../store.ts";
 import { ChangeWindow } from "./change-window.ts";
 import { DEFAULT_IDEMPOTENCY_MEMORY_BYTES, IdempotentAnswers } from "./idempotent-answers.ts";

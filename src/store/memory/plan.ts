@@ -9,7 +9,7 @@ import { compareSortKeys } from "../../schema/fields.ts";
 import type { Table } from "./table.ts";
 import type { CompareNode, FilterNode, SortPosition } from "../../query/filter-tree.ts";
 import type { DeletedFilter, ListQuery, ListResult, Row } from "../store.ts";
-import { compileFilter, type Predicate } from "./predicate.ts";
+import { compileFilter, type Predicate } from "../../query/predicate.ts";
 import { PausableRows, type Slice, type Walk } from "../../turns/time-slices.ts";
 
 export function* planList(table: Table, query: ListQuery, slice: Slice | null): Walk<ListResult> {

@@ -3,7 +3,8 @@
 // two binary searches: a page costs the same at any depth. Keys come from a function the index is
 // handed; it knows nothing about field types.
 
-import type { SortKey, SortPosition } from "../../query/filter-tree.ts";
+import type { SortPosition } from "../../query/filter-tree.ts";
+import type { SortKey } from "../../schema/fields.ts";
 import type { Row } from "../store.ts";
 
 // Small: an insert lands in a random chunk that is seldom in the CPU cache, and moves half of it

@@ -4,7 +4,7 @@
 // is kept in this process but a block of revisions: reads ask the database every time.
 
 import { performance } from "node:perf_hooks";
-import { compileFilter } from "../memory/predicate.ts";
+import { compileFilter } from "../../query/predicate.ts";
 import type { FilterNode, SortPosition, SortSpec } from "../../query/filter-tree.ts";
 import type { Schema } from "../../schema/load.ts";
 import { toSortKey } from "../../schema/fields.ts";

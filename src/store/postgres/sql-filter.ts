@@ -1,5 +1,5 @@
 // A typed filter tree as a WHERE condition over `data` (the record as jsonb), every value and name a
-// parameter, selecting what store/memory/predicate.ts selects; where SQL cannot say that exactly, a
+// parameter, selecting what query/predicate.ts selects; where SQL cannot say that exactly, a
 // superset that says so, for the store to finish with compileFilter. Sorts are sql-sort.ts's.
 
 import type { CompareNode, ElemMatchNode, FilterNode, SearchNode } from "../../query/filter-tree.ts";

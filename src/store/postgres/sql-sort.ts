@@ -2,8 +2,8 @@
 // position", and the indexes that serve them (and filters) at any depth. Orders are those of the
 // memory store's sorted index (toSortKey, compareSortKeys, then id). Filters are sql-filter.ts's.
 
-import type { SortKey, SortPosition, SortSpec, ValueKind } from "../../query/filter-tree.ts";
-import { isScalar, kindOf, type EntityDef } from "../../schema/fields.ts";
+import type { SortPosition, SortSpec } from "../../query/filter-tree.ts";
+import { isScalar, kindOf, type EntityDef, type SortKey, type ValueKind } from "../../schema/fields.ts";
 import { firstUnstorable, isStorable, NUMERIC_LAST, numericParam, searchText, sortKeyExpression, sortPrefixOf, TEXT_LAST, TEXT_PRESENT_PREFIX, textParam, type SqlParams } from "./sql-values.ts";
 
 /**

@@ -2,8 +2,8 @@
 // expression a btree can index, a date's milliseconds (parseDateValue in SQL), and text folded for
 // $contains and search. sql-filter.ts and sql-sort.ts build their SQL from these.
 
-import type { ValueKind } from "../../query/filter-tree.ts";
-import { foldCase } from "../memory/case-fold.ts";
+import type { ValueKind } from "../../schema/fields.ts";
+import { foldCase } from "../../query/case-fold.ts";
 
 /**
  * The values of one statement's $n placeholders. The SQL built here sends every value as text and

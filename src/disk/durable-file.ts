@@ -1,9 +1,10 @@
 // Replacing a whole file so that a crash leaves the old file or the complete new one, never an
 // empty or half-written one (NeDB's crash-safe write): snapshots and keys.json go through it.
+// Beside it, the two steps it is made of, which the write-ahead log and backups take too: writing a
+// whole buffer (writeFully) and making a folder's names durable (syncDirectory).
 
 import { open, rename, rm, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
-import { syncDirectory, writeFully } from "./wal.ts";
 
 export const TEMPORARY_SUFFIX = ".tmp";
 
@@ -30,4 +31,23 @@ export async function replaceFile(path: string, write: (handle: FileHandle) => P
 /** replaceFile with the whole content at hand. */
 export function replaceFileWith(path: string, content: string, mode = 0o644): Promise<void> {
   return replaceFile(path, (handle) => writeFully(handle, Buffer.from(content)), mode);
+}
+
+/** Writes the whole buffer, at `position` or at the file's offset: a write may take fewer bytes than asked. */
+export async function writeFully(handle: FileHandle, buffer: Buffer, position: number | null = null): Promise<void> {
+  let offset = 0;
+  while (offset < buffer.length) {
+    const { bytesWritten } = await handle.write(buffer, offset, buffer.length - offset, position === null ? null : position + offset);
+    offset += bytesWritten;
+  }
+}
+
+/** Makes created, renamed and removed names in a folder durable. */
+export async function syncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
 }

@@ -1,12 +1,12 @@
-// Runs the changes diff.ts found against the stored live records (docs/schema-changes.md): which
-// of them some record breaks, how many records, which ones, and what they hold. Reads every live
-// record of an entity once, whatever the number of its changes; entities with no change that a
-// record could break are not read at all.
+// Runs the changes schema/changes/diff.ts found against the stored live records
+// (docs/schema-changes.md): which of them some record breaks, how many records, which ones, and
+// what they hold. Reads every live record of an entity once, whatever the number of its changes;
+// entities with no change that a record could break are not read at all.
 
-import type { Schema } from "../load.ts";
-import { uniqueKeyOf, type Row, type UniqueClashReport } from "../../store/store.ts";
-import type { Maybe } from "../../maybe.ts";
-import { diffSchemas, type Problem, type SchemaChange } from "./diff.ts";
+import type { Schema } from "../schema/load.ts";
+import { uniqueKeyOf, type Row, type UniqueClashReport } from "../store/store.ts";
+import type { Maybe } from "../maybe.ts";
+import { diffSchemas, type Problem, type SchemaChange } from "../schema/changes/diff.ts";
 
 /** Ids a refusal names per change. */
 export const IDS_SHOWN = 5;

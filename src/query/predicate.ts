@@ -3,12 +3,12 @@
 // tree was checked against the schema when parsed (filter.ts); this file only decides how values
 // compare (docs/query-language.md).
 
-import { compareCodePoints, parseDateValue } from "../../schema/fields.ts";
-import type { Row } from "../store.ts";
-import { StoredRow } from "../stored-row.ts";
+import { compareCodePoints, parseDateValue, type ValueKind } from "../schema/fields.ts";
+import type { Row } from "../store/store.ts";
+import { StoredRow } from "../store/stored-row.ts";
 import { compileFoldedIncludes, foldCase } from "./case-fold.ts";
-import type { CompareNode, ElemMatchNode, FilterNode, RegexOperand, ValueKind } from "../../query/filter-tree.ts";
-import { linearRegexOf } from "../../query/regex-guard.ts";
+import type { CompareNode, ElemMatchNode, FilterNode, RegexOperand } from "./filter-tree.ts";
+import { linearRegexOf } from "./regex-guard.ts";
 
 export type Predicate = (row: Row) => boolean;
 

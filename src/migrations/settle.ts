@@ -5,14 +5,14 @@
 // done. `tabula-server migrate` and `schema diff` run the same steps, or show what they would do.
 
 import { performance } from "node:perf_hooks";
-import type { Schema } from "../load.ts";
-import type { Store } from "../../store/store.ts";
+import type { Schema } from "../schema/load.ts";
+import type { Store } from "../store/store.ts";
 import { checkSchema, isRefused, type SchemaCheck } from "./check.ts";
-import { declarationsOf, SCHEMA_META_KEY, schemaOfStored } from "./declarations.ts";
+import { declarationsOf, SCHEMA_META_KEY, schemaOfStored } from "../schema/changes/declarations.ts";
 import { appliedLines, refusalText } from "./report.ts";
-import { MigrationError } from "../../migrations/migration-error.ts";
-import { readMigrations, type Migration } from "../../migrations/migration-file.ts";
-import { MigrationPlanner, MIGRATIONS_META_KEY, recordedMigrations, type MigrationPlan, type RecordedMigration } from "../../migrations/plan.ts";
+import { MigrationError } from "./migration-error.ts";
+import { readMigrations, type Migration } from "./migration-file.ts";
+import { MigrationPlanner, MIGRATIONS_META_KEY, recordedMigrations, type MigrationPlan, type RecordedMigration } from "./plan.ts";
 
 /** Work longer than this gets a line saying what is going on. */
 const PROGRESS_AFTER_MS = 1000;

@@ -3,7 +3,7 @@
 // some of their ids and the migration step that would settle them.
 
 import type { SchemaCheck } from "./check.ts";
-import { duplicatesMessage } from "../../store/store.ts";
+import { duplicatesMessage } from "../store/store.ts";
 
 /** The banner's lines for a check that passed: one per change, none when nothing changed. */
 export function appliedLines(check: SchemaCheck): string[] {
