@@ -5,7 +5,8 @@
 import { existsSync } from "node:fs";
 import { ApiError } from "../errors.ts";
 import { readCreate, readRoll } from "../http/keys-routes.ts";
-import { KeyRing, type KeyView } from "../keys/key-ring.ts";
+import { KeyRing } from "../keys/key-ring.ts";
+import type { KeyView } from "../views.ts";
 import type { KeyVault } from "../keys/key-vault.ts";
 import { keysFileVault } from "../keys/keys-file.ts";
 import type { NewKey } from "../keys/stored-keys.ts";

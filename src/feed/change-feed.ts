@@ -14,7 +14,7 @@ import { ApiError, unauthorized } from "../errors.ts";
 import type { Caller } from "../keys/caller.ts";
 import type { Schema } from "../schema/load.ts";
 import type { Predicate } from "../query/predicate.ts";
-import { compareFeedPositions, isAfter, type FeedEvent, type FeedPosition, type FeedRead, type FeedState, type Store } from "../store/store.ts";
+import { compareFeedPositions, isAfter, type FeedEvent, type FeedPosition, type FeedRead, type FeedState, type FeedSource } from "../store/store.ts";
 import { Turns } from "../turns/loop-share.ts";
 import { changeJson } from "./events.ts";
 import type { FeedEnd, FeedSink } from "./feed-sink.ts";
@@ -105,13 +105,13 @@ export class ChangeFeed {
   /** Whether a key is still accepted: a long poll whose key went is answered 401 (set by the server). */
   private isKeyLive: (keyId: string) => boolean = () => true;
 
-  static async open(store: Store, schema: Schema, limits: FeedLimits, warn: (message: string) => void): Promise<ChangeFeed> {
+  static async open(store: FeedSource, schema: Schema, limits: FeedLimits, warn: (message: string) => void): Promise<ChangeFeed> {
     const { head } = await store.feedState();
     return new ChangeFeed(store, schema, limits, warn, head);
   }
 
   private constructor(
-    private readonly store: Store,
+    private readonly store: FeedSource,
     private readonly schema: Schema,
     readonly limits: FeedLimits,
     private readonly warn: (message: string) => void,

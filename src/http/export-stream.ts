@@ -6,15 +6,15 @@ import type { ServerResponse } from "node:http";
 import type { EntityDef } from "../schema/fields.ts";
 import { exportEncoder, type ExportEncoder } from "../records/export-format.ts";
 import { tooManyExports } from "../errors.ts";
-import type { RowPages, Store } from "../store/store.ts";
+import type { RecordStore, RowPages } from "../store/store.ts";
 import { then, type Maybe } from "../maybe.ts";
 import { Turns } from "../turns/loop-share.ts";
 import { parseExportParams } from "./list-params.ts";
 import { drainedOrClosed, type Reply } from "./response.ts";
-import type { RequestContext } from "./routes.ts";
+import type { RequestContext } from "./context.ts";
 
-/** Exports open per store, held against Store.maxOpenExports. */
-const openExports = new WeakMap<Store, number>();
+/** Exports open per store, held against RecordStore.maxOpenExports. */
+const openExports = new WeakMap<RecordStore, number>();
 
 export function readExport(ctx: RequestContext, entity: EntityDef): Maybe<Reply> {
   const { format, filter } = parseExportParams(entity, ctx.query, ctx.caller);
@@ -33,7 +33,7 @@ export function readExport(ctx: RequestContext, entity: EntityDef): Maybe<Reply>
 }
 
 /** Holds one of the store's export slots (503 when none is free); answers how to give it back, once. */
-function takeExportSlot(store: Store): () => void {
+function takeExportSlot(store: RecordStore): () => void {
   const open = openExports.get(store) ?? 0;
   if (store.maxOpenExports !== null && open >= store.maxOpenExports) throw tooManyExports(store.maxOpenExports);
   openExports.set(store, open + 1);

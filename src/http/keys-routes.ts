@@ -2,13 +2,15 @@
 // create, revoke, roll, for a secret key only. A new key is in the answer once, never again: the
 // store keeps its SHA-256 (keys/key-ring.ts does the work; this file reads requests and answers).
 
-import { ApiError, forbidden, invalidField, invalidJson } from "../errors.ts";
-import type { KeyRing, KeyView } from "../keys/key-ring.ts";
+import { ApiError, invalidField, invalidJson } from "../errors.ts";
+import type { KeyRing } from "../keys/key-ring.ts";
+import type { KeyView } from "../views.ts";
 import { MAX_KEY_NAME_LENGTH } from "../keys/stored-keys.ts";
 import { isPlainObject } from "../schema/load.ts";
 import { jsonReply, type Reply } from "./response.ts";
 import type { Router } from "./router.ts";
-import type { Handler, RequestContext } from "./routes.ts";
+import { secretOnly, type Handler, type Outcome, type RequestContext } from "./context.ts";
+import type { Maybe } from "../maybe.ts";
 
 /** A rolled key lives on this long by default, as Stripe's rolled keys do. */
 export const DEFAULT_ROLL_EXPIRES_IN_S = 24 * 60 * 60;
@@ -21,37 +23,43 @@ const NO_STORE = { "Cache-Control": "no-store" };
 export const KEYS_PATH = "/api/keys";
 
 export function addKeyRoutes(router: Router<Handler>, keys: KeyRing): void {
+  // An answer holding a new key is never kept for an Idempotency-Key replay.
+  const secret = (what: string, handler: (ctx: RequestContext) => Maybe<Outcome>) =>
+    secretOnly(handler, `Only a secret key may ${what}; a publishable key may not see or change keys.`, { isReplayable: false });
   router
-    .add("GET", KEYS_PATH, (ctx) => {
-      requireSecret(ctx, "list keys");
-      return { reply: answer(200, keys.list()) };
-    })
-    .add("POST", KEYS_PATH, async (ctx) => {
-      requireSecret(ctx, "create keys");
-      const { kind, name, expiresAt } = readCreate(ctx.body);
-      const { made, view } = await keys.create(kind, name, expiresAt);
-      return { reply: answer(201, { ...view, key: made.key }) };
-    })
-    .add("DELETE", `${KEYS_PATH}/:id`, async (ctx) => {
-      requireSecret(ctx, "revoke keys");
-      const view = await keys.revoke(ctx.params.id!);
-      return { reply: answer(200, { ...view, revoked: true }) };
-    })
-    .add("POST", `${KEYS_PATH}/:id/roll`, async (ctx) => {
-      requireSecret(ctx, "roll keys");
-      const expiresInS = readRoll(ctx.body);
-      const { made, view, old } = await keys.roll(ctx.params.id!, expiresInS * 1000);
-      return { reply: answer(201, { ...view, key: made.key, rolled: old }) };
-    });
+    .add("GET", KEYS_PATH, secret("list keys", () => ({ reply: answer(200, keys.list()) })))
+    .add(
+      "POST",
+      KEYS_PATH,
+      secret("create keys", async (ctx) => {
+        const { kind, name, expiresAt } = readCreate(ctx.body);
+        const { made, view } = await keys.create(kind, name, expiresAt);
+        return { reply: answer(201, { ...view, key: made.key }) };
+      }),
+    )
+    .add(
+      "DELETE",
+      `${KEYS_PATH}/:id`,
+      secret("revoke keys", async (ctx) => {
+        const view = await keys.revoke(ctx.params.id!);
+        return { reply: answer(200, { ...view, revoked: true }) };
+      }),
+    )
+    .add(
+      "POST",
+      `${KEYS_PATH}/:id/roll`,
+      secret("roll keys", async (ctx) => {
+        const expiresInS = readRoll(ctx.body);
+        const { made, view, old } = await keys.roll(ctx.params.id!, expiresInS * 1000);
+        return { reply: answer(201, { ...view, key: made.key, rolled: old }) };
+      }),
+    );
 }
 
 function answer(status: number, body: KeyView | KeyView[] | Record<string, unknown>): Reply {
   return jsonReply(status, JSON.stringify(body), NO_STORE);
 }
 
-function requireSecret(ctx: RequestContext, what: string): void {
-  if (ctx.caller.kind !== "secret") throw forbidden(`Only a secret key may ${what}; a publishable key may not see or change keys.`);
-}
 
 const CREATE_FORM = 'Send {"kind": "secret" | "publishable", "name": "<who or what uses it>", "expires_at": "<ISO 8601 time, optional>"}.';
 

@@ -11,7 +11,7 @@ import { parseFilter } from "../query/filter.ts";
 import type { FilterNode } from "../query/filter-tree.ts";
 import { accessOf, DEFAULT_LIMIT, MAX_LIMIT_PUBLISHABLE, MAX_LIMIT_SECRET, NATIVE_LIST, parseCountParams, type ListDialect } from "./list-params.ts";
 import { nativePresenter, sdkPresenter, type Presenter } from "./presenters.ts";
-import type { RequestContext } from "./routes.ts";
+import type { RequestContext } from "./context.ts";
 
 export interface Mount {
   /** What the mount serves, for the OpenAPI document's tags and summaries. */

@@ -1,8 +1,7 @@
 // A plain read by id: GET /api/entities/<Entity>/<id>, with a key in X-Api-Key and nothing that
 // could change its answer (a query, If-None-Match, Origin, Authorization). When the record's view
 // is cached, App answers it in one step, past the request path that every other request takes
-// (server.ts): tabula's own part of such a read fell from 1.1 µs to 0.6 µs in-process, and the
-// server did 2–4% more reads a second under wrk ("2026-11-26, fourth" in git log -p -- docs/benchmarks-history.md).
+// (app.ts), which costs about half of tabula's own part of a read by id.
 //
 // Whatever this module does not recognise takes the general path, which answers it the same or
 // refuses it with the error it deserves; so the checks here only ever say "not plain". Nor can a

@@ -34,6 +34,8 @@ export class Router<H> {
 
   add(method: string, pattern: string, handler: H): this {
     const segments = pattern.split("/").filter((segment) => segment !== "");
+    // "/" is one empty segment, as match() reads it.
+    if (segments.length === 0) segments.push("");
     if (segments.length > MAX_SEGMENTS) throw new Error(`router: ${pattern} has more than ${MAX_SEGMENTS} segments`);
     const routes = (this.routesByLength[segments.length] ??= { all: [], byLastLength: [], endingInParam: [] });
     let route = routes.all.find((r) => r.segments.join("/") === segments.join("/"));

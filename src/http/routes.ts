@@ -18,7 +18,8 @@ import { present, type PresentContext } from "./presenters.ts";
 import { jsonReply, type Reply } from "./response.ts";
 import { requireBody } from "./request.ts";
 import type { Result } from "./results.ts";
-import { Router, type Params } from "./router.ts";
+import { Router } from "./router.ts";
+import { checkGuard, type Handler, type Outcome, type RequestContext } from "./context.ts";
 import { then, type Maybe } from "../maybe.ts";
 import type { ChangeFeed } from "../feed/change-feed.ts";
 import { eventIdOf } from "../feed/events.ts";
@@ -28,38 +29,6 @@ import { SseSink } from "./sse-sink.ts";
 import { readExport } from "./export-stream.ts";
 import { importRecords } from "../records/import.ts";
 import { importFile, type ImportFile } from "../records/import-file.ts";
-
-export interface RequestContext extends PresentContext {
-  readonly records: Records;
-  readonly feed: ChangeFeed;
-  readonly caller: Caller;
-  readonly params: Params;
-  readonly query: URLSearchParams;
-  /** A request header by its lower-case name. */
-  header(name: string): string | undefined;
-  /** Refuses heavy work (503 server_busy) while memory is near --max-memory (http/memory-guard.ts). */
-  admitHeavy(): void;
-  /** The parsed JSON body of a write; undefined when it had none. */
-  readonly body: unknown;
-  /** The file a multipart/form-data body carried, on a route that takes uploads (http/upload.ts). */
-  readonly upload?: ImportFile;
-  readonly documents: { readonly entities: string; readonly openApi: string };
-}
-
-export interface Outcome {
-  readonly reply: Reply;
-  /** Rows to store before answering. */
-  readonly change?: Change<unknown>;
-}
-
-export type Handler = ((ctx: RequestContext) => Maybe<Outcome>) & {
-  /** The route also takes a multipart/form-data body holding a file (http/upload.ts). */
-  readonly takesUpload?: boolean;
-  /** Heavy work: refused while memory is near --max-memory (EntityRoute.heavy). */
-  readonly isHeavy?: boolean;
-  /** The body is one record's values: at most twice --max-record-size (EntityRoute.oneRecord). */
-  readonly takesOneRecord?: boolean;
-};
 
 /** What an operation found or built, and the rows to store for it. */
 interface Done {
@@ -91,26 +60,28 @@ export interface EntityRoute {
   readonly heavy?: true;
   /** The body holds one record's values, so it is refused past twice --max-record-size before it is parsed. */
   readonly oneRecord?: true;
+  /** For a secret key only: what a publishable key is refused (Guard). */
+  readonly secret?: string;
 }
 
 /** Every mount serves these; a mount with `pages` serves v2/list too. */
 export const ENTITY_ROUTES: readonly EntityRoute[] = [
   { method: "GET", path: "", operation: "list", access: ["read"] },
   { method: "POST", path: "", operation: "create", access: ["create"], oneRecord: true },
-  { method: "DELETE", path: "", operation: "deleteMany", access: ["delete"], heavy: true },
+  { method: "DELETE", path: "", operation: "deleteMany", access: ["delete"], heavy: true, secret: "use delete-many" },
   { method: "GET", path: "/count", operation: "count", access: ["read"] },
   { method: "POST", path: "/aggregate", operation: "aggregate", access: ["read"], heavy: true },
   { method: "GET", path: "/distinct/:field", operation: "distinct", access: ["read"] },
   { method: "POST", path: "/bulk", operation: "bulkCreate", access: ["create"], heavy: true },
-  { method: "POST", path: "/import", operation: "importRecords", access: ["create"], takesUpload: true, heavy: true },
+  { method: "POST", path: "/import", operation: "importRecords", access: ["create"], takesUpload: true, heavy: true, secret: "import records with their ids and timestamps" },
   { method: "PUT", path: "/bulk", operation: "bulkUpdate", access: ["update"], heavy: true },
   { method: "POST", path: "/upsert", operation: "upsert", access: ["create", "update"], heavy: true },
-  { method: "PATCH", path: "/update-many", operation: "updateMany", access: ["update"], heavy: true },
+  { method: "PATCH", path: "/update-many", operation: "updateMany", access: ["update"], heavy: true, secret: "use update-many" },
   { method: "GET", path: "/:id", operation: "get", access: ["read"] },
   { method: "PUT", path: "/:id", operation: "update", access: ["update"], oneRecord: true },
   { method: "PATCH", path: "/:id", operation: "patch", access: ["update"], oneRecord: true },
   { method: "DELETE", path: "/:id", operation: "delete", access: ["delete"] },
-  { method: "PUT", path: "/:id/restore", operation: "restore", access: ["update"] },
+  { method: "PUT", path: "/:id/restore", operation: "restore", access: ["update"], secret: "restore records" },
   { method: "GET", path: "/changes", operation: "changes", access: ["read"] },
   { method: "GET", path: "/export", operation: "export", access: ["read"], heavy: true },
 ];
@@ -135,9 +106,12 @@ export function buildRouter(mounts: readonly Mount[]): Router<Handler> {
     });
     for (const route of routesOf(mount)) {
       const operation: Operation = OPERATIONS[route.operation];
+      // A secret route's guard is checked after the entity's "access", whose refusal says more.
+      const refusal = route.secret === undefined ? undefined : `A publishable key cannot ${route.secret}; use a secret key.`;
       const handler: Handler = (ctx) => {
         mount.checkPath(ctx);
         checkAccess(ctx, route);
+        if (refusal !== undefined) checkGuard(ctx.caller, "secret", refusal);
         return then(operation(ctx, mount), ({ result, change }) => ({ reply: present(mount.presenter, result, ctx), change }));
       };
       router.add(route.method, mount.collection + route.path, Object.assign(handler, { takesUpload: route.takesUpload === true, isHeavy: route.heavy === true, takesOneRecord: route.oneRecord === true }));
@@ -199,7 +173,6 @@ const OPERATIONS = {
     return { result: { type: "deleted", row: change.result }, change };
   },
   async restore(ctx) {
-    requireSecret(ctx, "restore records");
     const entity = ctx.records.entity(ctx.params.entity!);
     const change = await ctx.records.restore(entity, ctx.params.id!);
     return { result: { type: "restored", entity, ...change.result }, change };
@@ -210,7 +183,6 @@ const OPERATIONS = {
     return { result: { type: "records", entity, rows: change.result, fields: null, created: true, next: null, total: null }, change };
   },
   async importRecords(ctx) {
-    requireSecret(ctx, "import records with their ids and timestamps");
     const entity = ctx.records.entity(ctx.params.entity!);
     const change = ctx.upload
       ? await importFile(ctx.records, entity, ctx.upload, ctx.caller)
@@ -229,7 +201,6 @@ const OPERATIONS = {
     return { result: { type: "upserted", entity, results: change.result }, change };
   },
   async updateMany(ctx, mount) {
-    requireSecret(ctx, "use update-many");
     const entity = ctx.records.entity(ctx.params.entity!);
     const { filter, update } = mount.updateManyRequest(ctx, entity);
     const change = await updateMany(ctx.records, entity, filter, update);
@@ -242,7 +213,6 @@ const OPERATIONS = {
     return then(readExport(ctx, ctx.records.entity(ctx.params.entity!)), (reply): Done => ({ result: { type: "reply", reply } }));
   },
   async deleteMany(ctx, mount) {
-    requireSecret(ctx, "use delete-many");
     const entity = ctx.records.entity(ctx.params.entity!);
     const change = await deleteMany(ctx.records, entity, mount.deleteManyFilter(ctx, entity));
     return { result: { type: "deletedMany", ids: change.result.ids }, change };
@@ -317,6 +287,4 @@ function checkAccess(ctx: RequestContext, route: EntityRoute): void {
   );
 }
 
-function requireSecret(ctx: RequestContext, action: string): void {
-  if (ctx.caller.kind !== "secret") throw forbidden(`A publishable key cannot ${action}; use a secret key.`);
-}
+

@@ -9,8 +9,8 @@
 // longer matches and turns megamorphic, and it never turns back: from then on every tick defines
 // its properties through the V8 runtime.
 // A bare server never has such collections; tabula, holding every record in memory, has them soon
-// after its first bulk writes. Under a load of reads by id, that cost about 7% of the server's CPU
-// (perf, 2026-11-25); W1 on the memory store went from 61–66% to 68–75% of the bare server.
+// after its first bulk writes, and then every tick of a read by id pays for it: several percent of
+// the server's CPU under a load of reads by id.
 // One tick object held for the life of the process keeps its maps, and the feedback, alive.
 
 import { executionAsyncResource } from "node:async_hooks";

@@ -2,11 +2,10 @@
 // change, delete, test, deliveries and replay. webhooks/webhooks.ts does the work; this file reads
 // requests and answers.
 
-import { forbidden } from "../errors.ts";
 import type { Webhooks } from "../webhooks/webhooks.ts";
 import { jsonReply, type Reply } from "./response.ts";
 import type { Router } from "./router.ts";
-import type { Handler, RequestContext } from "./routes.ts";
+import { secretOnly, type Handler, type RequestContext } from "./context.ts";
 
 export const WEBHOOKS_PATH = "/api/webhooks";
 
@@ -14,11 +13,9 @@ export const WEBHOOKS_PATH = "/api/webhooks";
 const NO_STORE = { "Cache-Control": "no-store" };
 
 export function addWebhookRoutes(router: Router<Handler>, webhooks: Webhooks): void {
+  // An answer holding an endpoint's secret is never kept for an Idempotency-Key replay.
   const route = (method: string, path: string, what: string, answer: (ctx: RequestContext) => Promise<Reply>): void => {
-    router.add(method, path, async (ctx) => {
-      if (ctx.caller.kind !== "secret") throw forbidden(`Only a secret key may ${what}; a publishable key may not see or change webhooks.`);
-      return { reply: await answer(ctx) };
-    });
+    router.add(method, path, secretOnly(async (ctx) => ({ reply: await answer(ctx) }), `Only a secret key may ${what}; a publishable key may not see or change webhooks.`, { isReplayable: false }));
   };
   const id = `${WEBHOOKS_PATH}/:id`;
   route("GET", WEBHOOKS_PATH, "list webhook endpoints", async () => json(200, await webhooks.list()));

@@ -3,6 +3,7 @@
 // (a second server, `tabula-server keys` beside this one) arrive by polling the vault; a key that
 // goes (revoked, expired) is announced to listeners, which close its open streams.
 
+import type { KeyView } from "../views.ts";
 import { keyFromFlagRefused, keyNotFound, lastSecretKey, unauthorized } from "../errors.ts";
 import type { Caller, KeyKind, KeyRef } from "./caller.ts";
 import type { KeyVault } from "./key-vault.ts";
@@ -19,17 +20,6 @@ export interface GivenKey {
 }
 
 /** A key as GET /api/keys lists it: never the key itself. */
-export interface KeyView {
-  readonly id: string;
-  readonly kind: KeyKind;
-  readonly name: string;
-  readonly prefix: string;
-  readonly created: string | null;
-  readonly last_used: string | null;
-  readonly expires_at: string | null;
-  readonly source: "stored" | "flag" | "process";
-}
-
 interface Entry {
   readonly caller: Caller;
   /** When this process first saw the key used since its last_used was last written; 0 when not. */

@@ -5,10 +5,8 @@
 //
 // Lines are written in batches, as nginx's `access_log ... buffer= flush=` does: once FLUSH_BYTES
 // have gathered or FLUSH_MS after the first line of a batch, whichever comes first. A write per
-// turn of the event loop, as before, cost a hand-off to the thread pool and a wake-up back for
-// every few requests: under reads by id at c=32 on 2 vCPUs the default text log took the server
-// from 0.81 of a bare node:http server to 0.70; batched, 0.76 ("2026-11-26, fifth" in
-// git log -p -- docs/benchmarks-history.md).
+// turn of the event loop would cost a hand-off to the thread pool and a wake-up back for every
+// few requests, a large share of a read by id.
 
 import { write } from "node:fs";
 import { IsoTimes } from "../iso-time.ts";

@@ -9,8 +9,8 @@
 
 import { convertValue } from "./convert.ts";
 import type { Migration, Step } from "./migration-file.ts";
-import type { MetaWrite, Put, Row, Store, WriteBatch } from "../store/store.ts";
-import { StoredRow } from "../store/stored-row.ts";
+import type { BatchWriter, MetadataStore, MetaWrite, Put, Row, WriteBatch } from "../store/store.ts";
+import { StoredRow } from "../rows/stored-row.ts";
 
 /** Refused ids a report names per step. */
 const IDS_SHOWN = 5;
@@ -61,7 +61,7 @@ export class MigrationPlanner {
   private drops = new Set<string>();
 
   constructor(
-    private readonly store: Store,
+    private readonly store: MetadataStore & BatchWriter,
     private recorded: RecordedMigration[],
   ) {}
 

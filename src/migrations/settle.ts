@@ -6,7 +6,7 @@
 
 import { performance } from "node:perf_hooks";
 import type { Schema } from "../schema/load.ts";
-import type { Store } from "../store/store.ts";
+import type { BatchWriter, MetadataStore } from "../store/store.ts";
 import { checkSchema, isRefused, type SchemaCheck } from "./check.ts";
 import { declarationsOf, SCHEMA_META_KEY, schemaOfStored } from "../schema/changes/declarations.ts";
 import { appliedLines, refusalText } from "./report.ts";
@@ -39,7 +39,7 @@ export interface Settled {
   readonly lines: readonly string[];
 }
 
-export async function settleSchema(store: Store, schema: Schema, options: SettleOptions): Promise<Settled> {
+export async function settleSchema(store: MetadataStore & BatchWriter, schema: Schema, options: SettleOptions): Promise<Settled> {
   const migrations = readMigrations(options.migrationsDir);
   return store.exclusively("schema", async () => {
     const recorded = recordedMigrations(await store.meta(MIGRATIONS_META_KEY));

@@ -4,8 +4,8 @@
 // compare (docs/query-language.md).
 
 import { compareCodePoints, parseDateValue, type ValueKind } from "../schema/fields.ts";
-import type { Row } from "../store/store.ts";
-import { StoredRow } from "../store/stored-row.ts";
+import type { Row } from "../rows/row.ts";
+import { StoredRow } from "../rows/stored-row.ts";
 import { compileFoldedIncludes, foldCase } from "./case-fold.ts";
 import type { CompareNode, ElemMatchNode, FilterNode, RegexOperand } from "./filter-tree.ts";
 import { linearRegexOf } from "./regex-guard.ts";

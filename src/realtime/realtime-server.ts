@@ -3,6 +3,8 @@
 // Origin against --cors, the WebSocket handshake, --max-streams) before it becomes a WebSocket
 // speaking Socket.IO. Holds the connections, their shared heartbeat, and ends those of keys revoked.
 
+import { openRoute, type Handler } from "../http/context.ts";
+import type { Router } from "../http/router.ts";
 import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import { ApiError, notFound, tooManyStreams, unauthorized } from "../errors.ts";
@@ -41,6 +43,14 @@ export function isSocketIoPath(path: string): boolean {
 /** A plain GET of the socket's path: Engine.IO's polling transport, which is not served. */
 export const pollingRefused = () =>
   new ApiError(400, "invalid_request", `${SOCKET_IO_PATH} is served over WebSocket alone (EIO=4&transport=websocket): connect with transports: ["websocket"], as @base44/sdk does; HTTP long-polling is not served.`);
+
+/** Engine.IO's polling transport is answered pollingRefused (a route anyone may call), never served. */
+export function addPollingRefusal(router: Router<Handler>): void {
+  const refuse = openRoute(() => {
+    throw pollingRefused();
+  });
+  router.add("GET", SOCKET_IO_PATH, refuse).add("POST", SOCKET_IO_PATH, refuse);
+}
 
 export class Realtime {
   private readonly connections = new Set<SocketIoConnection>();

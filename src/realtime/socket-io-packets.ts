@@ -1,5 +1,5 @@
 // The text packets of Engine.IO 4 and Socket.IO 5 as they travel in WebSocket messages
-// (docs/realtime.md): an Engine.IO packet is one type digit and its data; a Socket.IO packet rides
+// (docs/base44-sdk.md, "Realtime: subscribe()"): an Engine.IO packet is one type digit and its data; a Socket.IO packet rides
 // in an Engine.IO "message" (4) as a type digit, an optional "/namespace,", an optional ack id,
 // and JSON. Only text: binary packets (with attachments) are recognised, to be refused.
 

@@ -1,6 +1,7 @@
 // WebSocket (RFC 6455) on a socket node:http hands over at its `upgrade` event, with no dependency
-// (docs/realtime.md): the opening handshake, client frames (masked, fragmented, control frames),
-// the closing handshake and its codes. What the messages mean is the Socket.IO layer's (socket-io.ts).
+// (docs/base44-sdk.md, "Realtime: subscribe()"): the opening handshake, client frames (masked,
+// fragmented, control frames), the closing handshake and its codes. What the messages mean is the
+// Socket.IO layer's (socket-io-connection.ts).
 
 import { createHash } from "node:crypto";
 import { isUtf8 } from "node:buffer";

@@ -3,7 +3,7 @@
 // value; then having, sort and limit over the rows. No HTTP here: each URL prefix shapes the reply.
 
 import { compareSortKeys, toSortKey, type EntityDef, type SortKey, type ValueKind } from "../schema/fields.ts";
-import type { Row, Store } from "../store/store.ts";
+import type { RecordStore, Row } from "../store/store.ts";
 import type { AggregateSpec, GroupColumn, HavingTest, Measure } from "./aggregate-spec.ts";
 import { bucketLabel, bucketOf } from "./date-bucket.ts";
 import { ExactSum } from "./exact-sum.ts";
@@ -49,7 +49,7 @@ interface Group {
 }
 
 /** `maxGroups`: the groups gathered at most; one more refuses the aggregate, before its memory is spent. */
-export async function aggregate(store: Store, entity: EntityDef, spec: AggregateSpec, maxGroups = DEFAULT_MAX_GROUPS): Promise<AggregateResult> {
+export async function aggregate(store: RecordStore, entity: EntityDef, spec: AggregateSpec, maxGroups = DEFAULT_MAX_GROUPS): Promise<AggregateResult> {
   const groups = (await countedGroups(store, entity.name, spec, maxGroups)) ?? (await walkedGroups(store, entity.name, spec, maxGroups));
   let rows = groups.map((group) => rowOf(spec, group));
   if (spec.having.length > 0) rows = rows.filter(compileHaving(spec.having));
@@ -61,7 +61,7 @@ export async function aggregate(store: Store, entity: EntityDef, spec: Aggregate
  * The groups, when the store can count them without reading rows: a count alone with no group
  * (the store's count), or grouped by one value-indexed field with no filter (its value counts).
  */
-async function countedGroups(store: Store, entity: string, spec: AggregateSpec, maxGroups: number): Promise<Group[] | null> {
+async function countedGroups(store: RecordStore, entity: string, spec: AggregateSpec, maxGroups: number): Promise<Group[] | null> {
   if (spec.measures.length > 0) return null;
   if (spec.groups.length === 0) return [{ values: [], count: await store.count(entity, spec.filter, "exclude"), states: [] }];
   const column = spec.groups[0]!;
@@ -81,7 +81,7 @@ async function countedGroups(store: Store, entity: string, spec: AggregateSpec, 
 }
 
 /** Reads every matching live row once into its groups (an array column: the group of each element). */
-async function walkedGroups(store: Store, entity: string, spec: AggregateSpec, maxGroups: number): Promise<Group[]> {
+async function walkedGroups(store: RecordStore, entity: string, spec: AggregateSpec, maxGroups: number): Promise<Group[]> {
   const measures = spec.measures.map(accumulatorOf);
   const add = (group: Group, row: Row) => {
     group.count++;

@@ -6,7 +6,7 @@ import { invalidParameter } from "../errors.ts";
 import type { FilterNode } from "../query/filter-tree.ts";
 import { resolveField, type FieldAccess } from "../query/filter.ts";
 import { compareSortKeys, isScalar, kindOf, toSortKey, type EntityDef, type SortKey, type ValueKind } from "../schema/fields.ts";
-import type { Store } from "../store/store.ts";
+import type { RecordStore } from "../store/store.ts";
 
 export const DEFAULT_DISTINCT_LIMIT = 100;
 export const MAX_DISTINCT_LIMIT = 1000;
@@ -56,7 +56,7 @@ export function isDistinctValue(field: DistinctField, value: unknown): boolean {
   return toSortKey(field.kind, value) !== null;
 }
 
-export async function distinctValues(store: Store, entity: EntityDef, request: DistinctRequest): Promise<DistinctAnswer> {
+export async function distinctValues(store: RecordStore, entity: EntityDef, request: DistinctRequest): Promise<DistinctAnswer> {
   const { field, filter, limit } = request;
   const afterKey = request.after === undefined ? undefined : toSortKey(field.kind, request.after);
   // Values by sort key: one value per key, so that equal dates written apart are one value.

@@ -7,8 +7,7 @@
 // tables). A Map of view objects cost a read five such places or more: the map's bucket, its
 // entry, the id it is kept under, the view and each of its strings. Here a read touches two: the
 // table's slot, which holds the id's hash, and one string that holds the id, the ETag and the JSON
-// side by side. Bare node:http servers answering from each did 0.75–0.79 and 0.82–0.87 of bare's
-// requests a second under wrk ("2026-11-26, later" in git log -p -- docs/benchmarks-history.md).
+// side by side, so a cached read costs a fraction of what a Map of view objects would.
 
 import type { ReadCache, Row } from "../store/store.ts";
 import type { Caller } from "../keys/caller.ts";
@@ -34,8 +33,7 @@ function viewFrom(json: string, bytes: number, etag: string): RecordView {
 /**
  * Views are kept for at most this many records and kinds of key (in all entities), and the view
  * cached longest ago goes first: about 45 MB for records of 300 bytes. A table of 100,000 records
- * read at random by one kind of key fits whole; with 65,536 one read in three missed, and such
- * reads took about 7 µs more CPU on average on a slow host ("2026-11-26" in git log -p -- docs/benchmarks-history.md).
+ * read at random by one kind of key fits whole, so that such reads never miss.
  */
 export const MAX_CACHED_VIEWS = 131_072;
 

@@ -13,8 +13,8 @@ import { validateChanges, validateCreate } from "../schema/validate.ts";
 import { then, type Maybe } from "../maybe.ts";
 import { IsoTimes } from "../iso-time.ts";
 import { IdGenerator } from "../store/ids.ts";
-import type { Commit, IdempotentAnswer, ListQuery, MatchCheck, Put, Row, Store } from "../store/store.ts";
-import { StoredRow } from "../store/stored-row.ts";
+import type { AnswerStore, BatchWriter, Commit, IdempotentAnswer, ListQuery, MatchCheck, MetadataStore, Put, RecordStore, Row } from "../store/store.ts";
+import { StoredRow } from "../rows/stored-row.ts";
 import { aggregate, DEFAULT_MAX_GROUPS, type AggregateResult } from "./aggregate.ts";
 import type { AggregateSpec } from "./aggregate-spec.ts";
 import type { Caller } from "../keys/caller.ts";
@@ -74,6 +74,13 @@ export interface ListAnswer {
   readonly total: number | null;
 }
 
+/**
+ * The roles of the store that Records uses: records read and written, stored idempotent answers,
+ * and the stored field names (a metadata read). The write paths beside it (batch.ts, import.ts,
+ * seed.ts) and exports read the store through Records.store.
+ */
+export type RecordsStore = RecordStore & BatchWriter & AnswerStore & MetadataStore;
+
 export class Records {
   private readonly ids: IdGenerator;
   /** Rows written in one batch share their time, so its ISO form is made once. */
@@ -81,7 +88,7 @@ export class Records {
 
   constructor(
     readonly schema: Schema,
-    readonly store: Store,
+    readonly store: RecordsStore,
     /** Every write path validates with these (batch.ts and import.ts too). */
     readonly limits: RecordLimits = DEFAULT_RECORD_LIMITS,
   ) {

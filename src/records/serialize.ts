@@ -7,7 +7,7 @@ import type { EntityDef } from "../schema/fields.ts";
 import type { Row } from "../store/store.ts";
 import type { Caller } from "../keys/caller.ts";
 import { forEachMemberName } from "../store/member-names.ts";
-import { unparsedDataJson } from "../store/stored-row.ts";
+import { unparsedDataJson } from "../rows/stored-row.ts";
 
 export function recordJson(entity: EntityDef, row: Row, caller: Caller, cache = true): string {
   // A version this server has just built carries its data's JSON, which is the secret-key record

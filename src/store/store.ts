@@ -1,5 +1,7 @@
 // The Store interface: what the records layer asks of any store (memory, file-backed with a log,
 // PostgreSQL). It holds rows and answers typed filter trees; it knows no HTTP and no API keys.
+// It is made of roles (RecordStore, BatchWriter, FeedSource, AnswerStore, MetadataStore,
+// StoreAdmin): each store implements them all, and each consumer takes the ones it uses.
 //
 // A store may answer at once (the memory and file stores do, so that a read costs no promise) or
 // later (a database): every method that reads may return a Promise, and callers accept both. A
@@ -7,57 +9,19 @@
 // matches, a new idempotency key); the store checks that and applies the batch atomically, or
 // refuses it with a ConflictError, so several processes can share one store.
 
+import type { ChangeType } from "../views.ts";
+import type { Row } from "../rows/row.ts";
+// The row a store keeps is declared below the stores (rows/), where the filter evaluator takes it too.
+export type { Row, RowMemo } from "../rows/row.ts";
 import type { Histogram } from "../metrics/histogram.ts";
 import type { Maybe } from "../maybe.ts";
 import type { FilterNode, SortPosition, SortSpec } from "../query/filter-tree.ts";
-
-/** One stored version of a record. Rows are immutable: every write makes a new Row. */
-export interface Row {
-  readonly id: string;
-  /** Unique to this version among all of the store's (Store.nextRev); the ETag is derived from it. */
-  readonly rev: number;
-  readonly deleted: boolean;
-  /** Declared field values as stored, plus id, created_date, updated_date, created_by_id. */
-  readonly data: Readonly<Record<string, unknown>>;
-  /**
-   * What the layers above derive from this version (its JSON, its search text), kept with it. A
-   * cache: an entry set back to undefined is simply computed again.
-   */
-  memo?: RowMemo;
-  /**
-   * Where this version's write stands in the change feed (docs/change-feed.md): its batch's seq and its
-   * place in the batch, set by the store as it commits the row. Versions stored before the feed
-   * existed have seq 0 and an index of their own.
-   */
-  seq?: number;
-  index?: number;
-  /**
-   * Built for one read and dropped after it (the PostgreSQL store's rows: every read asks the
-   * database). Its JSON is not cached: no later read sees this object, and the cache would only
-   * keep it alive, for the garbage collector to move and sweep.
-   */
-  readonly isTransient?: true;
-}
 
 /** Store.readCache(): entries by record id, opaque to the store, which only deletes them. */
 export interface ReadCache {
   delete(id: string): void;
   clear(): void;
 }
-
-/** Row.memo. */
-export interface RowMemo {
-  /** A version this server built carries its data's JSON, which is the secret-key record. */
-  dataJson?: string | undefined;
-  /** The record's JSON as each kind of key sees it. */
-  secretJson?: string | undefined;
-  publicJson?: string | undefined;
-  /** Its string fields case-folded, for search (query/predicate.ts). */
-  search?: string | undefined;
-}
-
-/** What a write did to a record, as the change feed names it. */
-export type ChangeType = "create" | "update" | "delete" | "restore";
 
 /** The type of the change from `previous` (undefined: no such record yet) to `row`. */
 export function changeTypeOf(previous: Row | undefined, row: Row): ChangeType {
@@ -219,8 +183,11 @@ export interface Commit {
   readonly seq: number;
 }
 
-
-export interface Store {
+/**
+ * The records as they stand, for reading: one by id, a page of a list, counts, every live match,
+ * an export. The records layer (records/) reads through it, and so do aggregates and distinct.
+ */
+export interface RecordStore {
   get(entity: string, id: string): Maybe<Row | undefined>;
   /**
    * What reads by id derive from each record of `entity` as it stands (records/read-cache.ts),
@@ -243,6 +210,87 @@ export interface Store {
   /** The sort position of a row, for building cursors: computed from the row alone. */
   positionOf(entity: string, row: Row, sort: SortSpec): SortPosition;
 
+  /**
+   * The live records of `entity` matching `filter`, as they stand now, read page by page however
+   * long the reader takes, while writes go on (an export, docs/operating.md). Oldest id first.
+   */
+  openExport(entity: string, filter: FilterNode | null): Maybe<RowPages>;
+  /** Exports that may be open at once (PostgreSQL: each holds a connection of the pool); null: any number. */
+  readonly maxOpenExports: number | null;
+}
+
+/**
+ * Writing: the revisions and ids that new versions take, and the all-or-nothing commit of a batch
+ * (rows, metadata, an idempotent answer). Records writes records through it; migrations, webhooks
+ * and the seed commit their batches through it too.
+ */
+export interface BatchWriter {
+  /** A revision number no other row version has or will have, in this process or any other sharing the store. */
+  nextRev(): number;
+  /** The largest id stored when the store opened, so that new ids stay time-ordered after a restart. */
+  maxId(): string | undefined;
+  /**
+   * A number that this process alone among those sharing the store holds, which its new ids
+   * carry so that processes never make the same id; null when the store has one process.
+   */
+  readonly idNode: number | null;
+
+  /**
+   * Checks what the batch expects and applies it, all or nothing; resolves once it is durable.
+   * Rejects with ConflictError when an expectation failed (nothing was applied: read again and
+   * rebuild the batch), with StorageFullError when the disk had no room (the batch, and every one
+   * applied after it, was taken back out; later writes may succeed again), with WriteFailedError
+   * when the database refused this batch alone (PostgreSQL: nothing was applied, the store goes
+   * on). Any other rejection means the store can make nothing durable any more (the file store),
+   * or could not reach its database (StoreUnreachableError: later writes may succeed).
+   */
+  commit(batch: WriteBatch): Promise<Commit>;
+  /** Resolves once every write applied so far is durable; null when it already is. */
+  whenDurable(): Promise<void> | null;
+}
+
+/**
+ * The change feed's source (docs/change-feed.md): where the feed stands, the events of the kept
+ * window, the catch-up of an older resume point, and word of new events. The change feed
+ * (feed/change-feed.ts) and webhooks read it.
+ */
+export interface FeedSource {
+  /** Where the change feed stands: its head, its kept window, what was issued. */
+  feedState(): Maybe<FeedState>;
+  /**
+   * Up to `limit` events after `after` (not before the horizon) up to the head, of `entities`
+   * (null: all), in commit order.
+   */
+  readChanges(after: FeedPosition, entities: ReadonlySet<string> | null, limit: number): Maybe<FeedRead>;
+  /**
+   * The latest version of each record of `entities` (null: all; deleted records included) written
+   * after `after` and up to `upTo`, up to `limit` of them, in the order they were written, as
+   * sync events: the catch-up of a resume point older than the window.
+   */
+  readLatest(after: FeedPosition, upTo: FeedPosition, entities: ReadonlySet<string> | null, limit: number): Maybe<FeedRead>;
+  /**
+   * Adds a listener called when new events may be readable: after each durable commit of this
+   * process, and after those of other processes sharing the store.
+   */
+  onFeed(listener: () => void): void;
+}
+
+/**
+ * The stored answers to writes that carried an Idempotency-Key (docs/api.md), read back to replay
+ * one. An answer is stored by the commit of its write (WriteBatch.answer).
+ */
+export interface AnswerStore {
+  findAnswer(scope: string, now: number): Maybe<IdempotentAnswer | undefined>;
+}
+
+/**
+ * What tabula keeps about the store itself and how a schema change is settled against it
+ * (docs/schema-changes.md): metadata values (written by a commit, WriteBatch.meta), a lock that one
+ * process of those sharing the store holds at a time, the stored field names, every stored row
+ * whether declared or not, and the unique clashes found at opening. Start-up, migrations and
+ * webhooks (which keep their endpoints and progress as metadata) use it.
+ */
+export interface MetadataStore {
   /** Every stored field name of every entity that holds rows (for reporting fields no longer declared). */
   storedFieldNames(): Maybe<Map<string, Set<string>>>;
   /**
@@ -267,59 +315,10 @@ export interface Store {
    * run it). Start-up runs migrations and the schema check under it, so each runs once.
    */
   exclusively<T>(name: string, task: () => Promise<T>): Promise<T>;
+}
 
-  /** A revision number no other row version has or will have, in this process or any other sharing the store. */
-  nextRev(): number;
-  /** The largest id stored when the store opened, so that new ids stay time-ordered after a restart. */
-  maxId(): string | undefined;
-  /**
-   * A number that this process alone among those sharing the store holds, which its new ids
-   * carry so that processes never make the same id; null when the store has one process.
-   */
-  readonly idNode: number | null;
-
-  /**
-   * Checks what the batch expects and applies it, all or nothing; resolves once it is durable.
-   * Rejects with ConflictError when an expectation failed (nothing was applied: read again and
-   * rebuild the batch), with StorageFullError when the disk had no room (the batch, and every one
-   * applied after it, was taken back out; later writes may succeed again), with WriteFailedError
-   * when the database refused this batch alone (PostgreSQL: nothing was applied, the store goes
-   * on). Any other rejection means the store can make nothing durable any more (the file store),
-   * or could not reach its database (StoreUnreachableError: later writes may succeed).
-   */
-  commit(batch: WriteBatch): Promise<Commit>;
-  /** Resolves once every write applied so far is durable; null when it already is. */
-  whenDurable(): Promise<void> | null;
-
-  /** Where the change feed stands: its head, its kept window, what was issued. */
-  feedState(): Maybe<FeedState>;
-  /**
-   * Up to `limit` events after `after` (not before the horizon) up to the head, of `entities`
-   * (null: all), in commit order.
-   */
-  readChanges(after: FeedPosition, entities: ReadonlySet<string> | null, limit: number): Maybe<FeedRead>;
-  /**
-   * The latest version of each record of `entities` (null: all; deleted records included) written
-   * after `after` and up to `upTo`, up to `limit` of them, in the order they were written, as
-   * sync events: the catch-up of a resume point older than the window.
-   */
-  readLatest(after: FeedPosition, upTo: FeedPosition, entities: ReadonlySet<string> | null, limit: number): Maybe<FeedRead>;
-  /**
-   * Adds a listener called when new events may be readable: after each durable commit of this
-   * process, and after those of other processes sharing the store.
-   */
-  onFeed(listener: () => void): void;
-
-  findAnswer(scope: string, now: number): Maybe<IdempotentAnswer | undefined>;
-
-  /**
-   * The live records of `entity` matching `filter`, as they stand now, read page by page however
-   * long the reader takes, while writes go on (an export, docs/operating.md). Oldest id first.
-   */
-  openExport(entity: string, filter: FilterNode | null): Maybe<RowPages>;
-  /** Exports that may be open at once (PostgreSQL: each holds a connection of the pool); null: any number. */
-  readonly maxOpenExports: number | null;
-
+/** The store as the server runs it (server.ts): its metrics, emptying it (tests), closing it. */
+export interface StoreAdmin {
   /** What GET /metrics reports of the store (docs/operating.md): records per entity, and its files'. */
   metrics(): Maybe<StoreMetrics>;
 
@@ -327,6 +326,12 @@ export interface Store {
   reset(): Promise<void>;
   close(): Promise<void>;
 }
+
+/**
+ * A whole store, every role in one object: what each store implements and open-store.ts opens.
+ * Everyone else takes the roles it uses.
+ */
+export interface Store extends RecordStore, BatchWriter, FeedSource, AnswerStore, MetadataStore, StoreAdmin {}
 
 /** Rows an export reads at a time: about 300 KB of JSON, one write to the socket. */
 export const EXPORT_PAGE_ROWS = 1000;

@@ -3,6 +3,8 @@
 // tests, under tsx) it is built by build-page.ts on the first request. The page holds no data, so
 // it needs no key: the page asks for one, and sends it with each API request.
 
+import { openRoute, type Handler } from "../http/context.ts";
+import type { Router } from "../http/router.ts";
 import { methodNotAllowed } from "../errors.ts";
 import type { Reply } from "../http/response.ts";
 
@@ -43,4 +45,9 @@ function replyOf(page: UiPage): Reply {
     "Cache-Control": "no-cache",
   };
   return { status: 200, headers, body: page.html };
+}
+
+/** GET /: the data browser's page; it needs no key (the page asks for one). */
+export function addUiRoute(router: Router<Handler>): void {
+  router.add("GET", "/", openRoute(() => uiPageReply("GET").then((reply) => ({ reply }))));
 }

@@ -4,7 +4,7 @@
 // value afresh and writes it back under Store.exclusively, so processes changing endpoints at once
 // take turns; each process reads it again every POLL_MS to see the others' changes.
 
-import type { MetaWrite, Store } from "../store/store.ts";
+import type { BatchWriter, MetadataStore, MetaWrite } from "../store/store.ts";
 import type { Progress, StoredEndpoint } from "./endpoints.ts";
 
 const ENDPOINTS_KEY = "webhooks";
@@ -30,7 +30,7 @@ export class WebhookBook {
   private readonly listeners: Array<() => void> = [];
   private poller: NodeJS.Timeout | null = null;
 
-  static async open(store: Store, warn: (message: string) => void): Promise<WebhookBook> {
+  static async open(store: MetadataStore & BatchWriter, warn: (message: string) => void): Promise<WebhookBook> {
     const book = new WebhookBook(store, warn);
     book.take(await book.read());
     // Only a store shared by processes (it numbers them) can be changed behind this one's back.
@@ -39,7 +39,7 @@ export class WebhookBook {
   }
 
   private constructor(
-    private readonly store: Store,
+    private readonly store: MetadataStore & BatchWriter,
     private readonly warn: (message: string) => void,
   ) {}
 

@@ -15,10 +15,11 @@ import { eventIdOf, parseEventId } from "../feed/events.ts";
 import { parseSavedFilter } from "../query/filter.ts";
 import type { Schema } from "../schema/load.ts";
 import { compileFilter, type Predicate } from "../query/predicate.ts";
-import { compareFeedPositions, positionOf, type FeedEvent, type FeedPosition, type FeedState, type Store } from "../store/store.ts";
+import { compareFeedPositions, positionOf, type FeedEvent, type FeedPosition, type FeedState, type BatchWriter } from "../store/store.ts";
 import { progressKey } from "./book.ts";
 import type { Progress, StoredEndpoint } from "./endpoints.ts";
-import { MAX_KEPT_ATTEMPTS, type Attempt, type Batch, type Sender } from "./send.ts";
+import { MAX_KEPT_ATTEMPTS, type Batch, type Sender } from "./send.ts";
+import type { Attempt } from "../views.ts";
 
 /** After the first failure, the delays before each next attempt: about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (as Svix's). */
 export const RETRY_DELAYS_MS: readonly number[] = [5, 300, 1800, 7200, 18_000, 36_000, 36_000].map((seconds) => seconds * 1000);
@@ -35,7 +36,7 @@ const READ_RETRY_MS = 1000;
 export const WEBHOOK_CALLER = { keyId: "webhooks", kind: "secret" } as const;
 
 export interface DeliveryContext {
-  readonly store: Store;
+  readonly store: BatchWriter;
   readonly feed: ChangeFeed;
   readonly schema: Schema;
   readonly sender: Sender;

@@ -5,8 +5,7 @@ import { ApiError, invalidField, invalidJson } from "../errors.ts";
 import { parseFilter } from "../query/filter.ts";
 import type { Schema } from "../schema/load.ts";
 import { isPlainObject } from "../schema/load.ts";
-import type { ChangeType } from "../store/store.ts";
-import type { Attempt } from "./send.ts";
+import type { Attempt, ChangeType, EndpointView } from "../views.ts";
 
 export const EVENT_TYPES: readonly ChangeType[] = ["create", "update", "delete", "restore"];
 export const MAX_DESCRIPTION_CHARS = 500;
@@ -14,21 +13,8 @@ export const MAX_DESCRIPTION_CHARS = 500;
 export const MAX_WEBHOOKS = 100;
 
 /** An endpoint as kept in the store (Store.meta "webhooks"), secret included. */
-export interface StoredEndpoint {
-  readonly id: string;
-  readonly url: string;
-  /** null: every entity, those declared later too. */
-  readonly entities: readonly string[] | null;
-  readonly events: readonly ChangeType[];
-  /** A filter on the version written, as the change feed's q; null: none. */
-  readonly q: Record<string, unknown> | null;
-  readonly description: string;
-  readonly enabled: boolean;
-  /** Why tabula disabled it (its last retry failed, or 410 Gone); null when enabled, or disabled by a user. */
-  readonly disabled_reason: string | null;
+export interface StoredEndpoint extends Pick<EndpointView, "id" | "url" | "entities" | "events" | "q" | "description" | "enabled" | "disabled_reason" | "created_date" | "updated_date"> {
   readonly secret: string;
-  readonly created_date: string;
-  readonly updated_date: string;
   /** The event id it was created after: its first delivery is the first event after it. */
   readonly start: string;
   /** POST …/replay: the event id to send from again, numbered so that each replay is applied once. */
@@ -44,30 +30,9 @@ export interface Progress {
   /** The replay last applied (StoredEndpoint.replay.number). */
   readonly replayed: number;
   /** Failed attempts at the event now being sent, and when the next is due; null when none failed. */
-  readonly failing: { readonly attempts: number; readonly next_at: string; readonly error: string } | null;
+  readonly failing: EndpointView["failing"];
   /** The last attempts, newest first. */
   readonly deliveries: readonly Attempt[];
-}
-
-export type EndpointState = "active" | "retrying" | "disabled";
-
-/** An endpoint as the API shows it: never its secret. */
-export interface EndpointView {
-  readonly id: string;
-  readonly url: string;
-  readonly entities: readonly string[] | null;
-  readonly events: readonly ChangeType[];
-  readonly q: Record<string, unknown> | null;
-  readonly description: string;
-  readonly enabled: boolean;
-  readonly state: EndpointState;
-  readonly disabled_reason: string | null;
-  readonly created_date: string;
-  readonly updated_date: string;
-  /** The last event delivered, as an event id (resume point of the change feed). */
-  readonly position: string;
-  readonly failing: Progress["failing"];
-  readonly last_attempt: Attempt | null;
 }
 
 export function viewOf(endpoint: StoredEndpoint, progress: Progress | undefined): EndpointView {

@@ -6,7 +6,7 @@
 // before anyone may take over. A store with one process (memory, file) needs no lease.
 
 import { randomBytes } from "node:crypto";
-import type { Store } from "../store/store.ts";
+import type { BatchWriter, MetadataStore } from "../store/store.ts";
 
 const LEASE_KEY = "webhook-lease";
 const RENEW_MS = 1000;
@@ -31,7 +31,7 @@ export interface Lease {
 /** The lease of a store with one process: always held. */
 export const SOLE_LEASE: Lease = { isHeld: () => true, onChange: () => {}, close: async () => {} };
 
-export function storeLease(store: Store, warn: (message: string) => void): Lease {
+export function storeLease(store: MetadataStore & BatchWriter, warn: (message: string) => void): Lease {
   const owner = randomBytes(8).toString("hex");
   let renewedAt = -Infinity;
   let wasHeld = false;

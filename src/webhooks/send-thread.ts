@@ -7,7 +7,8 @@
 
 import type { LookupAddress } from "node:dns";
 import { Worker } from "node:worker_threads";
-import type { Attempt, Batch, BatchReport, Delivery, Sender } from "./send.ts";
+import type { Batch, BatchReport, Delivery, Sender } from "./send.ts";
+import type { Attempt } from "../views.ts";
 import type { TargetPolicy } from "./target.ts";
 
 /**

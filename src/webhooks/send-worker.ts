@@ -9,7 +9,8 @@ import { readlinkSync } from "node:fs";
 import type { LookupFunction } from "node:net";
 import { setPriority } from "node:os";
 import { parentPort, workerData } from "node:worker_threads";
-import { createSender, MAX_KEPT_ATTEMPTS, type Attempt, type Batch } from "./send.ts";
+import { createSender, MAX_KEPT_ATTEMPTS, type Batch } from "./send.ts";
+import type { Attempt } from "../views.ts";
 import type { FromSendThread, SendThreadData, ToSendThread } from "./send-thread.ts";
 
 /** Attempts made are reported at least this often while a batch lasts (the delivery log, the lag, the position). */

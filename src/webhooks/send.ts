@@ -3,6 +3,7 @@
 // MAX_ANSWER_BYTES of answer read (connection.ts), never following a redirect. It reports what
 // happened; what to do about it (retry, disable) is delivery.ts's.
 
+import type { Attempt } from "../views.ts";
 import { createHmac, randomBytes } from "node:crypto";
 import { isIP } from "node:net";
 import { performance } from "node:perf_hooks";
@@ -14,17 +15,6 @@ export const ATTEMPT_TIMEOUT_MS = 10_000;
 /** What the delivery log keeps of an error. */
 const MAX_NOTE_CHARS = 200;
 export const SECRET_PREFIX = "whsec_";
-
-export interface Attempt {
-  /** The webhook-id sent: the change event's id (a ping's own). */
-  readonly event_id: string;
-  readonly at: string;
-  /** The answer's HTTP status; null when none came (refused, unreachable, timed out). */
-  readonly status: number | null;
-  readonly latency_ms: number;
-  /** Why it is not a delivery; null when it is one (a 2xx). */
-  readonly error: string | null;
-}
 
 /** A new endpoint secret: 32 random bytes, base64 after the whsec_ prefix (as standardwebhooks reads it). */
 export function newSecret(): string {

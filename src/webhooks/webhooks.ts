@@ -9,12 +9,13 @@ import { invalidRequest, webhookNotFound } from "../errors.ts";
 import type { ChangeFeed } from "../feed/change-feed.ts";
 import { changeJson, eventIdOf, parseEventId } from "../feed/events.ts";
 import type { Schema } from "../schema/load.ts";
-import type { FeedEvent, Store } from "../store/store.ts";
+import type { BatchWriter, FeedEvent, FeedSource, MetadataStore } from "../store/store.ts";
 import { progressKey, WebhookBook } from "./book.ts";
 import { Deliverer, RETRY_DELAYS_MS, WEBHOOK_CALLER } from "./delivery.ts";
-import { checkFilter, EVENT_TYPES, MAX_WEBHOOKS, readEndpointFields, viewOf, type EndpointView, type StoredEndpoint } from "./endpoints.ts";
+import { checkFilter, EVENT_TYPES, MAX_WEBHOOKS, readEndpointFields, viewOf, type StoredEndpoint } from "./endpoints.ts";
+import type { Attempt, EndpointView } from "../views.ts";
 import { SOLE_LEASE, storeLease, type Lease } from "./lease.ts";
-import { ATTEMPT_TIMEOUT_MS, newSecret, type Attempt, type Sender } from "./send.ts";
+import { ATTEMPT_TIMEOUT_MS, newSecret, type Sender } from "./send.ts";
 import { threadSender } from "./send-thread.ts";
 import { checkWebhookUrl, type TargetPolicy } from "./target.ts";
 
@@ -40,6 +41,12 @@ export interface EndpointMetrics {
 /** Event bodies kept for the endpoints that follow (several steps of events). */
 const MAX_KEPT_BODIES = 1000;
 
+/**
+ * The roles of the store that webhooks use: the change feed's state and word of new events, and the
+ * endpoints and each one's progress kept as metadata, written by commits.
+ */
+type WebhookStore = FeedSource & MetadataStore & BatchWriter;
+
 export class Webhooks {
   private readonly deliverers = new Map<string, Deliverer>();
   private readonly counts = new Map<string, { delivered: number; failed: number }>();
@@ -52,7 +59,7 @@ export class Webhooks {
   private reconciling: Promise<void> = Promise.resolve();
   private isClosed = false;
 
-  static async open(store: Store, feed: ChangeFeed, schema: Schema, options: WebhookOptions, warn: (message: string) => void): Promise<Webhooks> {
+  static async open(store: WebhookStore, feed: ChangeFeed, schema: Schema, options: WebhookOptions, warn: (message: string) => void): Promise<Webhooks> {
     const scale = options.retryScale ?? 1;
     if (!(scale > 0 && scale <= 1)) throw new Error(`The webhook retry scale must be a number above 0 and at most 1 (got ${scale}).`);
     const book = await WebhookBook.open(store, warn);
@@ -68,7 +75,7 @@ export class Webhooks {
   }
 
   private constructor(
-    private readonly store: Store,
+    private readonly store: WebhookStore,
     private readonly feed: ChangeFeed,
     private readonly schema: Schema,
     private readonly book: WebhookBook,

@@ -14,7 +14,7 @@ import { test } from "node:test";
 import { SseSink } from "../../src/http/sse-sink.ts";
 import { ChangeFeed, DEFAULT_FEED_LIMITS } from "../../src/feed/change-feed.ts";
 import { readExport } from "../../src/http/export-stream.ts";
-import type { RequestContext } from "../../src/http/routes.ts";
+import type { RequestContext } from "../../src/http/context.ts";
 import { Records } from "../../src/records/records.ts";
 import { loadSchemaObject } from "../../src/schema/load.ts";
 import { MemoryStore } from "../../src/store/memory/memory-store.ts";
@@ -53,13 +53,14 @@ class InstantResponse extends EventEmitter {
   }
 }
 
-async function storeWithRecords(): Promise<Records> {
+async function storeWithRecords(): Promise<{ store: MemoryStore; records: Records }> {
   const schema = loadSchemaObject({ Task: TASK });
-  const records = new Records(schema, new MemoryStore(new Map()));
+  const store = new MemoryStore(new Map());
+  const records = new Records(schema, store);
   const entity = records.entity("Task");
   const puts = Array.from({ length: RECORDS }, (_, i) => records.create(entity, { title: `t${i}` }, CALLER).puts[0]!);
   await records.commit({ entity, puts, result: null }, undefined);
-  return records;
+  return { store, records };
 }
 
 /** How many writes the pump had made when a macrotask queued before it got its turn. */
@@ -68,7 +69,7 @@ function writesAtFirstTurn(res: InstantResponse): Promise<number> {
 }
 
 test("an export's pump lets other work run between its pages", async () => {
-  const records = await storeWithRecords();
+  const { records } = await storeWithRecords();
   const ctx = { records, caller: CALLER, query: new URLSearchParams() } as unknown as RequestContext;
   const reply = await readExport(ctx, records.entity("Task"));
   const res = new InstantResponse(true);
@@ -82,8 +83,8 @@ test("an export's pump lets other work run between its pages", async () => {
 });
 
 test("a change feed's catch-up lets other work run between its pages", async () => {
-  const records = await storeWithRecords();
-  const feed = await ChangeFeed.open(records.store, records.schema, DEFAULT_FEED_LIMITS, () => {});
+  const { store, records } = await storeWithRecords();
+  const feed = await ChangeFeed.open(store, records.schema, DEFAULT_FEED_LIMITS, () => {});
   const res = new InstantResponse(false);
   const turn = writesAtFirstTurn(res);
   feed.openStream(new SseSink(res as unknown as ServerResponse, records.schema), { caller: CALLER, entities: new Set(["Task"]), filters: null, key: "test" }, FEED_START);

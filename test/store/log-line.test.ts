@@ -7,7 +7,7 @@ import { objectEnd, readLogLine } from "../../src/store/file/log-line.ts";
 import { readSegment } from "../../src/store/file/wal.ts";
 import { frameEntry } from "../../src/store/file/log-framing.ts";
 import type { LogEntry, LogPut } from "../../src/store/file/log-entry.ts";
-import { StoredRow } from "../../src/store/stored-row.ts";
+import { StoredRow } from "../../src/rows/stored-row.ts";
 
 const CRC_FIELD_CHARS = ',"crc":"00000000"}\n'.length;
 

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { RowMap } from "../../src/store/memory/row-map.ts";
-import { StoredRow } from "../../src/store/stored-row.ts";
+import { StoredRow } from "../../src/rows/stored-row.ts";
 
 /** Row lines as a snapshot holds them, in one buffer: `rev seq.index {"id":…}\n`. */
 function loadLines(map: RowMap, records: Array<{ id: string; rev: number; deleted?: boolean; seq?: number; index?: number; [field: string]: unknown }>): Buffer {

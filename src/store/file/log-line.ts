@@ -5,7 +5,7 @@
 // JSON.parse. A line in any other shape (a reset, a migration's drops, a row whose data does not
 // open with its own id) answers undefined, and the caller parses it whole.
 
-import { StoredRow } from "../stored-row.ts";
+import { StoredRow } from "../../rows/stored-row.ts";
 import type { LogEntry, LogPut } from "./log-entry.ts";
 
 const SEQ_OPENING = '{"seq":';

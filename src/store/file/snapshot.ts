@@ -24,14 +24,15 @@
 import { open } from "node:fs/promises";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
-import type { ChangeType, FeedPosition, IdempotentAnswer, MetaWrite, Row } from "../store.ts";
+import type { FeedPosition, IdempotentAnswer, MetaWrite, Row } from "../store.ts";
+import type { ChangeType } from "../../views.ts";
 import { parseSeqFileName, seqFileName } from "./wal.ts";
 import { crcHex, frameLine, parseFramedLine, scanLines } from "./log-framing.ts";
 import type { RowImage } from "./log-entry.ts";
 import { replaceFile, TEMPORARY_SUFFIX, writeFully } from "../../disk/durable-file.ts";
 import { readLineRuns } from "./line-runs.ts";
 import { MemberNames } from "../member-names.ts";
-import { dataJsonOf, isUnparsed, unparsedDataJson } from "../stored-row.ts";
+import { dataJsonOf, isUnparsed, unparsedDataJson } from "../../rows/stored-row.ts";
 import { DATA_OPENING, type CapturedRows } from "../memory/loaded-rows.ts";
 
 const SNAPSHOT_FORMAT = "tabula-snapshot/5";

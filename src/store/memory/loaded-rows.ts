@@ -4,7 +4,7 @@
 // then costs about reading the file, and memory about the file's size. A row becomes a StoredRow
 // (still unparsed) when it is first asked for, and leaves this set for the table's Map (row-map.ts).
 
-import { StoredRow } from "../stored-row.ts";
+import { StoredRow } from "../../rows/stored-row.ts";
 
 const INITIAL_ROWS = 1 << 12;
 /** How the data JSON of a row kept as bytes opens, its id following (the snapshot writes it so). */

@@ -2,7 +2,7 @@
 // the in-memory half of the file store, which adds the log by overriding persist() and friends.
 
 import { MemberNames } from "../member-names.ts";
-import { isUnparsed, unparsedDataJson } from "../stored-row.ts";
+import { isUnparsed, unparsedDataJson } from "../../rows/stored-row.ts";
 import type { FilterNode, SortPosition, SortSpec } from "../../query/filter-tree.ts";
 import type { Maybe } from "../../maybe.ts";
 import { runInSlices, runToEnd } from "../../turns/time-slices.ts";

@@ -12,7 +12,7 @@ import type { SortSpec } from "../../query/filter-tree.ts";
 import { DATA_OPENING } from "./loaded-rows.ts";
 import { RowMap } from "./row-map.ts";
 import { SortedIndex } from "./sorted-index.ts";
-import { StoredRow } from "../stored-row.ts";
+import { StoredRow } from "../../rows/stored-row.ts";
 import { isAfter, positionOf, uniqueKeyOf, type FeedPosition, type ReadCache, type Row } from "../store.ts";
 
 /** The live record that holds each key of a unique set of fields. */

@@ -1,8 +1,10 @@
 // The `postgres` driver, loaded only when a PostgreSQL store is asked for (docs/postgresql.md: an
 // optional peer dependency, so the bundle keeps no runtime dependency), and the words for what
 // goes wrong reaching the database: each names what to fix, as the user gave it (option-names.ts).
+// Pools are opened here with the store's connection settings, and so is the health watch's probe.
 
 import { settingName } from "../../option-names.ts";
+import { PROBE_TIMEOUT_MS } from "./health.ts";
 
 /** What the store uses of a transaction: parameterized statements (values never in the text). */
 export interface TransactionSql {
@@ -28,6 +30,47 @@ export interface Sql extends TransactionSql {
 }
 
 type Driver = (url: string, options: Record<string, unknown>) => Sql;
+
+/**
+ * A connection not made within this is given up (the driver's default is 30 s). Requests do not
+ * wait for it: DatabaseHealth answers them 503 within 2 s of a database going away.
+ */
+const CONNECT_TIMEOUT_S = 2;
+/**
+ * How long a connection that failed waits before it tries again. The driver's default grows with
+ * each failure up to 20 s, which held the first requests after the database came back that long.
+ */
+const RECONNECT_BACKOFF_S = 0.05;
+/**
+ * No look-up of array types on each new connection: the store reads no SQL array (json_agg
+ * instead), and postgres 3.4 leaves that look-up's failure unhandled when the database goes
+ * between the connection's start and the look-up, which would end the process.
+ */
+const FETCH_TYPES = false;
+
+/** Opens pools of `max` connections to `url`: PostgresStore opens another when the database comes back after an outage. */
+export function poolOpener(postgres: Driver, url: string, max: number): () => Sql {
+  return () =>
+    postgres(url, {
+      max,
+      onnotice: () => {},
+      connect_timeout: CONNECT_TIMEOUT_S,
+      backoff: RECONNECT_BACKOFF_S,
+      fetch_types: FETCH_TYPES,
+      // Revisions and seqs are bigint, read as numbers: they stay far below 2^53.
+      types: { bigint: { to: 20, from: [20], serialize: (value: number) => String(value), parse: (value: string) => Number(value) } },
+    }) as Sql;
+}
+
+/** Resolves when the database answers a statement on a connection of its own, made for the purpose. */
+export async function probeDatabase(postgres: Driver, url: string): Promise<void> {
+  const probe = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: Math.ceil(PROBE_TIMEOUT_MS / 1000), backoff: RECONNECT_BACKOFF_S, fetch_types: FETCH_TYPES });
+  try {
+    await probe.unsafe("SELECT 1");
+  } finally {
+    probe.end({ timeout: 0 }).catch(() => {});
+  }
+}
 
 export async function loadDriver(): Promise<Driver> {
   try {

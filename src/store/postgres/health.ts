@@ -18,6 +18,12 @@ export interface Call {
   isCommitting: boolean;
 }
 
+/**
+ * Runs a database call under the store's health watch (PostgresStore.guard): the parts of the store
+ * in files of their own (postgres-feed.ts, postgres-answers.ts) run their calls through it.
+ */
+export type Guard = <T>(work: (call: Call) => Promise<T>) => Promise<T>;
+
 export class DatabaseHealth {
   private isDown = false;
   private probing: Promise<void> | null = null;

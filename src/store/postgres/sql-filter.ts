@@ -344,3 +344,10 @@ function anyOf(conditions: string[]): string {
   return conditions.length === 0 ? "FALSE" : `(${conditions.join(" OR ")})`;
 }
 
+export function isCondition(condition: string | null | undefined): condition is string {
+  return typeof condition === "string" && condition !== "" && condition !== "TRUE";
+}
+
+export function whereClause(conditions: readonly string[]): string {
+  return conditions.length === 0 ? "" : ` WHERE ${conditions.map((c) => `(${c})`).join(" AND ")}`;
+}

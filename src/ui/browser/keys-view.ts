@@ -3,23 +3,12 @@
 // button; roll and revoke behind a dialog. The API decides who may: its refusals are shown in its
 // words; a 401 (this tab's key revoked or expired) is handed to main.ts, which asks for another key.
 
+import type { KeyView } from "../../views.ts";
 import { ApiFailure, type ApiClient } from "./api-client.ts";
 import { fill, h } from "./dom.ts";
 import { openKeyDialog, showNewKey, type NewKeyAnswer } from "./key-dialogs.ts";
 import { expiryWords, lastUsedWords, utcMinuteOf } from "./time-words.ts";
 import { wordRefusal } from "./wording.ts";
-
-/** A key as GET /api/keys lists it. */
-export interface KeyView {
-  readonly id: string;
-  readonly kind: "secret" | "publishable";
-  readonly name: string;
-  readonly prefix: string;
-  readonly created: string | null;
-  readonly last_used: string | null;
-  readonly expires_at: string | null;
-  readonly source: "stored" | "flag" | "process";
-}
 
 export interface KeysContext {
   readonly client: ApiClient;

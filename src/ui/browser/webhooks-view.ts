@@ -3,32 +3,12 @@
 // attempts. It only reads: endpoints are made and changed through the API. The API decides who may:
 // its refusals are shown in its words; a 401 is handed to main.ts, which asks for another key.
 
+import type { Attempt, EndpointView } from "../../views.ts";
 import { ApiFailure, type ApiClient } from "./api-client.ts";
 import { fill, h } from "./dom.ts";
 import { utcMinuteOf } from "./time-words.ts";
 import { wordRefusal } from "./wording.ts";
 
-interface Attempt {
-  readonly event_id: string;
-  readonly at: string;
-  readonly status: number | null;
-  readonly latency_ms: number;
-  readonly error: string | null;
-}
-
-/** An endpoint as GET /api/webhooks lists it. */
-interface Endpoint {
-  readonly id: string;
-  readonly url: string;
-  readonly entities: readonly string[] | null;
-  readonly events: readonly string[];
-  readonly q: unknown;
-  readonly description: string;
-  readonly state: "active" | "retrying" | "disabled";
-  readonly disabled_reason: string | null;
-  readonly position: string;
-  readonly failing: { readonly attempts: number; readonly next_at: string; readonly error: string } | null;
-}
 
 export interface WebhooksContext {
   readonly client: ApiClient;
@@ -67,7 +47,7 @@ export class WebhooksView {
   private async refresh(): Promise<void> {
     const number = ++this.loadNumber;
     try {
-      const endpoints = (await this.ctx.client.call<Endpoint[]>("GET", "/api/webhooks")).body;
+      const endpoints = (await this.ctx.client.call<EndpointView[]>("GET", "/api/webhooks")).body;
       const attempts = await Promise.all(endpoints.map(async (endpoint) => (await this.ctx.client.call<Attempt[]>("GET", `/api/webhooks/${encodeURIComponent(endpoint.id)}/deliveries`)).body));
       if (number !== this.loadNumber) return;
       this.status.textContent = "";
@@ -81,7 +61,7 @@ export class WebhooksView {
     }
   }
 
-  private renderEndpoint(endpoint: Endpoint, attempts: readonly Attempt[]): HTMLElement {
+  private renderEndpoint(endpoint: EndpointView, attempts: readonly Attempt[]): HTMLElement {
     const follows = `${endpoint.entities === null ? "every entity" : endpoint.entities.join(", ")}: ${endpoint.events.join(", ")}${endpoint.q === null ? "" : `, where ${JSON.stringify(endpoint.q)}`}`;
     const why = endpoint.state === "disabled" ? (endpoint.disabled_reason ?? "Disabled through the API.") : endpoint.failing ? `${endpoint.failing.attempts} failed attempts; the next at ${utcMinuteOf(endpoint.failing.next_at)} UTC. Last: ${endpoint.failing.error}` : "";
     const rows = attempts.slice(0, SHOWN_ATTEMPTS).map((attempt) =>

@@ -2,8 +2,8 @@
 // latency are counted as they are answered; the rest is read when scraped.
 
 import type { StoreMetrics } from "../store/store.ts";
-import { Exposition } from "./exposition.ts";
-import type { RequestMetrics } from "./request-metrics.ts";
+import { Exposition } from "../metrics/exposition.ts";
+import type { RequestMetrics } from "../metrics/request-metrics.ts";
 import type { EndpointMetrics } from "../webhooks/webhooks.ts";
 
 export interface MetricSources {

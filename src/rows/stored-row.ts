@@ -10,7 +10,7 @@
 // stays the data's JSON for as long as it is kept, and a snapshot or a read by id can use it as it is.
 
 import { RepeatedStrings } from "./repeated-strings.ts";
-import type { Row, RowMemo } from "./store.ts";
+import type { Row, RowMemo } from "./row.ts";
 
 /** Shared by every row parsed on first use, in the order they are parsed. */
 const parsedStrings = new RepeatedStrings();

@@ -1,0 +1,126 @@
+// What a route's handler sees of a request (RequestContext), what it answers (Outcome), and how a
+// route says who may call it (Guard): shared by the pipeline (app.ts), the route tables (routes.ts,
+// keys-routes.ts, webhooks-routes.ts and the rest) and the mounts.
+
+import type { IncomingMessage } from "node:http";
+import { forbidden } from "../errors.ts";
+import type { ChangeFeed } from "../feed/change-feed.ts";
+import type { Caller } from "../keys/caller.ts";
+import type { Maybe } from "../maybe.ts";
+import type { ImportFile } from "../records/import-file.ts";
+import type { Change, Records } from "../records/records.ts";
+import type { MemoryGuard } from "./memory-guard.ts";
+import type { PresentContext } from "./presenters.ts";
+import { headerOf } from "./request.ts";
+import type { Reply } from "./response.ts";
+import type { Params } from "./router.ts";
+
+export interface RequestContext extends PresentContext {
+  readonly records: Records;
+  readonly feed: ChangeFeed;
+  readonly caller: Caller;
+  readonly params: Params;
+  readonly query: URLSearchParams;
+  /** A request header by its lower-case name. */
+  header(name: string): string | undefined;
+  /** Refuses heavy work (503 server_busy) while memory is near --max-memory (http/memory-guard.ts). */
+  admitHeavy(): void;
+  /** The parsed JSON body of a write; undefined when it had none. */
+  readonly body: unknown;
+  /** The file a multipart/form-data body carried, on a route that takes uploads (http/upload.ts). */
+  readonly upload?: ImportFile;
+  readonly documents: { readonly entities: string; readonly openApi: string };
+}
+
+export interface Outcome {
+  readonly reply: Reply;
+  /** Rows to store before answering. */
+  readonly change?: Change<unknown>;
+}
+
+/**
+ * Who may call a route, checked by the pipeline (app.ts) before its handler runs: anyone (`none`),
+ * any live API key (`key`, the default), or a secret key only (`secret`, with the words refusing a
+ * publishable key). No handler compares key kinds itself.
+ */
+export type Guard = "none" | "key" | "secret";
+
+export type Handler = ((ctx: RequestContext) => Maybe<Outcome>) & {
+  /** Who may call the route; `key` when not said. */
+  readonly guard?: Guard;
+  /** For a `secret` route: the refusal a publishable key gets. */
+  readonly refusal?: string;
+  /** The route reads no record (/health, /metrics, the page): answered even after the store failed, without waiting for writes. */
+  readonly readsNoRecord?: boolean;
+  /** False for writes whose answer must never be kept for an Idempotency-Key replay (it holds a new key or secret). */
+  readonly isReplayable?: boolean;
+  /** The route also takes a multipart/form-data body holding a file (http/upload.ts). */
+  readonly takesUpload?: boolean;
+  /** Heavy work: refused while memory is near --max-memory (EntityRoute.heavy). */
+  readonly isHeavy?: boolean;
+  /** The body is one record's values: at most twice --max-record-size (EntityRoute.oneRecord). */
+  readonly takesOneRecord?: boolean;
+};
+
+/** Refuses `caller` unless the guard lets it through (the one place key kinds are compared for a route). */
+export function checkGuard(caller: Caller, guard: Guard, refusal: string | undefined): void {
+  if (guard === "secret" && caller.kind !== "secret") throw forbidden(refusal ?? "This route needs a secret key.");
+}
+
+/** A route for a secret key only: a publishable key is refused 403 with `refusal`. */
+export function secretOnly(handler: (ctx: RequestContext) => Maybe<Outcome>, refusal: string, options: { isReplayable?: boolean; readsNoRecord?: boolean } = {}): Handler {
+  return Object.assign(handler, { guard: "secret" as const, refusal, ...options });
+}
+
+/** The caller of an open route, which needs no key: the least a key may do, with no key's id. */
+export const NO_KEY: Caller = { keyId: "", kind: "publishable" };
+
+/** A route anyone may call, with no key: its handler's caller is NO_KEY. */
+export function openRoute(handler: (ctx: RequestContext) => Maybe<Outcome>): Handler {
+  return Object.assign(handler, { guard: "none" as const, readsNoRecord: true });
+}
+
+/**
+ * The change feed's routes also take the key as ?key=: a browser's EventSource cannot send
+ * headers (docs/change-feed.md). Nowhere else, so that keys stay out of the URLs of ordinary requests.
+ */
+export function feedKeyOf(path: string, query: string): string | undefined {
+  if (!path.endsWith("/changes") && !path.endsWith("/changes/")) return undefined;
+  return new URLSearchParams(query).get("key") ?? undefined;
+}
+
+/** What a handler sees of a request. The query, the URL and headers are read only when asked for. */
+export class Context implements RequestContext {
+  private parsedQuery: URLSearchParams | undefined;
+
+  constructor(
+    private readonly req: IncomingMessage,
+    readonly path: string,
+    private readonly queryText: string,
+    readonly records: Records,
+    readonly feed: ChangeFeed,
+    readonly caller: Caller,
+    readonly params: Params,
+    readonly body: unknown,
+    readonly documents: RequestContext["documents"],
+    private readonly memory: MemoryGuard,
+    readonly upload?: ImportFile,
+  ) {}
+
+  admitHeavy(): void {
+    this.memory.admitHeavy();
+  }
+
+  get query(): URLSearchParams {
+    return (this.parsedQuery ??= new URLSearchParams(this.queryText));
+  }
+
+  get url(): string {
+    return `${this.header("x-forwarded-proto") === "https" ? "https" : "http"}://${this.header("host") ?? "localhost"}${this.path}`;
+  }
+
+  header(name: string): string | undefined {
+    return headerOf(this.req, name);
+  }
+}
+
