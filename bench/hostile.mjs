@@ -223,9 +223,14 @@ export async function runHostile({ store = "memory", pgUrl, pgSchema = "tabula_h
     }
     attackers.send({ url: server.url, bigId, connections });
     let isAttacking;
+    let isTerminatingHeard;
     const attacking = new Promise((resolve) => (isAttacking = resolve));
     const attacked = new Promise((resolve, reject) => {
-      attackers.on("message", (message) => (message === "attacking" ? isAttacking() : resolve(message)));
+      attackers.on("message", (message) => {
+        if (message === "attacking") isAttacking();
+        else if (message === "terminating") isTerminatingHeard?.();
+        else resolve(message);
+      });
       attackers.on("error", reject);
       attackers.on("exit", (code) => {
         isAttacking();
@@ -264,7 +269,13 @@ export async function runHostile({ store = "memory", pgUrl, pgSchema = "tabula_h
     clearInterval(sampler);
     await new Promise((resolve) => setTimeout(resolve, 200));
     await Promise.allSettled(probing);
-    attackers.send("sigterm");
+    // The attackers hear of the SIGTERM before it is sent, so that the connections it closes are not
+    // counted as failures (a busy machine may run their process late).
+    await new Promise((resolve) => {
+      isTerminatingHeard = resolve;
+      attackers.send("sigterm");
+      setTimeout(resolve, 10_000).unref();
+    });
     // SIGTERM while the attack still runs: how long until the process is gone.
     const termAt = performance.now();
     server.child.kill("SIGTERM");
@@ -316,7 +327,11 @@ export async function runHostile({ store = "memory", pgUrl, pgSchema = "tabula_h
 async function attack({ url, bigId, connections }) {
   const stop = new AbortController();
   let isTerminating = false;
-  process.on("message", (message) => (message === "sigterm" ? (isTerminating = true) : stop.abort()));
+  process.on("message", (message) => {
+    if (message !== "sigterm") return stop.abort();
+    isTerminating = true;
+    process.send("terminating");
+  });
   const statuses = {};
   // After SIGTERM, refused connections are the server going away, as it should: not counted.
   const count = (status) => {

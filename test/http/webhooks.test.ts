@@ -206,7 +206,13 @@ describe("webhook delivery", () => {
     await receiver.until((r) => r.received.filter((request) => request.answered === 0).length >= 2, 10_000, "two hangs");
     await receiver.down();
     await write(3);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Up again only once an attempt met it down: on a busy machine the retry after the hangs may come late.
+    const isRefused = (attempt: { status: number | null; error: string | null }) => attempt.status === null && !attempt.error?.startsWith("no answer");
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline; ) {
+      const attempts = await server.call("GET", `/api/webhooks/${made.id}/deliveries`);
+      if (attempts.body.some(isRefused)) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     const failing = await server.call("GET", `/api/webhooks/${made.id}`);
     assert.equal(failing.body.state, "retrying");
     assert.ok(failing.body.failing.attempts >= 3, JSON.stringify(failing.body.failing));
