@@ -3,7 +3,8 @@
 // keys-routes.ts, webhooks-routes.ts and the rest) and the mounts.
 
 import type { IncomingMessage } from "node:http";
-import { forbidden } from "../errors.ts";
+import { ApiError, forbidden } from "../errors.ts";
+import type { AccessOperation, EntityDef } from "../schema/fields.ts";
 import type { ChangeFeed } from "../feed/change-feed.ts";
 import type { Caller } from "../keys/caller.ts";
 import type { Maybe } from "../maybe.ts";
@@ -62,9 +63,23 @@ export type Handler = ((ctx: RequestContext) => Maybe<Outcome>) & {
   readonly takesOneRecord?: boolean;
 };
 
-/** Refuses `caller` unless the guard lets it through (the one place key kinds are compared for a route). */
+/** Refuses `caller` unless the guard lets it through (with checkEntityAccess, the one place key kinds are compared for a route). */
 export function checkGuard(caller: Caller, guard: Guard, refusal: string | undefined): void {
   if (guard === "secret" && caller.kind !== "secret") throw forbidden(refusal ?? "This route needs a secret key.");
+}
+
+/** An entity route's operations must be in the entity's "access" for the caller's key kind (docs/entities.md). */
+export function checkEntityAccess(caller: Caller, entity: EntityDef, operations: readonly AccessOperation[]): void {
+  if (caller.kind === "secret") return;
+  const denied = operations.find((operation) => !entity.publishableAccess.has(operation));
+  if (denied === undefined) return;
+  const allowed = [...entity.publishableAccess];
+  throw new ApiError(
+    403,
+    "forbidden",
+    `A publishable key may not ${denied} ${entity.name} records: its declaration's "access" allows publishable keys ${allowed.length === 0 ? "nothing" : allowed.join(", ")}. Use a secret key (from a server), or add "${denied}" to "access"."publishable".`,
+    { entity: entity.name, operation: denied, keyKind: caller.kind },
+  );
 }
 
 /** A route for a secret key only: a publishable key is refused 403 with `refusal`. */

@@ -5,30 +5,28 @@
 // memory), or later; a write's Change names what it expects of the store, which refuses it if
 // another write came first (Store.commit), and the server then runs the operation again.
 
-import { ApiError, forbidden, tooManyStreams } from "../errors.ts";
+import { tooManyStreams } from "../errors.ts";
 import type { AccessOperation } from "../schema/fields.ts";
-import type { Caller } from "../keys/caller.ts";
 import { parseAggregateSpec } from "../records/aggregate-spec.ts";
 import { bulkCreate, bulkUpdate, deleteMany, updateMany, upsert } from "../records/batch.ts";
-import type { Change, Records } from "../records/records.ts";
+import type { Change } from "../records/records.ts";
 import { checkIfMatch, isNotModified } from "./conditional.ts";
 import { accessOf, nextDistinctPage, nextPage, parseCountParams, parseDistinctParams, parseListParams, type ListDialect } from "./list-params.ts";
 import type { Mount } from "./mounts.ts";
-import { present, type PresentContext } from "./presenters.ts";
+import { present } from "./presenters.ts";
 import { jsonReply, type Reply } from "./response.ts";
 import { requireBody } from "./request.ts";
 import type { Result } from "./results.ts";
 import { Router } from "./router.ts";
-import { checkGuard, type Handler, type Outcome, type RequestContext } from "./context.ts";
+import { checkEntityAccess, checkGuard, type Handler, type RequestContext } from "./context.ts";
 import { then, type Maybe } from "../maybe.ts";
-import type { ChangeFeed } from "../feed/change-feed.ts";
 import { eventIdOf } from "../feed/events.ts";
 import type { EntityDef } from "../schema/fields.ts";
 import { parseFeedRequest } from "./feed-params.ts";
 import { SseSink } from "./sse-sink.ts";
 import { readExport } from "./export-stream.ts";
 import { importRecords } from "../records/import.ts";
-import { importFile, type ImportFile } from "../records/import-file.ts";
+import { importFile } from "../records/import-file.ts";
 
 /** What an operation found or built, and the rows to store for it. */
 interface Done {
@@ -110,7 +108,7 @@ export function buildRouter(mounts: readonly Mount[]): Router<Handler> {
       const refusal = route.secret === undefined ? undefined : `A publishable key cannot ${route.secret}; use a secret key.`;
       const handler: Handler = (ctx) => {
         mount.checkPath(ctx);
-        checkAccess(ctx, route);
+        checkEntityAccess(ctx.caller, ctx.records.entity(ctx.params.entity!), route.access);
         if (refusal !== undefined) checkGuard(ctx.caller, "secret", refusal);
         return then(operation(ctx, mount), ({ result, change }) => ({ reply: present(mount.presenter, result, ctx), change }));
       };
@@ -271,20 +269,4 @@ async function updateRecord(ctx: RequestContext): Promise<Done> {
   const change = ctx.records.update(entity, row, requireBody(ctx.body, `{"<field>": <new value>}`));
   return { result: { type: "record", entity, row: change.result, created: false }, change };
 }
-
-/** The route's operations must be in the entity's "access" for the caller's key kind (docs/entities.md). */
-function checkAccess(ctx: RequestContext, route: EntityRoute): void {
-  if (ctx.caller.kind === "secret") return;
-  const entity = ctx.records.entity(ctx.params.entity!);
-  const denied = route.access.find((operation) => !entity.publishableAccess.has(operation));
-  if (denied === undefined) return;
-  const allowed = [...entity.publishableAccess];
-  throw new ApiError(
-    403,
-    "forbidden",
-    `A publishable key may not ${denied} ${entity.name} records: its declaration's "access" allows publishable keys ${allowed.length === 0 ? "nothing" : allowed.join(", ")}. Use a secret key (from a server), or add "${denied}" to "access"."publishable".`,
-    { entity: entity.name, operation: denied, keyKind: ctx.caller.kind },
-  );
-}
-
 

@@ -9,7 +9,7 @@ import { performance } from "node:perf_hooks";
 import { acquireLock, type DirectoryLock } from "./lock.ts";
 import { MemoryStore, type ValueIndexedFields } from "../memory/memory-store.ts";
 import { isTemporarySnapshot, parseSnapshotName, readSnapshot, snapshotName, writeSnapshot, type SnapshotState } from "./snapshot.ts";
-import { compareFeedPositions, isOutOfSpace, type Commit, type FeedEvent, type FeedPosition, type Row, type StoreMetrics, type UniqueFields, type WriteBatch } from "../store.ts";
+import { isOutOfSpace, type Commit, type FeedEvent, type FeedPosition, type Row, type StoreMetrics, type UniqueFields, type WriteBatch } from "../store.ts";
 import { StoredRow } from "../../rows/stored-row.ts";
 import { RepeatedStrings } from "../../rows/repeated-strings.ts";
 import type { CapturedRows } from "../memory/loaded-rows.ts";

@@ -3,36 +3,12 @@
 // checks what its batch expects, so that several tabula processes can share the database. Nothing
 // is kept in this process but a block of revisions: reads ask the database every time.
 
-import { performance } from "node:perf_hooks";
 import { compileFilter } from "../../query/predicate.ts";
 import type { FilterNode, SortPosition, SortSpec } from "../../query/filter-tree.ts";
 import type { Schema } from "../../schema/load.ts";
 import { toSortKey } from "../../schema/fields.ts";
 import type { ValueIndexedFields } from "../memory/memory-store.ts";
-import {
-  ConflictError,
-  StoreUnreachableError,
-  uniqueClashInBatch,
-  WriteFailedError,
-  uniqueKeyOf,
-  UniqueViolation,
-  type UniqueFields,
-  type Commit,
-  type DeletedFilter,
-  type FeedPosition,
-  type FeedRead,
-  type FeedState,
-  type IdempotentAnswer,
-  type ListQuery,
-  type ListResult,
-  type MatchCheck,
-  type Row,
-  type RowPages,
-  type Store,
-  type StoreMetrics,
-  type UniqueClashReport,
-  type WriteBatch,
-} from "../store.ts";
+import { ConflictError, StoreUnreachableError, uniqueClashInBatch, WriteFailedError, UniqueViolation, type UniqueFields, type Commit, type DeletedFilter, type FeedPosition, type FeedRead, type FeedState, type IdempotentAnswer, type ListQuery, type ListResult, type Row, type RowPages, type Store, type StoreMetrics, type UniqueClashReport, type WriteBatch } from "../store.ts";
 import type { KeyVault } from "../../keys/key-vault.ts";
 import { postgresKeyVault } from "./key-vault.ts";
 import { settingName } from "../../option-names.ts";
@@ -44,7 +20,7 @@ import { openSnapshotPages } from "./snapshot-pages.ts";
 import { ScanLane } from "./scan-lane.ts";
 import { Turns } from "../../turns/loop-share.ts";
 import { afterOf, orderByOf } from "./sql-sort.ts";
-import { arrayLiteral, SqlParams } from "./sql-values.ts";
+import { SqlParams } from "./sql-values.ts";
 import { toRow, type DbRow } from "./db-row.ts";
 import { PostgresFeed } from "./postgres-feed.ts";
 import { insertAnswer, PostgresAnswers } from "./postgres-answers.ts";
