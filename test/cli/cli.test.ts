@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { TASK } from "../support/server.ts";
-import { childEnv, cliInTempFolder, freePort, killSpawned, spawnCli, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
+import { childEnv, cliWithSchema, freePort, killSpawned, spawnCli, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const START_TIMEOUT_MS = 10_000;
@@ -26,11 +26,7 @@ let root: string;
 let schemaDir: string;
 let CLI: string;
 before(async () => {
-  ({ root, cli: CLI } = await cliInTempFolder("tabula-cli-"));
-  schemaDir = join(root, "entities");
-  await mkdir(schemaDir);
-  await writeFile(join(schemaDir, "Task.json"), JSON.stringify(TASK));
-  await writeFile(join(schemaDir, "Note.json"), JSON.stringify(NOTE));
+  ({ root, cli: CLI, schemaDir } = await cliWithSchema("tabula-cli-", [TASK, NOTE]));
 });
 after(async () => {
   killSpawned();

@@ -3,11 +3,11 @@
 // and SIGTERM still finishes them and exits 0.
 
 import assert from "node:assert/strict";
-import { mkdir, rm, writeFile } from "node:fs/promises";
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { cliInTempFolder, freePort, killSpawned, spawnCli } from "../support/spawned-server.ts";
+import { cliWithSchema, freePort, killSpawned, spawnCli } from "../support/spawned-server.ts";
 
 const TASK = { name: "Task", type: "object", properties: { title: { type: "string" } }, required: ["title"] };
 const SECRET_KEY = "sk_closed_output_1";
@@ -19,10 +19,7 @@ let root: string;
 let cli: string;
 let schemaDir: string;
 before(async () => {
-  ({ root, cli } = await cliInTempFolder("tabula-closed-output-"));
-  schemaDir = join(root, "entities");
-  await mkdir(schemaDir);
-  await writeFile(join(schemaDir, "Task.json"), JSON.stringify(TASK));
+  ({ root, cli, schemaDir } = await cliWithSchema("tabula-closed-output-", [TASK]));
 });
 after(async () => {
   killSpawned();

@@ -3,11 +3,11 @@
 // variable, and the limits given reaching the requests (and the variables too).
 
 import assert from "node:assert/strict";
-import { mkdir, rm, writeFile } from "node:fs/promises";
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { TASK } from "../support/server.ts";
-import { childEnv, cliInTempFolder, killSpawned, spawnCli, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
+import { childEnv, cliWithSchema, killSpawned, spawnCli, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
 
 const START_TIMEOUT_MS = 10_000;
 const SECRET = "sk_limit_flags_secret_key";
@@ -16,10 +16,7 @@ let root: string;
 let schemaDir: string;
 let CLI: string;
 before(async () => {
-  ({ root, cli: CLI } = await cliInTempFolder("tabula-limit-flags-"));
-  schemaDir = join(root, "entities");
-  await mkdir(schemaDir);
-  await writeFile(join(schemaDir, "Task.json"), JSON.stringify(TASK));
+  ({ root, cli: CLI, schemaDir } = await cliWithSchema("tabula-limit-flags-", [TASK]));
 });
 after(async () => {
   killSpawned();

@@ -4,7 +4,7 @@
 
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { copyFileSync, cpSync, existsSync } from "node:fs";
-import { mkdtemp } from "node:fs/promises";
+import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { createServer as createNetServer } from "node:net";
 import { dirname, join } from "node:path";
@@ -40,6 +40,15 @@ export async function cliInTempFolder(prefix: string): Promise<{ root: string; c
   if (!existsSync(BUILT_CLI)) execFileSync(process.execPath, ["build.mjs"], { cwd: REPO_ROOT, stdio: "inherit" });
   const root = await mkdtemp(join(tmpdir(), prefix));
   return { root, cli: copyCli(root) };
+}
+
+/** cliInTempFolder, with each declaration written as entities/<name>.json in the folder: the schema folder to pass. */
+export async function cliWithSchema(prefix: string, declarations: ReadonlyArray<{ readonly name: string }>): Promise<{ root: string; cli: string; schemaDir: string }> {
+  const { root, cli } = await cliInTempFolder(prefix);
+  const schemaDir = join(root, "entities");
+  await mkdir(schemaDir);
+  for (const declaration of declarations) await writeFile(join(schemaDir, `${declaration.name}.json`), JSON.stringify(declaration));
+  return { root, cli, schemaDir };
 }
 
 /**
