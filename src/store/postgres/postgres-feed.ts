@@ -40,6 +40,9 @@ interface DbEvent extends DbRow {
 }
 
 /** A PostgresStore's change feed: the FeedSource it delegates to, and the events its commits write. */
+/** How long a close waits for UNLISTEN before the pool's end closes its connection anyway. */
+const UNLISTEN_WAIT_MS = 200;
+
 export class PostgresFeed implements FeedSource {
   private readonly feedListeners: Array<() => void> = [];
   /** The newest seq announced by a commit's notification, not yet readable; 0 when none waits. */
@@ -232,6 +235,9 @@ export class PostgresFeed implements FeedSource {
   async close(): Promise<void> {
     for (const timer of this.feedTimers) clearInterval(timer);
     if (this.trimAgain) clearTimeout(this.trimAgain);
-    await this.unlisten?.().catch(() => {});
+    // Closing the pool ends the listening connection too: its UNLISTEN is not waited for long,
+    // behind the statements of a busy database (a stop is bounded, docs/operating.md).
+    const unlistened = this.unlisten?.().catch(() => {});
+    await Promise.race([unlistened, new Promise((resolve) => setTimeout(resolve, UNLISTEN_WAIT_MS).unref())]);
   }
 }

@@ -129,6 +129,7 @@ export class PostgresStore implements Store {
   }
 
   get(entity: string, id: string): Promise<Row | undefined> {
+    this.scans.noteCheap();
     return this.guard(async () => {
       const rows = await this.sql.unsafe<DbRow[]>(`SELECT id, rev, deleted, data FROM ${this.names.table(entity)} WHERE id = $1`, [id], { prepare: true });
       return rows.length === 0 ? undefined : toRow(rows[0]!);
@@ -140,34 +141,30 @@ export class PostgresStore implements Store {
     return null;
   }
 
-  list(entity: string, query: ListQuery): Promise<ListResult> {
-    return this.guard(async () => {
-      const rows = await this.select(entity, query.filter, query.deleted, query.sort, query.after, query.skip, query.limit);
-      const hasMore = rows.length > query.limit;
-      return { rows: hasMore ? rows.slice(0, query.limit) : rows, hasMore };
-    });
+  async list(entity: string, query: ListQuery): Promise<ListResult> {
+    const rows = await this.select(entity, query.filter, query.deleted, query.sort, query.after, query.skip, query.limit);
+    const hasMore = rows.length > query.limit;
+    return { rows: hasMore ? rows.slice(0, query.limit) : rows, hasMore };
   }
 
-  count(entity: string, filter: FilterNode | null, deleted: DeletedFilter): Promise<number> {
-    return this.guard(async () => {
-      const params = new SqlParams();
-      const where = whereOf(filter, params);
-      const conditions = [deletedCondition(deleted), where.sql].filter(isCondition);
-      if (where.exact) {
-        const text = `SELECT count(*)::int AS count FROM ${this.names.table(entity)}${whereClause(conditions)}`;
-        const [{ count }] = filter === null ? await this.sql.unsafe(text, params.values) : await this.scans.run(() => this.sql.unsafe(text, params.values));
-        return count as number;
-      }
-      let count = 0;
-      await this.walk(entity, filter, deleted, () => count++);
-      return count;
-    });
+  async count(entity: string, filter: FilterNode | null, deleted: DeletedFilter): Promise<number> {
+    const params = new SqlParams();
+    const where = whereOf(filter, params);
+    const conditions = [deletedCondition(deleted), where.sql].filter(isCondition);
+    if (where.exact) {
+      const text = `SELECT count(*)::int AS count FROM ${this.names.table(entity)}${whereClause(conditions)}`;
+      const run = () => this.sql.unsafe(text, params.values);
+      const [{ count }] = filter === null ? await this.guard(run) : await this.scan(run);
+      return count as number;
+    }
+    let count = 0;
+    await this.walk(entity, filter, deleted, () => count++);
+    return count;
   }
 
   valueCounts(entity: string, field: string): Promise<ReadonlyMap<unknown, number> | null> | null {
     if (!(this.options.valueIndexed.get(entity) ?? []).includes(field)) return null;
-    return this.guard(async () => {
-      const rows = await this.scans.run(() => this.sql.unsafe(`SELECT data -> $1::text AS value, count(*)::int AS count FROM ${this.names.table(entity)} WHERE NOT deleted GROUP BY 1`, [field]));
+    return this.scan(() => this.sql.unsafe(`SELECT data -> $1::text AS value, count(*)::int AS count FROM ${this.names.table(entity)} WHERE NOT deleted GROUP BY 1`, [field])).then((rows) => {
       const counts = new Map<unknown, number>();
       // A missing member reads as SQL NULL: under undefined, as the memory store counts rows lacking the field.
       for (const { value, count } of rows) counts.set(value ?? undefined, count as number);
@@ -176,24 +173,22 @@ export class PostgresStore implements Store {
   }
 
   forEachLive(entity: string, filter: FilterNode | null, visit: (row: Row) => void): Promise<void> {
-    return this.guard(() => this.walk(entity, filter, "exclude", visit));
+    return this.walk(entity, filter, "exclude", visit);
   }
 
   readonly maxOpenExports = POOL_SIZE / 2;
 
-  openExport(entity: string, filter: FilterNode | null): Promise<RowPages> {
+  async openExport(entity: string, filter: FilterNode | null): Promise<RowPages> {
     // Each page asks for one row fewer than it wants: select answers up to limit + 1.
-    return this.guard(async () => {
-      // The export's transaction holds a connection while the client reads: a place in the lane.
-      const release = await this.scans.enter();
-      try {
-        const pages = await openSnapshotPages(this.sql, (tx, after, max) => this.guard(() => this.select(entity, filter, "exclude", ID_ORDER, after, 0, max - 1, tx)));
-        return { next: () => pages.next(), close: () => pages.close().finally(release) };
-      } catch (error) {
-        release();
-        throw error;
-      }
-    });
+    // The export's transaction holds a connection while the client reads: a place in the lane.
+    const release = await this.scans.enter();
+    try {
+      const pages = await this.guard(() => openSnapshotPages(this.sql, (tx, after, max) => this.select(entity, filter, "exclude", ID_ORDER, after, 0, max - 1, tx)));
+      return { next: () => pages.next(), close: () => pages.close().finally(release) };
+    } catch (error) {
+      release();
+      throw error;
+    }
   }
 
   positionOf(_entity: string, row: Row, sort: SortSpec): SortPosition {
@@ -263,6 +258,7 @@ export class PostgresStore implements Store {
   }
 
   commit(batch: WriteBatch): Promise<Commit> {
+    this.scans.noteCheap();
     return this.guard(async (call) => {
       const inBatch = uniqueClashInBatch(batch, this.unique);
       if (inBatch) throw inBatch;
@@ -368,10 +364,12 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
+    this.scans.close(new StoreUnreachableError("The server is stopping.", false));
     this.health.close();
     this.answers.close();
     await this.feed.close();
-    await this.sql.end({ timeout: 5 });
+    // Statements still running were not answered by now (server.ts gave them a second): nothing answered is lost.
+    await this.sql.end({ timeout: 0.5 });
   }
 
   /** Rows of a list: SQL alone when the filter translates exactly, else SQL's superset finished here. */
@@ -385,6 +383,8 @@ export class PostgresStore implements Store {
     limit: number,
     /** Where to run the statements: the pool, or a transaction (an export's). */
     db: TransactionSql = this.sql,
+    /** A page of a walk through every row: costly as a whole, however cheap each page. */
+    isWalk = false,
   ): Promise<Row[]> {
     const params = new SqlParams();
     const where = whereOf(filter, params);
@@ -399,8 +399,9 @@ export class PostgresStore implements Store {
       // only a plan made for its values matches to an index (sql-sort.ts, indexesOf).
       const text = `SELECT id, rev, deleted, data FROM ${table}${whereClause(conditions)} ORDER BY ${orderByOf(sort)}${paging}`;
       const run = () => db.unsafe<DbRow[]>(text, params.values, { prepare: filter === null });
-      // A page with no filter walks an index; inside an export's transaction the lane is held already.
-      const rows = filter === null || db !== this.sql ? await run() : await this.scans.run(run);
+      // A page with no filter walks an index, unless a walk reads them all; inside an export's
+      // transaction the lane is held already.
+      const rows = (filter !== null || isWalk) && db === this.sql ? await this.scan(run) : await this.guard(run);
       return rows.map(toRow);
     }
     const accept = compileFilter(filter!);
@@ -415,7 +416,7 @@ export class PostgresStore implements Store {
         const conditions = [...base, position ? afterOf(sort, position, chunkParams) : null].filter(isCondition);
         const text = `SELECT id, rev, deleted, data FROM ${table}${whereClause(conditions)} ORDER BY ${orderByOf(sort)} LIMIT ${chunkParams.add(RESIDUAL_CHUNK)}`;
         const run = () => db.unsafe<DbRow[]>(text, chunkParams.values);
-        const rows = (await turns.idle(db !== this.sql ? run() : this.scans.run(run))).map(toRow);
+        const rows = (await turns.idle(db !== this.sql ? this.guard(run) : this.scan(run))).map(toRow);
         let isFull = false;
         for (const row of rows) {
           if (!accept(row)) continue;
@@ -437,7 +438,7 @@ export class PostgresStore implements Store {
   /** Every row matching `filter`, in id order, a chunk at a time. */
   private async walk(entity: string, filter: FilterNode | null, deleted: DeletedFilter, visit: (row: Row) => void): Promise<void> {
     for (let after: SortPosition | null = null; ; ) {
-      const rows = await this.select(entity, filter, deleted, ID_ORDER, after, 0, RESIDUAL_CHUNK - 1);
+      const rows = await this.select(entity, filter, deleted, ID_ORDER, after, 0, RESIDUAL_CHUNK - 1, this.sql, true);
       for (const row of rows) visit(row);
       if (rows.length < RESIDUAL_CHUNK) return;
       after = { key: rows[rows.length - 1]!.id, id: rows[rows.length - 1]!.id };
@@ -449,6 +450,14 @@ export class PostgresStore implements Store {
    * away, within 2 s once it goes); a lost connection becomes StoreUnreachableError (503, and the
    * health probe decides whether the next call may try again).
    */
+  /**
+   * A statement that may read much of a table: run under the health watch once it has a place in
+   * the lane (scan-lane.ts), so that waiting for one is not mistaken for a database that does not answer.
+   */
+  private scan<T>(statement: () => Promise<T>): Promise<T> {
+    return this.scans.run(() => this.guard(statement));
+  }
+
   private guard<T>(work: (call: Call) => Promise<T>): Promise<T> {
     return this.health.run(async (call) => {
       try {
