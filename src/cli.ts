@@ -12,6 +12,9 @@ import { didYouMean } from "./commands/nearest.ts";
 import { DEMO_SCHEMA, DEMO_SCHEMA_NAME } from "./commands/demo.ts";
 import { PortInUseError } from "./http/listen.ts";
 import { LOG_FORMATS, type LogFormat } from "./metrics/access-log.ts";
+import { SIGNUPS, type Signup } from "./users/users.ts";
+import { MIN_SECRET_BYTES } from "./users/tokens.ts";
+import { USER_EVENT_TYPES } from "./views.ts";
 
 /** npx tabula-server <command> ...; without one (or with serve), it serves. */
 // Each loaded when named (a chunk of its own in the bundle): serving never parses their code.
@@ -24,6 +27,7 @@ const COMMANDS: ReadonlyArray<{ readonly name: string; load(): Promise<Command> 
   { name: "migrate", load: async () => (await import("./commands/migrate.ts")).migrateCommand },
   { name: "schema", load: async () => (await import("./commands/migrate.ts")).schemaCommand },
   { name: "keys", load: async () => (await import("./commands/keys.ts")).keysCommand },
+  { name: "users", load: async () => (await import("./commands/users.ts")).usersCommand },
 ];
 const COMMAND_NAMES = ["serve", ...COMMANDS.map((command) => command.name), "help"];
 
@@ -35,7 +39,8 @@ Usage: npx tabula-server [serve] [options]   serve the entities of --schema
        npx tabula-server migrate [--dry-run] run the pending migrations (docs/schema-changes.md)
        npx tabula-server schema diff         what a start-up would do to the stored schema
        npx tabula-server keys list|create|revoke|roll   manage API keys, even while servers run
-       npx tabula-server <command> --help    export, import, backup, verify, migrate, schema, keys: each one's help
+       npx tabula-server users create|list|disable|enable|set-role|end-sessions   manage users (docs/users.md)
+       npx tabula-server <command> --help    export, import, backup, verify, migrate, schema, keys, users: each one's help
        npx tabula-server help [command]
 
   --schema PATH            folder of <Entity>.json declarations, or one JSON file   [TABULA_SCHEMA, default ./entities]
@@ -84,6 +89,11 @@ Usage: npx tabula-server [serve] [options]   serve the entities of --schema
                            addresses (a receiver on this machine; see docs/webhooks.md)
   --webhook-retry-scale F  the webhook retry schedule (5 s … 10 h) times F, above    [TABULA_WEBHOOK_RETRY_SCALE, default 1]
                            0 and at most 1: shorter retries for tests
+  --signup MODE            who may sign up as a user (docs/users.md): open          [TABULA_SIGNUP, default open]
+                           (anyone), invite (invited emails only) or off
+  --session-days N         how long a user's session (its token) lasts, in days     [TABULA_SESSION_DAYS, default 7]
+  --auth-secret S          the secret that signs users' tokens, 32 bytes or more;   [TABULA_AUTH_SECRET, default made once
+                           the same for every server of one store                    and kept in the store]
   --no-ui                  serve no data browser at GET / (then a 404, as any unknown path)
   -h, --help               this help
   -v, --version            the version
@@ -116,7 +126,7 @@ const STOP_DEADLINE_MS = 1800;
 
 class UsageError extends Error {}
 
-const VALUE_FLAGS = ["schema", "migrations", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "max-memory", "idempotency-memory", "cors", "app-id", "rate-limit", "changes-keep", "max-streams", "max-groups", "max-array-items", "max-object-keys", "max-record-size", "log", "webhook-retry-scale"] as const;
+const VALUE_FLAGS = ["schema", "migrations", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "max-memory", "idempotency-memory", "cors", "app-id", "rate-limit", "changes-keep", "max-streams", "max-groups", "max-array-items", "max-object-keys", "max-record-size", "log", "webhook-retry-scale", "signup", "session-days", "auth-secret"] as const;
 type ValueFlag = (typeof VALUE_FLAGS)[number];
 
 const SWITCHES = ["memory", "demo", "trust-proxy", "no-ui", "webhooks-allow-private", "help", "version"] as const;
@@ -185,6 +195,21 @@ function retryScaleOf(text: string | undefined, source: string): { webhookRetryS
   const scale = /^\d*\.?\d+(e-?\d+)?$/i.test(text) ? Number(text) : NaN;
   if (!(scale > 0 && scale <= 1)) throw new UsageError(`${source} must be a number above 0 and at most 1, such as 0.001 (got "${text}").`);
   return { webhookRetryScale: scale };
+}
+
+function signupOf(text: string | undefined, source: string): Signup {
+  if (text === undefined || text === "") return "open";
+  if (!(SIGNUPS as readonly string[]).includes(text)) throw new UsageError(`${source} must be one of ${SIGNUPS.join(", ")} (got "${text}").`);
+  return text as Signup;
+}
+
+/** Refused when empty or short, as a key is: an unset variable must not become a guessable signing secret. */
+function authSecretOf(text: string | undefined, source: string): { authSecret?: string } {
+  if (text === undefined) return {};
+  const bytes = Buffer.byteLength(text, "utf8");
+  if (bytes >= MIN_SECRET_BYTES) return { authSecret: text };
+  const what = text === "" ? "is empty (an unset variable?)" : `is ${bytes} bytes long`;
+  throw new UsageError(`${source} ${what}: the secret that signs users' tokens needs at least ${MIN_SECRET_BYTES} bytes (openssl rand -base64 32 makes one). Leave ${source} out to have one made and kept in the store.`);
 }
 
 function logFormatOf(text: string | undefined, source: string): LogFormat {
@@ -268,6 +293,9 @@ function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv): ServerOptions & { re
     ...retryScaleOf(values["webhook-retry-scale"] ?? env.TABULA_WEBHOOK_RETRY_SCALE, values["webhook-retry-scale"] !== undefined ? "--webhook-retry-scale" : "TABULA_WEBHOOK_RETRY_SCALE"),
     ...wholeNumberOf("changesKeep", values["changes-keep"] ?? env.TABULA_CHANGES_KEEP, values["changes-keep"] !== undefined ? "--changes-keep" : "TABULA_CHANGES_KEEP", 0, "events"),
     log: logFormatOf(values.log ?? env.TABULA_LOG, values.log !== undefined ? "--log" : "TABULA_LOG"),
+    signup: signupOf(values.signup ?? env.TABULA_SIGNUP, values.signup !== undefined ? "--signup" : "TABULA_SIGNUP"),
+    ...wholeNumberOf("sessionDays", values["session-days"] ?? env.TABULA_SESSION_DAYS, values["session-days"] !== undefined ? "--session-days" : "TABULA_SESSION_DAYS", 1, "days"),
+    ...(values["auth-secret"] !== undefined ? authSecretOf(values["auth-secret"], "--auth-secret") : authSecretOf(env.TABULA_AUTH_SECRET, "TABULA_AUTH_SECRET")),
     ...wholeNumberOf("maxStreams", values["max-streams"] ?? env.TABULA_MAX_STREAMS, values["max-streams"] !== undefined ? "--max-streams" : "TABULA_MAX_STREAMS", 1, "streams"),
     ...wholeNumberOf("maxGroups", values["max-groups"] ?? env.TABULA_MAX_GROUPS, values["max-groups"] !== undefined ? "--max-groups" : "TABULA_MAX_GROUPS", 1, "groups"),
     ...wholeNumberOf("maxArrayItems", values["max-array-items"] ?? env.TABULA_MAX_ARRAY_ITEMS, values["max-array-items"] !== undefined ? "--max-array-items" : "TABULA_MAX_ARRAY_ITEMS", 1, "items"),
@@ -307,9 +335,23 @@ function bannerLine(label: string, value: string): string {
   return `${label.padEnd(LABEL_WIDTH)}${value}`;
 }
 
-function printBanner(server: TabulaServer, options: ServerOptions, isDemo: boolean): void {
+/**
+ * Who may sign up, and where the codes sent to people go (docs/users.md): to the webhook endpoints
+ * that ask for user.* events, else this output. Endpoints may change later; this says what holds now.
+ */
+async function usersLine(server: TabulaServer): Promise<string> {
+  const mode = `sign-up ${server.users.signup}${server.users.signup === "invite" ? " (invited emails only)" : ""}`;
+  const endpoints = await server.users.codeEndpoints();
+  if (endpoints.length === 0) return `${mode}; codes printed here (no webhook endpoint asks for user.* events)`;
+  const sent = `sent to ${endpoints.length} webhook endpoint${endpoints.length === 1 ? "" : "s"}`;
+  const asked = USER_EVENT_TYPES.filter((type) => endpoints.some((endpoint) => endpoint.events.includes(type)));
+  if (asked.length === USER_EVENT_TYPES.length) return `${mode}; codes ${sent}`;
+  return `${mode}; codes of ${asked.join(", ")} ${sent}, the others printed here`;
+}
+
+async function printBanner(server: TabulaServer, options: ServerOptions, isDemo: boolean): Promise<void> {
   const lines = [isDemo ? `tabula ${VERSION} (demo: the example entities, in memory; nothing is kept)` : `tabula ${VERSION}`];
-  const entities = [...server.schema.entities.values()].map((e) => `${e.name} (${e.fieldNames.length} field${e.fieldNames.length === 1 ? "" : "s"})`);
+  const entities = [...server.schema.entities.values()].filter((e) => !e.isBuiltIn).map((e) => `${e.name} (${e.fieldNames.length} field${e.fieldNames.length === 1 ? "" : "s"})`);
   lines.push(bannerLine("schema", `${typeof options.schema === "string" ? options.schema : DEMO_SCHEMA_NAME}: ${entities.join(", ")}`));
   lines.push(bannerLine("data", server.storeDescription));
   const loaded = server.loaded;
@@ -331,6 +373,7 @@ function printBanner(server: TabulaServer, options: ServerOptions, isDemo: boole
     const where = made && ring.where ? ` (generated, saved in ${ring.where} as a hash: shown this once)` : made ? " (generated)" : view.source === "flag" ? " (given)" : ring.where ? ` (kept hashed in ${ring.where})` : "";
     lines.push(bannerLine(`${view.kind} key`, `${shown}  id ${view.id}${where}`));
   }
+  lines.push(bannerLine("users", await usersLine(server)));
   if (options.ui !== false) lines.push(bannerLine("browser", `${server.url}/ (the data browser: paste a key)`));
   lines.push(`listening on ${server.url}`);
   process.stdout.write(lines.join("\n") + "\n");
@@ -425,7 +468,7 @@ async function main(): Promise<void> {
   // Before the banner: a client (or a supervisor) may signal as soon as it reads "listening on".
   process.on("SIGINT", () => stop("SIGINT"));
   process.on("SIGTERM", () => stop("SIGTERM"));
-  printBanner(server, options, isDemo);
+  await printBanner(server, options, isDemo);
 }
 
 function usageFailure(error: Error): never {

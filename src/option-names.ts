@@ -18,6 +18,9 @@ const FLAGS = {
   store: "--store",
   maxMemoryBytes: "--max-memory",
   idempotencyMemoryBytes: "--idempotency-memory",
+  sessionDays: "--session-days",
+  signup: "--signup",
+  authSecret: "--auth-secret",
 } as const;
 
 export type OptionName = keyof typeof FLAGS;

@@ -159,6 +159,14 @@ export interface StartOptions {
   readonly webhookRetryScale?: number;
   /** The data browser at GET /. Default true. */
   readonly ui?: boolean;
+  /** Who may sign up as a user (docs/users.md): anyone, invited emails only, or no one. Default "open". */
+  readonly signup?: "open" | "invite" | "off";
+  /** How long a user's session (its token) lasts, in days. Default 7. */
+  readonly sessionDays?: number;
+  /** The secret that signs users' tokens, 32 bytes or more; by default one is made once and kept in the store. */
+  readonly authSecret?: string;
+  /** Where sign-up and reset codes go when no webhook endpoint asks for them. Default: stdout, one line each. */
+  readonly printCode?: (line: string) => void;
   /** Warnings (a torn log tail cut off, fields no longer declared). Default: stderr. */
   readonly warn?: (message: string) => void;
   /** The store can no longer make writes durable (a failed disk): called once. */

@@ -18,7 +18,7 @@ import { errorReply } from "./http/response.ts";
 import { buildRouter } from "./http/routes.ts";
 import { nativeMount, sdkMount } from "./http/mounts.ts";
 import { loadKeys, type KeyRing } from "./keys/api-keys.ts";
-import type { KeyRef } from "./keys/caller.ts";
+import type { Caller, KeyRef } from "./keys/caller.ts";
 import { addKeyRoutes } from "./http/keys-routes.ts";
 import { DEFAULT_RECORD_LIMITS, Records, type RecordLimits } from "./records/records.ts";
 import { loadSeed } from "./records/seed.ts";
@@ -44,8 +44,13 @@ import { settingName } from "./option-names.ts";
 import { Webhooks } from "./webhooks/webhooks.ts";
 import { addWebhookRoutes } from "./http/webhooks-routes.ts";
 import { addPollingRefusal, Realtime } from "./realtime/realtime-server.ts";
+import { DEFAULT_SESSION_DAYS, SIGNUPS, Users, type Signup } from "./users/users.ts";
+import { USER_EVENT_TYPES, type UserEventType } from "./views.ts";
+import { addUserRoutes } from "./http/users-routes.ts";
 
 export const VERSION = "0.1.0";
+/** How often open streams and sockets are checked for sessions that ended (docs/users.md: refused within a second). */
+const SESSION_SWEEP_MS = 500;
 
 
 /**
@@ -71,6 +76,8 @@ export interface TabulaServer extends Public.TabulaServer {
   readonly keys: KeyRing;
   /** What start-up did to the schema (docs/schema-changes.md): migrations run, changes applied, one line each. */
   readonly schemaLines: readonly string[];
+  /** For the banner: who may sign up, and the enabled webhook endpoints asking now for users' events (the rest are printed). */
+  readonly users: { readonly signup: Signup; codeEndpoints(): Promise<ReadonlyArray<{ readonly id: string; readonly events: readonly UserEventType[] }>> };
 }
 
 export async function createServer(options: ServerOptions): Promise<TabulaServer> {
@@ -132,7 +139,6 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     const limiter = options.rateLimit === undefined ? null : new RateLimiter(checkRateLimit(options.rateLimit));
     const feed = await ChangeFeed.open(store, schema, feedLimits, warn);
     // A key revoked or expired, here or by another process: its streams and long polls end (docs/change-feed.md).
-    feed.checkKeysWith((keyId) => keys.isLive(keyId));
     keys.onGone((gone) => feed.endStreamsOf(gone));
     const webhooks = await Webhooks.open(
       store,
@@ -142,16 +148,36 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
       warn,
     );
     closeWebhooks = () => webhooks.close();
-    const sockets = new Realtime({ feed, keys, schema, appId: options.appId ?? null, cors, heartbeatMs: feedLimits.heartbeatMs, streamBufferBytes: feedLimits.streamBufferBytes });
+    const signup = options.signup ?? "open";
+    if (!SIGNUPS.includes(signup)) throw new Error(`${settingName("signup")} takes ${SIGNUPS.join(", ")} (got ${JSON.stringify(signup)}).`);
+    const users = await Users.open(records, {
+      signup,
+      sessionDays: checkCount(`The session length in days (${settingName("sessionDays")})`, options.sessionDays ?? DEFAULT_SESSION_DAYS, 1),
+      authSecret: options.authSecret,
+      send: (event) => webhooks.sendUserEvent(event),
+      print: options.printCode ?? ((line) => process.stdout.write(`${line}\n`)),
+      appId: options.appId ?? null,
+    });
+    const sockets = new Realtime({ feed, keys, users, schema, appId: options.appId ?? null, cors, heartbeatMs: feedLimits.heartbeatMs, streamBufferBytes: feedLimits.streamBufferBytes });
+    // A key gone or a user's session ended (docs/users.md): its long polls are refused, and its
+    // streams and sockets end within a second, here and when another process ended it.
+    const isCallerLive = (caller: Caller) => (caller.keyId === "" || keys.isLive(caller.keyId)) && (caller.user === undefined || users.isLiveNow(caller.user));
+    feed.checkCallersWith(isCallerLive);
+    const hasEndedSession = (caller: Caller) => caller.user !== undefined && !users.isLiveNow(caller.user);
+    const sessionSweep = setInterval(() => {
+      feed.endStreamsWhere(hasEndedSession);
+      sockets.endConnectionsWhere(hasEndedSession);
+    }, SESSION_SWEEP_MS).unref();
     const requests = new RequestMetrics();
     const storeKind = location.kind;
     const metrics = () =>
       then(store.metrics(), (storeMetrics) =>
-        renderMetrics({ version: VERSION, storeKind, requests, entities: [...schema.entities.keys()], store: storeMetrics, feed: feed.load, webhooks: webhooks.metrics(), realtime: sockets.load, droppedLogLines: accessLog?.dropped ?? null }),
+        renderMetrics({ version: VERSION, storeKind, requests, entities: [...schema.entities.values()].filter((entity) => !entity.isBuiltIn).map((entity) => entity.name), store: storeMetrics, feed: feed.load, webhooks: webhooks.metrics(), realtime: sockets.load, droppedLogLines: accessLog?.dropped ?? null }),
       );
     // Every endpoint is a route, registered by the room that owns it.
     const router = buildRouter(mounts);
     addKeyRoutes(router, keys);
+    addUserRoutes(router, users, { appId: options.appId ?? null, cors });
     addWebhookRoutes(router, webhooks);
     addHealthRoute(router);
     addMetricsRoute(router, metrics);
@@ -173,6 +199,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
       trustProxy: options.trustProxy ?? false,
       observability: { requests, log: accessLog },
       memory,
+      users,
     });
     app = ready;
     realtime = sockets;
@@ -195,6 +222,15 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
       storeDescription,
       undeclaredFields: (await findUndeclaredFields(schema, records)).filter((name) => !unserved.has(name.replace(/ \(the whole entity\)$/, ""))),
       schemaLines,
+      users: {
+        signup,
+        // As Webhooks.sendUserEvent chooses: enabled, and asking for the event's type.
+        codeEndpoints: async () =>
+          (await webhooks.list())
+            .filter((endpoint) => endpoint.enabled)
+            .map(({ id, events }) => ({ id, events: USER_EVENT_TYPES.filter((type) => events.includes(type)) }))
+            .filter((endpoint) => endpoint.events.length > 0),
+      },
       loaded,
       seeded,
       async reset() {
@@ -203,6 +239,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
       },
       changes: (options = {}) => followChanges(feed, schema, keys.first("secret"), options),
       async close() {
+        clearInterval(sessionSweep);
         // Deliverers first: each writes its position while the store is open.
         await webhooks.close();
         sockets.close();

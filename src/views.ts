@@ -4,6 +4,11 @@
 
 /** The kind of change a feed event, a webhook or an endpoint's filter names. */
 export type ChangeType = "create" | "update" | "delete" | "restore";
+/** What is sent to people signing up and in (docs/users.md): to the webhook endpoints that ask for it. */
+export type UserEventType = "user.verification_requested" | "user.password_reset_requested" | "user.invited";
+export const USER_EVENT_TYPES: readonly UserEventType[] = ["user.verification_requested", "user.password_reset_requested", "user.invited"];
+/** What a webhook endpoint may ask for: record changes, and the users' events. */
+export type WebhookEventType = ChangeType | UserEventType;
 
 /** A key as GET /api/keys lists it: never the key itself. */
 export interface KeyView {
@@ -37,7 +42,7 @@ export interface EndpointView {
   readonly url: string;
   /** null: every entity, those declared later too. */
   readonly entities: readonly string[] | null;
-  readonly events: readonly ChangeType[];
+  readonly events: readonly WebhookEventType[];
   /** A filter on the version written, as the change feed's q; null: none. */
   readonly q: Record<string, unknown> | null;
   readonly description: string;

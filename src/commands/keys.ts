@@ -13,7 +13,7 @@ import type { NewKey } from "../keys/stored-keys.ts";
 import { parseStoreUrl } from "../store/open-store.ts";
 import { postgresVaultAt } from "../store/postgres/key-vault.ts";
 import { UsageError, type Command, type CommandArgs } from "./command.ts";
-import { apiFailure, request } from "./target.ts";
+import { apiCaller } from "./target.ts";
 
 const HELP = `Usage: npx tabula-server keys create --kind secret|publishable --name NAME [--expires-at TIME] [WHERE]
        npx tabula-server keys list [--json] [WHERE]
@@ -146,11 +146,7 @@ async function ringPlace(vault: KeyVault): Promise<KeyPlace> {
 }
 
 function apiPlace(url: string, key: string): KeyPlace {
-  const call = async (method: string, path: string, what: string, body?: unknown) => {
-    const response = await request(`${url}${path}`, { method, headers: { "X-Api-Key": key, ...(body === undefined ? {} : { "Content-Type": "application/json" }) }, body: body === undefined ? undefined : JSON.stringify(body) });
-    if (response.status >= 300) throw await apiFailure(response, what);
-    return response.json() as Promise<any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-  };
+  const call = apiCaller(url, key);
   return {
     list: () => call("GET", "/api/keys", "Listing the keys"),
     async create(body) {

@@ -81,6 +81,15 @@ function checkUrl(text: string): string {
   return url.origin + url.pathname.replace(/\/+$/, "");
 }
 
+/** Calls a running server's API with a secret key; a failed answer throws, said in one sentence (apiFailure). */
+export function apiCaller(url: string, key: string): (method: string, path: string, what: string, body?: unknown) => Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  return async (method, path, what, body) => {
+    const response = await request(`${url}${path}`, { method, headers: { "X-Api-Key": key, ...(body === undefined ? {} : { "Content-Type": "application/json" }) }, body: body === undefined ? undefined : JSON.stringify(body) });
+    if (response.status >= 300) throw await apiFailure(response, what);
+    return response.json();
+  };
+}
+
 /** A failed answer of the API as one sentence: its error message, or what came instead. */
 export async function apiFailure(response: Response, what: string): Promise<Error> {
   const text = await response.text().catch(() => "");

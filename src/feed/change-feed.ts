@@ -90,7 +90,8 @@ export class ChangeFeed {
   private readonly pending = new Set<Stream>();
   private readonly streams = new Set<Stream>();
   /** Long polls waiting for news. */
-  private readonly waiters = new Set<() => void>();
+  /** The long polls waiting for news, each with its caller. */
+  private readonly waiters = new Map<() => void, Caller>();
   /** Streams counted, long polls waiting and connections held (hold()): what --max-streams bounds. */
   private held = 0;
   private countedStreams = 0;
@@ -102,8 +103,8 @@ export class ChangeFeed {
   private fetchTimer: NodeJS.Timeout | null = null;
   private closed = false;
   private readonly heartbeat: NodeJS.Timeout;
-  /** Whether a key is still accepted: a long poll whose key went is answered 401 (set by the server). */
-  private isKeyLive: (keyId: string) => boolean = () => true;
+  /** Whether a caller's key (and user's session) is still accepted: a long poll whose key went is answered 401 (set by the server). */
+  private isCallerLive: (caller: Caller) => boolean = () => true;
 
   static async open(store: FeedSource, schema: Schema, limits: FeedLimits, warn: (message: string) => void): Promise<ChangeFeed> {
     const { head } = await store.feedState();
@@ -186,8 +187,8 @@ export class ChangeFeed {
           this.held++;
           holding = true;
         }
-        await turns.idle(this.news(deadline));
-        if (!this.isKeyLive(sub.caller.keyId)) throw unauthorized(true);
+        await turns.idle(this.news(deadline, sub.caller));
+        if (!this.isCallerLive(sub.caller)) throw unauthorized(true);
       }
     } finally {
       turns.end();
@@ -217,9 +218,9 @@ export class ChangeFeed {
     return changeJson(this.schema.entities.get(event.entity)!, event, sub.caller);
   }
 
-  /** How the feed learns that a key is no longer accepted (the server's KeyRing). */
-  checkKeysWith(isKeyLive: (keyId: string) => boolean): void {
-    this.isKeyLive = isKeyLive;
+  /** How the feed learns that a key is no longer accepted (the server's KeyRing), or a user's session has ended. */
+  checkCallersWith(isCallerLive: (caller: Caller) => boolean): void {
+    this.isCallerLive = isCallerLive;
   }
 
   /**
@@ -227,8 +228,13 @@ export class ChangeFeed {
    * unauthorized), and their long polls wake to be answered 401.
    */
   endStreamsOf(keyIds: ReadonlySet<string>): void {
-    for (const stream of [...this.streams]) if (keyIds.has(stream.sub.caller.keyId)) this.end(stream, "unauthorized");
-    for (const wake of [...this.waiters]) wake();
+    this.endStreamsWhere((caller) => keyIds.has(caller.keyId));
+  }
+
+  /** Ends the streams whose caller is no longer accepted (a user's session ended, docs/users.md), and wakes the long polls to check theirs. */
+  endStreamsWhere(isGone: (caller: Caller) => boolean): void {
+    for (const stream of [...this.streams]) if (isGone(stream.sub.caller)) this.end(stream, "unauthorized");
+    for (const [wake, caller] of [...this.waiters]) if (isGone(caller)) wake();
   }
 
   /** Ends every stream and answers every long poll (SIGTERM): readers resume elsewhere or later. */
@@ -238,7 +244,7 @@ export class ChangeFeed {
     clearInterval(this.heartbeat);
     if (this.fetchTimer) clearTimeout(this.fetchTimer);
     for (const stream of [...this.streams]) this.end(stream, "closed");
-    for (const wake of this.waiters) wake();
+    for (const wake of [...this.waiters.keys()]) wake();
   }
 
   /**
@@ -406,11 +412,11 @@ export class ChangeFeed {
       this.join(stream);
     }
     this.head = through;
-    for (const wake of this.waiters) wake();
+    for (const wake of [...this.waiters.keys()]) wake();
   }
 
   /** Resolves at the hub's next news, at the deadline, or when the feed closes. */
-  private news(deadline: number): Promise<void> {
+  private news(deadline: number, caller: Caller): Promise<void> {
     return new Promise((resolve) => {
       const wake = (): void => {
         clearTimeout(timer);
@@ -418,7 +424,7 @@ export class ChangeFeed {
         resolve();
       };
       const timer = setTimeout(wake, Math.max(0, deadline - Date.now()));
-      this.waiters.add(wake);
+      this.waiters.set(wake, caller);
     });
   }
 

@@ -15,7 +15,9 @@ import type { ImportFile } from "../records/import-file.ts";
 import type { Records } from "../records/records.ts";
 import { ConflictError, isOutOfSpace, StoreUnreachableError, UniqueViolation, WriteFailedError } from "../store/store.ts";
 import { countCheap, enqueueFirst, settle } from "../turns/loop-share.ts";
-import { then } from "../maybe.ts";
+import { then, type Maybe } from "../maybe.ts";
+import type { Users } from "../users/users.ts";
+import { isSignInPath } from "./users-routes.ts";
 import { BodyBudget, HEAVY_BODY_BYTES, type Release } from "./body-budget.ts";
 import { MIN_COMPRESSED_BYTES } from "./compression.ts";
 import { checkGuard, Context, feedKeyOf, NO_KEY, type Handler, type RequestContext } from "./context.ts";
@@ -27,7 +29,7 @@ import type { Mount } from "./mounts.ts";
 import { buildOpenApi, describeEntity } from "./openapi.ts";
 import { plainReadOf, PLAIN_READ_ROUTE } from "./plain-read.ts";
 import { clientAddress, rateLimited, type RateLimiter } from "./rate-limit.ts";
-import { headerOf, parseJsonBody, presentedApiKey, readBody, recordBodyTooLarge } from "./request.ts";
+import { headerOf, isUserToken, parseJsonBody, presentedCredentials, readBody, recordBodyTooLarge } from "./request.ts";
 import { errorReply, sendReply, sendView, type Reply } from "./response.ts";
 import type { Router } from "./router.ts";
 import { isMultipart, readUpload, UPLOAD_MEDIA } from "./upload.ts";
@@ -52,6 +54,8 @@ export interface AppOptions {
   readonly trustProxy: boolean;
   readonly observability: Observability;
   readonly memory: MemoryGuard;
+  /** Who signs in (docs/users.md): a user's token is checked here. */
+  readonly users: Users;
 }
 
 const READ_METHODS = new Set(["GET", "HEAD"]);
@@ -115,15 +119,16 @@ export class App {
   private readonly trustProxy: boolean;
   private readonly observability: Observability;
   private readonly memory: MemoryGuard;
+  private readonly users: Users;
 
   constructor(options: AppOptions) {
-    ({ records: this.records, feed: this.feed, keys: this.keys, router: this.router, maxBodyBytes: this.maxBodyBytes, cors: this.cors, onFatal: this.onFatal, limiter: this.limiter, trustProxy: this.trustProxy, observability: this.observability, memory: this.memory } = options);
+    ({ records: this.records, feed: this.feed, keys: this.keys, router: this.router, maxBodyBytes: this.maxBodyBytes, cors: this.cors, onFatal: this.onFatal, limiter: this.limiter, trustProxy: this.trustProxy, observability: this.observability, memory: this.memory, users: this.users } = options);
     this.idempotency = new IdempotencyGuard(this.records);
     const schema = this.records.schema;
     const mounts = options.mounts;
     let openApi: string | undefined;
     this.documents = {
-      entities: JSON.stringify([...schema.entities.values()].map(describeEntity)),
+      entities: JSON.stringify([...schema.entities.values()].filter((entity) => !entity.isBuiltIn).map(describeEntity)),
       get openApi() {
         return (openApi ??= JSON.stringify(buildOpenApi(schema, options.version, mounts)));
       },
@@ -241,8 +246,16 @@ export class App {
     // A preflight carries no key: it asks whether the request that follows (with one) may be sent.
     if (this.cors && isPreflight(req)) return preflightReply(req);
     // Under /api/ the key comes first: a request without a valid one learns nothing of the routes.
-    const isApi = path.startsWith("/api/");
-    let caller = isApi ? this.authenticate(req, path, query, note) : null;
+    // Signing up and in needs none (docs/users.md).
+    const isApi = path.startsWith("/api/") && !isSignInPath(path);
+    const caller = isApi ? this.authenticate(req, path, query, note) : null;
+    if (caller instanceof Promise) return caller.then((found) => this.route(req, note, path, query, method, found));
+    return this.route(req, note, path, query, method, caller);
+  }
+
+  /** route → guard → handler, once the caller of an /api/ request is known. */
+  private route(req: IncomingMessage, note: RequestNote, path: string, query: string, method: string, authenticated: Caller | null): Reply | Promise<Reply> {
+    let caller = authenticated;
     const match = this.router.match(method, path);
     if (!match) throw notFound(path);
     note.route = match.route;
@@ -250,25 +263,47 @@ export class App {
     const { handler } = match;
     const guard = handler.guard ?? "key";
     if (guard !== "none") {
-      caller ??= this.keys.authenticate(presentedApiKey(req));
+      if (caller === null) {
+        // Off /api/ (/metrics, the backup) or on a sign-in path: a key, or a user's token.
+        const found = this.authenticate(req, path, query, note);
+        if (found instanceof Promise) return found.then((known) => this.route(req, note, path, query, method, known));
+        caller = found;
+      }
       note.keyId = caller.keyId;
       checkGuard(caller, guard, handler.refusal);
     }
     const by = caller ?? NO_KEY;
     if (handler.isHeavy) this.memory.admitHeavy();
     if (READ_METHODS.has(method)) {
-      const ctx = new Context(req, path, query, this.records, this.feed, by, match.params, undefined, this.documents, this.memory);
+      const ctx = new Context(req, path, query, this.records, this.feed, by, match.params, undefined, this.documents, this.memory, this.trustProxy);
       // /health, /metrics and the page answer whatever became of the store, and wait for no write.
       return handler.readsNoRecord ? then(handler(ctx), ({ reply }) => reply) : this.read(handler, ctx);
     }
-    const contextOf = (body: unknown, upload?: ImportFile) => new Context(req, path, query, this.records, this.feed, by, match.params, body, this.documents, this.memory, upload);
+    const contextOf = (body: unknown, upload?: ImportFile) => new Context(req, path, query, this.records, this.feed, by, match.params, body, this.documents, this.memory, this.trustProxy, upload);
     return this.write(req, by, handler, contextOf, handler.isReplayable !== false);
   }
 
-  /** The caller of an /api/ request, by X-Api-Key (or ?key= on the change feed); a publishable key's rate is limited by address. */
-  private authenticate(req: IncomingMessage, path: string, query: string, note: RequestNote): Caller {
-    const caller = this.keys.authenticate(presentedApiKey(req) ?? feedKeyOf(path, query));
-    note.keyId = caller.keyId;
+  /**
+   * The caller of a request: by X-Api-Key (or ?key= on the change feed), or a signed-in user by its
+   * token, alone or beside a publishable key (docs/users.md); a publishable key's rate, and so a
+   * user's, is limited by address. A user's check may wait for a shared store.
+   */
+  private authenticate(req: IncomingMessage, path: string, query: string, note: RequestNote): Maybe<Caller> {
+    const presented = presentedCredentials(req);
+    const feedKey = feedKeyOf(path, query);
+    // The change feed's ?key= may carry a user's token (an EventSource sends no headers).
+    const token = presented.token ?? (feedKey !== undefined && isUserToken(feedKey) ? feedKey : undefined);
+    const key = presented.key ?? (token === feedKey ? undefined : feedKey);
+    if (token === undefined) return this.limited(req, note, this.keys.authenticate(key));
+    const app = key === undefined ? null : this.keys.authenticate(key);
+    if (app?.kind === "secret") {
+      throw invalidRequest("A user's token came with a secret key: a secret key acts as the service and a token as a user. Send one of them (an app signing people in sends its publishable key, or none).");
+    }
+    return then(this.users.authenticate(token), (user) => this.limited(req, note, { keyId: app?.keyId ?? "", kind: "publishable", user }));
+  }
+
+  private limited(req: IncomingMessage, note: RequestNote, caller: Caller): Caller {
+    note.keyId = caller.keyId || (caller.user ? `user:${caller.user.id}` : null);
     if (this.limiter && caller.kind === "publishable") {
       const wait = this.limiter.take(clientAddress(req, this.trustProxy));
       if (wait > 0) throw rateLimited(this.limiter.perSecond, wait);

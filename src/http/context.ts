@@ -13,6 +13,7 @@ import type { Change, Records } from "../records/records.ts";
 import type { MemoryGuard } from "./memory-guard.ts";
 import type { PresentContext } from "./presenters.ts";
 import { headerOf } from "./request.ts";
+import { clientAddress } from "./rate-limit.ts";
 import type { Reply } from "./response.ts";
 import type { Params } from "./router.ts";
 
@@ -24,6 +25,8 @@ export interface RequestContext extends PresentContext {
   readonly query: URLSearchParams;
   /** A request header by its lower-case name. */
   header(name: string): string | undefined;
+  /** The client's address (X-Forwarded-For's behind --trust-proxy), as rate limits count it. */
+  readonly address: string;
   /** Refuses heavy work (503 server_busy) while memory is near --max-memory (http/memory-guard.ts). */
   admitHeavy(): void;
   /** The parsed JSON body of a write; undefined when it had none. */
@@ -41,10 +44,10 @@ export interface Outcome {
 
 /**
  * Who may call a route, checked by the pipeline (app.ts) before its handler runs: anyone (`none`),
- * any live API key (`key`, the default), or a secret key only (`secret`, with the words refusing a
- * publishable key). No handler compares key kinds itself.
+ * any live API key or a user's token (`key`, the default), a secret key only (`secret`, with the
+ * words refusing a publishable key), or a signed-in user only (`user`). No handler compares key kinds itself.
  */
-export type Guard = "none" | "key" | "secret";
+export type Guard = "none" | "key" | "secret" | "user";
 
 export type Handler = ((ctx: RequestContext) => Maybe<Outcome>) & {
   /** Who may call the route; `key` when not said. */
@@ -66,6 +69,9 @@ export type Handler = ((ctx: RequestContext) => Maybe<Outcome>) & {
 /** Refuses `caller` unless the guard lets it through (with checkEntityAccess, the one place key kinds are compared for a route). */
 export function checkGuard(caller: Caller, guard: Guard, refusal: string | undefined): void {
   if (guard === "secret" && caller.kind !== "secret") throw forbidden(refusal ?? "This route needs a secret key.");
+  if (guard === "user" && caller.user === undefined) {
+    throw new ApiError(401, "unauthorized", "This route is a signed-in user's: send Authorization: Bearer <access_token> as auth/login answered it.");
+  }
 }
 
 /** An entity route's operations must be in the entity's "access" for the caller's key kind (docs/entities.md). */
@@ -119,8 +125,13 @@ export class Context implements RequestContext {
     readonly body: unknown,
     readonly documents: RequestContext["documents"],
     private readonly memory: MemoryGuard,
+    private readonly trustProxy: boolean,
     readonly upload?: ImportFile,
   ) {}
+
+  get address(): string {
+    return clientAddress(this.req, this.trustProxy);
+  }
 
   admitHeavy(): void {
     this.memory.admitHeavy();

@@ -27,7 +27,10 @@ export function idempotentRequest(caller: Caller, idempotencyKey: string, method
   if (idempotencyKey.length === 0 || idempotencyKey.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
     throw new ApiError(400, "invalid_parameter", `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters; a UUID is a good choice.`, { parameter: "Idempotency-Key" });
   }
-  return { scope: `${caller.keyId}\n${idempotencyKey}`, fingerprint: `${method} ${url} ${bodyHash}` };
+  // A key's callers share its scope; each signed-in user has its own, whatever key it came with:
+  // one user's Idempotency-Key never replays another's answer.
+  const scope = caller.user === undefined ? `${caller.keyId}\n${idempotencyKey}` : `${caller.keyId}\nuser:${caller.user.id}\n${idempotencyKey}`;
+  return { scope, fingerprint: `${method} ${url} ${bodyHash}` };
 }
 
 /** The body's part of a fingerprint; stored answers hold it, so it never changes. */

@@ -29,6 +29,7 @@ const ERROR_CODES = [
   "unsupported_media_type", "idempotency_key_reused", "internal", "store_unavailable", "insufficient_storage",
   "rate_limited", "unique_violation", "too_many_streams", "too_many_exports", "server_busy", "backup_target_exists", "backup_unsupported",
   "key_not_found", "last_secret_key", "key_not_managed", "webhook_not_found", "invalid_webhook_url",
+  "invalid_credentials", "invalid_code", "email_not_verified", "user_disabled", "signup_closed",
 ] as const satisfies readonly ErrorCode[];
 // Fails to compile when errors.ts gains a code that this document does not list.
 const HAS_EVERY_ERROR_CODE: [Exclude<ErrorCode, (typeof ERROR_CODES)[number]>] extends [never] ? true : never = true;
@@ -36,16 +37,16 @@ void HAS_EVERY_ERROR_CODE;
 
 // Error responses by status; each names the codes it carries, all sharing the Error schema.
 const ERROR_RESPONSES: Record<number, [name: string, description: string]> = {
-  400: ["BadRequest", "Refused: `invalid_json`, `unknown_field`, `read_only_field`, `invalid_field`, `invalid_filter`, `invalid_parameter`, `invalid_cursor`, `filter_required`, `batch_too_large`, `invalid_webhook_url` (a webhook URL on loopback, a private network, link-local or a metadata address, or not http(s)), `invalid_multipart` (an import upload whose multipart/form-data framing is broken, cut short or holds no `file` part), `invalid_file` (an uploaded file that is empty, malformed or not JSON, NDJSON or CSV; `details.line`) or `invalid_request` (HTTP itself refuses the request: a malformed request line, header or body framing, or no `Host`). `details` names the field, parameter or batch `index` (an uploaded file's `line`) at fault. A body or `q` nesting arrays and objects deeper than 64 levels is `invalid_json` or `invalid_filter` (`details.maxDepth`), a body that is not UTF-8 `invalid_json` (`details.offset`)."],
-  401: ["Unauthorized", "`unauthorized`: the `X-Api-Key` header is missing or matches no key."],
-  403: ["Forbidden", "`forbidden`: a publishable key may not do this; use a secret key."],
+  400: ["BadRequest", "Refused: `invalid_json`, `unknown_field`, `read_only_field`, `invalid_field`, `invalid_filter`, `invalid_parameter`, `invalid_cursor`, `filter_required`, `batch_too_large`, `invalid_webhook_url` (a webhook URL on loopback, a private network, link-local or a metadata address, or not http(s)), `invalid_multipart` (an import upload whose multipart/form-data framing is broken, cut short or holds no `file` part), `invalid_file` (an uploaded file that is empty, malformed or not JSON, NDJSON or CSV; `details.line`) or `invalid_request` (HTTP itself refuses the request: a malformed request line, header or body framing, or no `Host`; or a user's token sent with a secret key), `invalid_code` (a sign-up or reset code that is wrong, used or expired). `details` names the field, parameter or batch `index` (an uploaded file's `line`) at fault. A body or `q` nesting arrays and objects deeper than 64 levels is `invalid_json` or `invalid_filter` (`details.maxDepth`), a body that is not UTF-8 `invalid_json` (`details.offset`)."],
+  401: ["Unauthorized", "`unauthorized`: the `X-Api-Key` header is missing or matches no key, or a user's token has expired or its session ended; `invalid_credentials`: a sign-in's email or password is wrong."],
+  403: ["Forbidden", "`forbidden`: a publishable key (or a signed-in user) may not do this; use a secret key. `email_not_verified`, `user_disabled`, `signup_closed`: a sign-up or sign-in this server refuses (docs/users.md)."],
   404: ["NotFound", "`entity_not_found` (no such entity; names are case-sensitive), `record_not_found` (no such live record), `key_not_found` (no key has that id: revoked, expired or never made), `webhook_not_found` (no webhook endpoint has that id) or `not_found` (no such path)."],
   409: ["Conflict", "`ambiguous_match` (an upsert match fits several records), `idempotency_key_in_use` (the same Idempotency-Key is still being processed; retry later), `unique_violation` (the write would give two live records the same values in fields the entity declares `unique`; `details` names the entity, fields, values and the `existing_id` of the record holding them), `backup_target_exists` (`POST /api/admin/backup` into a folder that exists and holds files), `last_secret_key` (revoking the last secret key: create another first) or `key_not_managed` (a key given by flag or environment cannot be revoked or rolled through the API)."],
   412: ["PreconditionFailed", "`precondition_failed`: `If-Match` differs from the record's current ETag; read it again and retry."],
   413: ["PayloadTooLarge", "`payload_too_large`: the body is over the server's limit (10 MiB by default). It is answered while the body is still arriving; the server reads and drops the rest (up to 64 MiB or 10 s) before it closes the connection."],
   415: ["UnsupportedMediaType", "`unsupported_media_type`: send the body as `Content-Type: application/json`."],
   422: ["IdempotencyKeyReused", "`idempotency_key_reused`: this Idempotency-Key was used with a different method, path or body."],
-  429: ["RateLimited", "`rate_limited`: with `--rate-limit N`, a client sent more than N requests a second with a publishable key. Wait for `Retry-After` (seconds). Secret keys are never limited."],
+  429: ["RateLimited", "`rate_limited`: with `--rate-limit N`, a client sent more than N requests a second with a publishable key, or sign-ins failed 10 times in a minute for one email or client. Wait for `Retry-After` (seconds). Secret keys are never limited."],
   500: ["Internal", "`internal`: the server failed; it has been logged. Never caused by what the client sent."],
   503: [
     "StoreUnavailable",
@@ -82,7 +83,8 @@ const FILTER_DESCRIPTION = [
 ].join("\n");
 
 export function buildOpenApi(schema: Schema, serverVersion: string, mounts: readonly Mount[]): Record<string, unknown> {
-  const entities = [...schema.entities.values()];
+  // The built-in User is described with the sign-in routes (docs/users.md), unless the app declares its own.
+  const entities = [...schema.entities.values()].filter((entity) => !entity.isBuiltIn);
   const paths: Json = { ...servicePaths(), ...keyPaths({ errors, jsonContent, tag: SERVICE_TAG }), ...webhookPaths({ errors, jsonContent, tag: SERVICE_TAG }) };
   for (const mount of mounts) {
     paths[mount.collection.replace("/entities/:entity", "/changes").replace(":appId", "{appId}")] = { get: allChangesOperation(mount) };
@@ -406,7 +408,8 @@ function countOperation(entity: EntityDef): Json {
 
 /** Declared and platform fields, in that order, that pass `fits`. */
 function fieldsWhere(entity: EntityDef, fits: (field: FieldDef) => boolean): string[] {
-  return [...entity.fields.values(), ...PLATFORM_FIELD_DEFS.values()].filter(fits).map((field) => field.name);
+  // created_by is left out: only records signed-in users made have it (docs/users.md).
+  return [...entity.fields.values(), ...PLATFORM_FIELD_DEFS.values()].filter((field) => field.name !== "created_by" && fits(field)).map((field) => field.name);
 }
 
 /** Fields whose values (or array elements) are scalars: what groupBy, countDistinct and distinct take. */

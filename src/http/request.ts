@@ -153,18 +153,37 @@ export function requireBody(body: unknown, example: string): unknown {
 
 const BEARER_RE = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 
+/** What a request presents: an API key, and a signed-in user's token (docs/users.md). */
+export interface Credentials {
+  readonly key: string | undefined;
+  readonly token: string | undefined;
+}
+
 /**
  * The API key a request presents: `X-Api-Key`, or `Authorization: Bearer <key>` as the Base44 SDK
- * and most HTTP clients send it (docs/api.md). Both, naming different keys, is refused rather than
- * one picked. Another Authorization scheme (Basic, added by a proxy) is left alone.
+ * and most HTTP clients send it (docs/api.md); and a user's token, which comes as `Authorization:
+ * Bearer <access_token>` (a JWT: three base64url parts) beside a publishable key or alone. Both
+ * headers naming different keys is refused rather than one picked. Another Authorization scheme
+ * (Basic, added by a proxy) is left alone.
  */
-export function presentedApiKey(req: IncomingMessage): string | undefined {
+export function presentedCredentials(req: IncomingMessage): Credentials {
   const header = headerOf(req, "x-api-key")?.trim();
   const authorization = headerOf(req, "authorization");
   const bearer = authorization === undefined ? undefined : BEARER_RE.exec(authorization)?.[1];
-  if (bearer === undefined) return header;
+  if (bearer === undefined) return { key: header, token: undefined };
+  if (isUserToken(bearer)) return { key: header, token: bearer };
   if (header !== undefined && header !== bearer) {
     throw new ApiError(401, "unauthorized", "X-Api-Key and Authorization: Bearer name different keys; send one key, in either header.");
   }
-  return bearer;
+  return { key: bearer, token: undefined };
+}
+
+/** The API key a request presents, where no user's token is taken (a user's token is no key). */
+export function presentedApiKey(req: IncomingMessage): string | undefined {
+  return presentedCredentials(req).key;
+}
+
+/** A user's token (a JWT, as auth/login answers it) rather than an API key: "eyJ…" and three parts. */
+export function isUserToken(value: string): boolean {
+  return value.startsWith("eyJ") && value.split(".").length === 3;
 }

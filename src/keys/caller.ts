@@ -5,6 +5,20 @@ export type KeyKind = "secret" | "publishable";
 export interface Caller {
   readonly keyId: string;
   readonly kind: KeyKind;
+  /**
+   * The signed-in user a token names (docs/users.md): it acts with a publishable key's limits, and
+   * its records are its own (created_by_id, created_by). Absent for a key alone.
+   */
+  readonly user?: SessionUser;
+}
+
+/** A signed-in user, as a caller carries it (users/users.ts makes them). */
+export interface SessionUser {
+  readonly id: string;
+  readonly email: string;
+  readonly role: string;
+  /** The session its token belongs to. */
+  readonly sid: string;
 }
 
 /** A key by its id and kind, without the key: who acts for the seed and server.changes(). */

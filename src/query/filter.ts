@@ -117,6 +117,7 @@ export function resolveField(entity: EntityDef, name: string, access: FieldAcces
 }
 
 export function allFieldNames(entity: EntityDef, access: FieldAccess): string[] {
+  // created_by (a signed-in user's email, docs/users.md) is filterable too, but only records users made have it.
   const platform = access.mayUseCreatedBy ? ["id", "created_date", "updated_date", "created_by_id"] : ["id", "created_date", "updated_date"];
   return [...entity.fieldNames, ...platform];
 }

@@ -11,9 +11,12 @@ import { ApiError, notFound, tooManyStreams, unauthorized } from "../errors.ts";
 import type { ChangeFeed } from "../feed/change-feed.ts";
 import { isOriginAllowed, type CorsPolicy } from "../http/cors.ts";
 import { LINGER_MS } from "../http/linger.ts";
-import { headerOf, presentedApiKey } from "../http/request.ts";
+import { headerOf, isUserToken, presentedCredentials } from "../http/request.ts";
 import { errorReply, replyMessage } from "../http/response.ts";
 import type { KeyRing } from "../keys/api-keys.ts";
+import type { Caller, SessionUser } from "../keys/caller.ts";
+import type { Maybe } from "../maybe.ts";
+import type { Users } from "../users/users.ts";
 import type { Schema } from "../schema/load.ts";
 import { SocketIoConnection, type Credentials } from "./socket-io-connection.ts";
 import { handshakeAnswer, handshakeRefusal, WebSocket } from "./websocket.ts";
@@ -26,6 +29,8 @@ export const MAX_MESSAGE_BYTES = 1 << 20;
 export interface RealtimeOptions {
   readonly feed: ChangeFeed;
   readonly keys: KeyRing;
+  /** A signed-in user's token is accepted as the handshake's token too (docs/users.md). */
+  readonly users: Users;
   readonly schema: Schema;
   readonly appId: string | null;
   readonly cors: CorsPolicy | null;
@@ -80,11 +85,25 @@ export class Realtime {
     const refusal = this.refusalOf(req);
     if (refusal !== null) return refuse(socket, refusal);
     const query = new URLSearchParams((req.url ?? "").split("?")[1] ?? "");
+    const credentials = this.credentialsOf(req, query);
+    // A user's token on a shared store may wait for its session to be read.
+    if (credentials instanceof Promise) {
+      socket.pause();
+      void credentials.then((known) => {
+        socket.resume();
+        if (!socket.destroyed && !this.isClosed) this.open(req, socket, head, query, known);
+      });
+      return;
+    }
+    this.open(req, socket, head, query, credentials);
+  }
+
+  private open(req: IncomingMessage, socket: Socket, head: Buffer, query: URLSearchParams, credentials: Credentials): void {
     const { feed } = this.options;
     if (!feed.hold()) return refuse(socket, tooManyStreams(feed.limits.maxStreams));
     const connection = new SocketIoConnection(
       { feed, schema: this.options.schema, appId: this.options.appId, heartbeatMs: this.options.heartbeatMs, maxMessageBytes: MAX_MESSAGE_BYTES },
-      this.credentialsOf(req, query),
+      credentials,
       query.get("app_id"),
     );
     this.connections.add(connection);
@@ -105,6 +124,14 @@ export class Realtime {
     for (const connection of [...this.connections]) {
       const keyId = connection.keyId;
       if (keyId !== null && keyIds.has(keyId)) connection.endFor("unauthorized");
+    }
+  }
+
+  /** Ends the connections whose caller is no longer accepted (a user's session ended, docs/users.md). */
+  endConnectionsWhere(isGone: (caller: Caller) => boolean): void {
+    for (const connection of [...this.connections]) {
+      const caller = connection.caller;
+      if (caller !== null && isGone(caller)) connection.endFor("unauthorized");
     }
   }
 
@@ -134,22 +161,42 @@ export class Realtime {
   }
 
   /** The key, from the handshake's `token` (the SDK's), X-Api-Key or Authorization: Bearer; one key if several are sent. */
-  private credentialsOf(req: IncomingMessage, query: URLSearchParams): Credentials {
-    let header: string | undefined;
+  private credentialsOf(req: IncomingMessage, query: URLSearchParams): Maybe<Credentials> {
+    let presented: { key: string | undefined; token: string | undefined };
     try {
-      header = presentedApiKey(req);
+      presented = presentedCredentials(req);
     } catch (error) {
       return { refusal: { code: "unauthorized", message: (error as Error).message } };
     }
-    const token = query.get("token")?.trim() || undefined;
+    const given = query.get("token")?.trim() || undefined;
+    // The handshake's token is a key, or a signed-in user's token (what the SDK holds after login).
+    const userToken = presented.token ?? (given !== undefined && isUserToken(given) ? given : undefined);
+    const header = presented.key;
+    const token = given === userToken ? undefined : given;
     if (header !== undefined && token !== undefined && header !== token) {
       return { refusal: { code: "unauthorized", message: "The token query parameter and the key header name different keys; send one key." } };
     }
     const value = header ?? token;
+    if (userToken !== undefined) return this.userCredentials(userToken, value);
     const caller = value === undefined ? undefined : this.options.keys.find(value);
     if (caller !== undefined) return { caller };
     const message = value === undefined ? "Send an API key: createClient's token (the token query parameter), X-Api-Key, or Authorization: Bearer <key>." : unauthorized(true).message;
     return { refusal: { code: "unauthorized", message } };
+  }
+
+  /** A user's credentials: its token, with the app's publishable key or none (a secret key is refused). */
+  private userCredentials(token: string, key: string | undefined): Maybe<Credentials> {
+    const app = key === undefined ? undefined : this.options.keys.find(key);
+    if (key !== undefined && app === undefined) return { refusal: { code: "unauthorized", message: unauthorized(true).message } };
+    if (app?.kind === "secret") return { refusal: { code: "invalid_request", message: "A user's token came with a secret key; send one of them." } };
+    try {
+      const user = this.options.users.authenticate(token);
+      const credentialsOf = (known: SessionUser): Credentials => ({ caller: { keyId: app?.keyId ?? "", kind: "publishable", user: known } });
+      if (!(user instanceof Promise)) return credentialsOf(user);
+      return user.then(credentialsOf, (error: Error) => ({ refusal: { code: "unauthorized", message: error.message } }));
+    } catch (error) {
+      return { refusal: { code: "unauthorized", message: (error as Error).message } };
+    }
   }
 }
 

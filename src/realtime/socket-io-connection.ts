@@ -63,6 +63,11 @@ export class SocketIoConnection implements RoomConnection {
     return "caller" in this.credentials ? this.credentials.caller.keyId : null;
   }
 
+  /** Who connected; null when the connection was refused. */
+  get caller(): Caller | null {
+    return "caller" in this.credentials ? this.credentials.caller : null;
+  }
+
   // RoomConnection, for the rooms' sinks.
   write(frames: Buffer): void {
     this.ws.write(frames);
@@ -80,12 +85,15 @@ export class SocketIoConnection implements RoomConnection {
     if (!this.ws.isOpen) return;
     if (why === "unauthorized" && this.namespaceSid !== null) {
       // DISCONNECT, so that socket.io-client does not reconnect with the same key.
-      this.ws.send(eventPacket(DEFAULT_NAMESPACE, "error", { code: "unauthorized", message: "The API key of this connection was revoked or has expired; connect again with a valid key." }));
+      const message = this.caller?.user
+        ? "The session of this connection's user has ended (signed out, the password changed, or disabled); sign in again."
+        : "The API key of this connection was revoked or has expired; connect again with a valid key.";
+      this.ws.send(eventPacket(DEFAULT_NAMESPACE, "error", { code: "unauthorized", message }));
       this.ws.send(encodeSocketPacket(SOCKET.disconnect, DEFAULT_NAMESPACE));
     }
     const closes: Record<FeedEnd, [number, string]> = {
       overflow: [CLOSE.policyViolation, "too slow: fell too far behind; reconnect"],
-      unauthorized: [CLOSE.policyViolation, "the API key was revoked or has expired"],
+      unauthorized: [CLOSE.policyViolation, this.caller?.user ? "the user's session has ended" : "the API key was revoked or has expired"],
       closed: [CLOSE.goingAway, "the server is stopping"],
       failed: [CLOSE.internalError, "the store could not be read; reconnect"],
     };

@@ -36,8 +36,8 @@ export async function importItems(
   const rows = items.map((item, index) => {
     try {
       if (!isPlainObject(item)) throw invalidJson(`Each item must be a ${entity.name} record (a JSON object).`);
-      const { id, created_date, updated_date, created_by_id, ...fields } = item;
-      return records.newRow(validateCreate(entity, fields, records.limits), caller, now, keptFields(id, created_date, updated_date, created_by_id));
+      const { id, created_date, updated_date, created_by_id, created_by, ...fields } = item;
+      return records.newRow(validateCreate(entity, fields, records.limits), caller, now, keptFields(id, created_date, updated_date, created_by_id, created_by));
     } catch (error) {
       throw error instanceof ApiError ? place(error, index) : error;
     }
@@ -56,14 +56,17 @@ export async function importItems(
   return { entity, puts: rows.map((row) => ({ entity: entity.name, row, replaces: 0 })), result: rows };
 }
 
-function keptFields(id: unknown, created: unknown, updated: unknown, createdBy: unknown): KeptFields {
+function keptFields(id: unknown, created: unknown, updated: unknown, createdById: unknown, createdBy: unknown): KeptFields {
   if (id !== undefined && (typeof id !== "string" || !ID_RE.test(id))) {
     throw invalidField("id", `must be 1 to 128 letters, digits, "_", "-", "." or "~" (got ${JSON.stringify(id)}).`);
   }
-  if (createdBy !== undefined && (typeof createdBy !== "string" || createdBy.length > MAX_CREATED_BY_LENGTH)) {
-    throw invalidField("created_by_id", `must be a string of at most ${MAX_CREATED_BY_LENGTH} characters.`);
+  for (const [name, value] of [["created_by_id", createdById], ["created_by", createdBy]] as const) {
+    if (value !== undefined && (typeof value !== "string" || value.length > MAX_CREATED_BY_LENGTH)) {
+      throw invalidField(name, `must be a string of at most ${MAX_CREATED_BY_LENGTH} characters.`);
+    }
   }
-  return { id, created: timestampOf("created_date", created), updated: timestampOf("updated_date", updated), createdBy };
+  if (createdBy !== undefined && createdById === undefined) throw invalidField("created_by", "comes with created_by_id: a record's creator is kept whole or not at all.");
+  return { id, created: timestampOf("created_date", created), updated: timestampOf("updated_date", updated), createdById: createdById as string | undefined, createdBy: createdBy as string | undefined };
 }
 
 /** A timestamp in the one stored form (toISOString), or undefined when not given. */

@@ -32,6 +32,8 @@ export interface KeptFields {
   /** Timestamps in the stored form (toISOString). */
   readonly created?: string;
   readonly updated?: string;
+  readonly createdById?: string;
+  /** The creating user's email, kept with createdById. */
   readonly createdBy?: string;
 }
 
@@ -234,7 +236,16 @@ export class Records {
     const id = kept.id ?? this.ids.next(now);
     // A made id holds the record's time; a kept one says nothing of it.
     const created = kept.created ?? this.isoTimes.of(kept.id === undefined ? this.ids.lastTime : now);
-    const data = { id, ...values, created_date: created, updated_date: kept.updated ?? created, created_by_id: kept.createdBy ?? caller.keyId };
+    // A signed-in user's record is its own: its id, and its email as created_by (docs/users.md).
+    const createdBy = kept.createdById === undefined ? caller.user?.email : kept.createdBy;
+    const data = {
+      id,
+      ...values,
+      created_date: created,
+      updated_date: kept.updated ?? created,
+      ...(createdBy === undefined ? {} : { created_by: createdBy }),
+      created_by_id: kept.createdById ?? caller.user?.id ?? caller.keyId,
+    };
     return this.checkSize(rowInRecordOrder(id, this.store.nextRev(), false, data));
   }
 
@@ -318,6 +329,7 @@ function recordOrderData(entity: EntityDef, row: Row, changes: ReadonlyMap<strin
   }
   ordered.created_date = data.created_date;
   ordered.updated_date = updated;
+  if (data.created_by !== undefined) ordered.created_by = data.created_by;
   ordered.created_by_id = data.created_by_id;
   return ordered;
 }

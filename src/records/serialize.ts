@@ -61,7 +61,7 @@ function cacheJson(row: Row, slot: "secretJson" | "publicJson", json: string): v
   else memo.publicJson = json;
 }
 
-const PLATFORM_FIELDS = ["created_date", "updated_date", "created_by_id"];
+const PLATFORM_FIELDS = ["created_date", "updated_date", "created_by", "created_by_id"];
 
 /**
  * Whether stored data JSON is the secret-key record JSON recordObject would give: "id" first, then
@@ -126,6 +126,8 @@ export function recordObject(entity: EntityDef, row: Row, caller: Caller, fields
   for (const name of PLATFORM_FIELDS) {
     if (fields && !fields.includes(name)) continue;
     if (name === "created_by_id" && caller.kind !== "secret") continue;
+    // Only a signed-in user's records have a creator's email.
+    if (name === "created_by" && data.created_by === undefined) continue;
     out[name] = data[name];
   }
   return out;

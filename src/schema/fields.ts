@@ -43,9 +43,11 @@ export interface EntityDef {
   readonly publishableAccess: ReadonlySet<AccessOperation>;
   /** Sets of fields no two live records may hold the same values in ("unique", docs/entities.md). */
   readonly unique: ReadonlyArray<readonly string[]>;
+  /** The built-in User, when the app declares no User of its own (docs/users.md): served, but not listed among the app's entities. */
+  readonly isBuiltIn?: true;
 }
 
-export const PLATFORM_FIELDS = ["id", "created_date", "updated_date", "created_by_id"] as const;
+export const PLATFORM_FIELDS = ["id", "created_date", "updated_date", "created_by", "created_by_id"] as const;
 export type PlatformField = (typeof PLATFORM_FIELDS)[number];
 
 export function isPlatformField(name: string): name is PlatformField {
@@ -57,6 +59,8 @@ export const PLATFORM_FIELD_DEFS: ReadonlyMap<string, FieldDef> = new Map<string
   ["id", { name: "id", type: "string", required: true }],
   ["created_date", { name: "created_date", type: "string", format: "date-time", required: true }],
   ["updated_date", { name: "updated_date", type: "string", format: "date-time", required: true }],
+  // The email of the signed-in user who created the record (docs/users.md); absent when a key did.
+  ["created_by", { name: "created_by", type: "string", required: false }],
   ["created_by_id", { name: "created_by_id", type: "string", required: true }],
 ]);
 

@@ -6,6 +6,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
 import { ACCESS_OPERATIONS, isPlatformField, type AccessOperation, type EntityDef, type FieldDef, type FieldType, type StringFormat } from "./fields.ts";
 import { checkFieldValue } from "./validate.ts";
+import { USER_ENTITY, userDeclaration } from "./user-entity.ts";
 import { settingName } from "../option-names.ts";
 
 export interface Schema {
@@ -87,15 +88,22 @@ interface Source {
   declaration: unknown;
 }
 
-function buildSchema(sources: Source[]): Schema {
+function buildSchema(declaredSources: Source[]): Schema {
+  if (declaredSources.length === 0) throw new SchemaError(`The schema declares no entities.`);
   const entities = new Map<string, EntityDef>();
+  // Every schema serves the built-in User; an app's own User declaration adds fields to it.
+  const ownUser = declaredSources.find((source) => isPlainObject(source.declaration) && (source.declaration.name ?? source.fallbackName) === USER_ENTITY);
+  const userSource: Source = ownUser
+    ? { ...ownUser, declaration: userDeclaration(ownUser.declaration as Record<string, unknown>) }
+    : { file: "(built in)", fallbackName: USER_ENTITY, declaration: userDeclaration(undefined) };
+  const sources = [...declaredSources.filter((source) => source !== ownUser), userSource];
   for (const source of sources) {
-    const entity = buildEntity(source);
+    const built = buildEntity(source);
+    const entity: EntityDef = source === userSource && !ownUser ? { ...built, isBuiltIn: true } : built;
     const earlier = entities.get(entity.name);
     if (earlier) throw new SchemaError(`${source.file}: entity "${entity.name}" is already declared in ${earlier.file}.`);
     entities.set(entity.name, entity);
   }
-  if (entities.size === 0) throw new SchemaError(`The schema declares no entities.`);
   return { entities };
 }
 

@@ -5,9 +5,12 @@ import { ApiError, invalidField, invalidJson } from "../errors.ts";
 import { parseFilter } from "../query/filter.ts";
 import type { Schema } from "../schema/load.ts";
 import { isPlainObject } from "../schema/load.ts";
-import type { Attempt, ChangeType, EndpointView } from "../views.ts";
+import { USER_EVENT_TYPES, type Attempt, type ChangeType, type EndpointView, type WebhookEventType } from "../views.ts";
 
+/** The record changes an endpoint gets when it names no events. */
 export const EVENT_TYPES: readonly ChangeType[] = ["create", "update", "delete", "restore"];
+/** Every event an endpoint may ask for: record changes, and codes for people signing up and in (docs/users.md). */
+const ALL_EVENT_TYPES: readonly WebhookEventType[] = [...EVENT_TYPES, ...USER_EVENT_TYPES];
 export const MAX_DESCRIPTION_CHARS = 500;
 /** Endpoints a store keeps: each is read by every delivery step, and all are kept in one value. */
 export const MAX_WEBHOOKS = 100;
@@ -54,7 +57,7 @@ const FIELDS = ["url", "entities", "events", "q", "description", "enabled"] as c
 export interface EndpointFields {
   url?: unknown;
   entities?: readonly string[] | null;
-  events?: readonly ChangeType[];
+  events?: readonly WebhookEventType[];
   q?: Record<string, unknown> | null;
   description?: string;
   enabled?: boolean;
@@ -99,9 +102,9 @@ function entitiesOf(value: unknown, schema: Schema): readonly string[] | null {
   return [...new Set(value as string[])];
 }
 
-function eventsOf(value: unknown): readonly ChangeType[] {
-  if (!Array.isArray(value) || value.length === 0 || value.some((type) => !(EVENT_TYPES as readonly unknown[]).includes(type))) {
-    throw invalidField("events", `must be a non-empty array of ${EVENT_TYPES.map((type) => `"${type}"`).join(", ")} (got ${JSON.stringify(value)}).`);
+function eventsOf(value: unknown): readonly WebhookEventType[] {
+  if (!Array.isArray(value) || value.length === 0 || value.some((type) => !(ALL_EVENT_TYPES as readonly unknown[]).includes(type))) {
+    throw invalidField("events", `must be a non-empty array of ${ALL_EVENT_TYPES.map((type) => `"${type}"`).join(", ")} (got ${JSON.stringify(value)}).`);
   }
-  return EVENT_TYPES.filter((type) => value.includes(type));
+  return ALL_EVENT_TYPES.filter((type) => value.includes(type));
 }

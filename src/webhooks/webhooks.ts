@@ -13,7 +13,7 @@ import type { BatchWriter, FeedEvent, FeedSource, MetadataStore } from "../store
 import { progressKey, WebhookBook } from "./book.ts";
 import { Deliverer, RETRY_DELAYS_MS, WEBHOOK_CALLER } from "./delivery.ts";
 import { checkFilter, EVENT_TYPES, MAX_WEBHOOKS, readEndpointFields, viewOf, type StoredEndpoint } from "./endpoints.ts";
-import type { Attempt, EndpointView } from "../views.ts";
+import type { Attempt, EndpointView, UserEventType } from "../views.ts";
 import { SOLE_LEASE, storeLease, type Lease } from "./lease.ts";
 import { ATTEMPT_TIMEOUT_MS, newSecret, type Sender } from "./send.ts";
 import { threadSender } from "./send-thread.ts";
@@ -37,6 +37,9 @@ export interface EndpointMetrics {
   /** Seconds since the oldest event not yet delivered was written; null where this process does not deliver. */
   readonly lagSeconds: number | null;
 }
+
+/** A user's event failing is sent again after these waits (scaled as the retries of changes are): within its code's 10 minutes. */
+const USER_EVENT_RETRY_MS = [5_000, 30_000, 120_000];
 
 /** Event bodies kept for the endpoints that follow (several steps of events). */
 const MAX_KEPT_BODIES = 1000;
@@ -177,6 +180,31 @@ export class Webhooks {
     const attempt = await this.sender.send(endpoint.url, endpoint.secret, `ping_${randomBytes(8).toString("hex")}`, body);
     this.deliverers.get(id)?.note(attempt);
     return attempt;
+  }
+
+  /**
+   * A user's event (a code to send, docs/users.md), to every enabled endpoint that asks for its
+   * type, now and a few times again while the receiver fails; not kept in the change feed, so a
+   * restart forgets one still failing (a code lives 10 minutes: the user asks for another).
+   * Answers whether any endpoint asks for it (else the server prints the code).
+   */
+  async sendUserEvent(event: { readonly type: UserEventType }): Promise<boolean> {
+    const endpoints = this.book.list().filter((endpoint) => endpoint.enabled && endpoint.events.includes(event.type));
+    if (endpoints.length === 0) return false;
+    const { type, ...data } = event;
+    const body = JSON.stringify({ type, timestamp: new Date().toISOString(), data });
+    const eventId = `user_${randomBytes(8).toString("hex")}`;
+    for (const endpoint of endpoints) void this.sendWithRetries(endpoint, eventId, body, 0);
+    return true;
+  }
+
+  private async sendWithRetries(endpoint: StoredEndpoint, eventId: string, body: string, attempt: number): Promise<void> {
+    if (this.isClosed) return;
+    const sent = await this.sender.send(endpoint.url, endpoint.secret, eventId, body).catch(() => null);
+    if (sent !== null) this.deliverers.get(endpoint.id)?.note(sent);
+    const isDelivered = sent !== null && sent.status !== null && sent.status >= 200 && sent.status < 300;
+    if (isDelivered || attempt >= USER_EVENT_RETRY_MS.length) return;
+    setTimeout(() => void this.sendWithRetries(endpoint, eventId, body, attempt + 1), USER_EVENT_RETRY_MS[attempt]! * this.retryDelaysMs[0]! / RETRY_DELAYS_MS[0]!).unref();
   }
 
   metrics(): EndpointMetrics[] {

@@ -123,7 +123,7 @@ describeInChromium("@base44/sdk in Chromium, from a page on another origin, with
   });
   after(() => Promise.all([browser?.close(), app?.close(), tabula?.close()]));
 
-  test("createClient's own calls at start (auth.me for analytics, the analytics batch) get a JSON 404, and the page goes on", async (t) => {
+  test("createClient's own calls at start (auth.me for analytics, the analytics batch) get a JSON 401 (no one signed in) and 404, and the page goes on", async (t) => {
     t.diagnostic(`@base44/sdk bundled for the browser: ${(bundle.bytes / 1024).toFixed(0)} KiB in ${bundle.ms.toFixed(0)} ms`);
     // In a window the SDK tracks an initialization event: it resolves the user with auth.me()
     // (it has a token), then posts the batch. Both swallow their errors.
@@ -136,7 +136,7 @@ describeInChromium("@base44/sdk in Chromium, from a page on another origin, with
     }));
     // A new SDK version that calls something else at start fails here by design: tabula must answer it too.
     assert.deepEqual(startUp, [
-      "GET /api/apps/app1/entities/User/me 404 entity_not_found",
+      "GET /api/apps/app1/entities/User/me 401 unauthorized",
       "POST /api/apps/app1/analytics/track/batch 404 not_found",
     ]);
     assert.equal(answers[0]!.request().headers()["authorization"], `Bearer ${PUBLISHABLE}`, "the token went on the first call already");

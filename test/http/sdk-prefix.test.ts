@@ -52,11 +52,15 @@ describe("the prefix serves the native routes", () => {
   });
 
   test("a path the SDK calls that tabula does not serve is a JSON 404", async () => {
-    for (const path of ["/api/apps/app1/entities/User/me", "/api/apps/app1/auth/me", "/api/apps/app1/functions/hello", "/api/apps/app1/analytics/track/batch"]) {
+    for (const path of ["/api/apps/app1/auth/me", "/api/apps/app1/functions/hello", "/api/apps/app1/analytics/track/batch"]) {
       const answer = await server.call("GET", path);
       assert.equal(answer.status, 404, path);
       assert.ok(["not_found", "entity_not_found"].includes(answer.body.error.code), answer.text);
     }
+    // auth.me(), which createClient calls at start, is served: with a key and no one signed in, 401 (docs/users.md).
+    const me = await server.call("GET", "/api/apps/app1/entities/User/me");
+    assert.equal(me.status, 401);
+    assert.equal(me.body.error.code, "unauthorized");
   });
 });
 

@@ -20,6 +20,11 @@ function refusal(run: () => unknown): SchemaError {
   assert.fail("expected the schema to be refused");
 }
 
+/** The entities a schema's declarations made: every schema also has the built-in User (docs/users.md). */
+function declaredNames(schema: { entities: ReadonlyMap<string, { isBuiltIn?: true }> }): string[] {
+  return [...schema.entities].filter(([, entity]) => !entity.isBuiltIn).map(([name]) => name);
+}
+
 describe("loadSchemaObject: what a declaration becomes", () => {
   test("the example Task (docs/entities.md) loads with every field, in declaration order, typed as declared", () => {
     const task = loadSchemaObject({ Task: TASK }).entities.get("Task")!;
@@ -62,14 +67,14 @@ describe("loadSchemaObject: what a declaration becomes", () => {
   for (const [what, key, declaration, name] of names) {
     test(what, () => {
       const schema = loadSchemaObject({ [key]: declaration });
-      assert.deepEqual([...schema.entities.keys()], [name]);
+      assert.deepEqual(declaredNames(schema), [name]);
       assert.equal(schema.entities.get(name)!.name, name);
     });
   }
 
   test("entities differing only in case are two entities", () => {
     const schema = loadSchemaObject({ Task: { properties: {} }, task: { properties: {} } });
-    assert.deepEqual([...schema.entities.keys()], ["Task", "task"]);
+    assert.deepEqual(declaredNames(schema), ["Task", "task"]);
   });
 
   // [what, field declaration, check of the loaded field]
@@ -186,7 +191,7 @@ describe("loadSchemaPath", () => {
       "readme.txt": "not a declaration",
     });
     const schema = loadSchemaPath(dir);
-    assert.deepEqual([...schema.entities.keys()].sort(), ["Note", "Task"]);
+    assert.deepEqual(declaredNames(schema).sort(), ["Note", "Task"]);
     assert.equal(schema.entities.get("Note")!.file, join(dir, "Note.json"));
     assert.equal(schema.entities.get("Task")!.fieldNames.length, 10);
   });
@@ -194,21 +199,21 @@ describe("loadSchemaPath", () => {
   test("one JSON file of { <Entity>: declaration } loads every entity", async () => {
     const dir = await folder({ "schema.json": { Task: TASK, Note: { properties: { body: { type: "string" } } } } });
     const schema = loadSchemaPath(join(dir, "schema.json"));
-    assert.deepEqual([...schema.entities.keys()], ["Task", "Note"]);
+    assert.deepEqual(declaredNames(schema), ["Task", "Note"]);
   });
 
   test("one entity's <Entity>.json on its own loads that entity, named by \"name\" or by the file name", async () => {
     const dir = await folder({ "Task.json": TASK, "Note.json": { type: "object", properties: { body: { type: "string" } } } });
     const task = loadSchemaPath(join(dir, "Task.json"));
-    assert.deepEqual([...task.entities.keys()], ["Task"]);
+    assert.deepEqual(declaredNames(task), ["Task"]);
     assert.equal(task.entities.get("Task")!.fieldNames.length, 10);
-    assert.deepEqual([...loadSchemaPath(join(dir, "Note.json")).entities.keys()], ["Note"]);
+    assert.deepEqual(declaredNames(loadSchemaPath(join(dir, "Note.json"))), ["Note"]);
   });
 
   test("a schema file whose entities are named name, type and properties is still a map of them", async () => {
     const declaration = { properties: { body: { type: "string" } } };
     const dir = await folder({ "schema.json": { name: declaration, type: declaration, properties: declaration } });
-    assert.deepEqual([...loadSchemaPath(join(dir, "schema.json")).entities.keys()], ["name", "type", "properties"]);
+    assert.deepEqual(declaredNames(loadSchemaPath(join(dir, "schema.json"))), ["name", "type", "properties"]);
   });
 
   // [what, files, path inside the folder ("" for the folder), what the message must say (the path is added)]
@@ -238,4 +243,17 @@ describe("loadSchemaPath", () => {
     assert.ok(error.message.includes(join(dir, "A.json")), error.message);
     assert.ok(error.message.includes(join(dir, "B.json")), error.message);
   });
+});
+
+test("every schema has the built-in User; a User of the app's own adds fields to it", () => {
+  const plain = loadSchemaObject({ Task: { properties: { title: { type: "string" } } } });
+  const builtIn = plain.entities.get("User")!;
+  assert.equal(builtIn.isBuiltIn, true);
+  assert.deepEqual(builtIn.fieldNames, ["email", "full_name", "role", "disabled"]);
+  assert.deepEqual(builtIn.unique, [["email"]]);
+  assert.equal(builtIn.publishableAccess.size, 0, "publishable keys reach no user records by default");
+  const own = loadSchemaObject({ User: { properties: { department: { type: "string" } } } }).entities.get("User")!;
+  assert.equal(own.isBuiltIn, undefined);
+  assert.deepEqual(own.fieldNames, ["email", "full_name", "role", "disabled", "department"]);
+  assert.throws(() => loadSchemaObject({ Task: { properties: { created_by: { type: "string" } } } }), /platform field/);
 });

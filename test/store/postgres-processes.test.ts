@@ -196,4 +196,27 @@ describeWithPostgres("two tabula processes on one PostgreSQL database", (url) =>
     assert.deepEqual(resumed.body.changes.map((change: { event_id: string }) => change.event_id), idsOf(onB).slice(41));
     onB.close();
   });
+
+  test("a user signed in on one process is signed in on the other; a session ended on one is refused by the other within a second", async () => {
+    const register = await call(a, "POST", "/api/auth/register", { email: "two@example.com", password: "correct horse battery" });
+    assert.equal(register.status, 200, register.text);
+    const code = /for two@example\.com: code (\d{6})/.exec(a.output())?.[1];
+    assert.ok(code, "the code is printed by the process that took the sign-up");
+    // Proven on the other process: the code is in the shared store.
+    const verified = await call(b, "POST", "/api/auth/verify-otp", { email: "two@example.com", otp_code: code });
+    assert.equal(verified.status, 200, verified.text);
+    const token = verified.body.access_token;
+    const asUser = (server: SpawnedServer) => fetch(`${server.url}/api/entities/User/me`, { headers: { Authorization: `Bearer ${token}` } });
+    // Signed by b, accepted by a: one signing secret for both.
+    assert.equal((await asUser(a)).status, 200);
+    const stream = new SseClient(`${a.url}/api/entities/Note/changes?key=${encodeURIComponent(token)}`);
+    await stream.opened;
+    assert.equal(stream.status, 200);
+    const ended = await call(b, "DELETE", `/api/users/${verified.body.user.id}/sessions`);
+    assert.equal(ended.status, 200, ended.text);
+    const at = Date.now();
+    await stream.waitForEnd(5000);
+    assert.ok(Date.now() - at < 2000, `the stream on a ended ${Date.now() - at} ms later`);
+    assert.equal((await asUser(a)).status, 401);
+  });
 });

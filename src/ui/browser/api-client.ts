@@ -1,5 +1,6 @@
-// The page's one way to the API: the key goes in Authorization (never in the page's URL), and a
-// refusal becomes an ApiFailure carrying the API's own code, message and details (docs/errors.md).
+// The page's one way to the API: the API key or the user's access token goes in Authorization (never
+// in the page's URL), and a refusal becomes an ApiFailure carrying the API's own code, message and
+// details (docs/errors.md), and Retry-After's seconds when the answer has them.
 
 export interface Answer<T> {
   readonly status: number;
@@ -13,6 +14,8 @@ export class ApiFailure extends Error {
     readonly code: string,
     message: string,
     readonly details: Record<string, unknown>,
+    /** Retry-After of a 429 or 503, in seconds; null when the answer had none. */
+    readonly retryAfterS: number | null = null,
   ) {
     super(message);
   }
@@ -24,10 +27,11 @@ export interface CallInit {
 }
 
 export class ApiClient {
-  constructor(readonly apiKey: string) {}
+  /** `credential`: an API key or a signed-in user's access token, both sent as Bearer; null for signing in, which needs neither. */
+  constructor(readonly credential: string | null) {}
 
   async call<T>(method: string, path: string, init: CallInit = {}): Promise<Answer<T>> {
-    const headers: Record<string, string> = { Authorization: `Bearer ${this.apiKey}`, ...init.headers };
+    const headers: Record<string, string> = { ...(this.credential === null ? {} : { Authorization: `Bearer ${this.credential}` }), ...init.headers };
     if (init.body !== undefined) headers["Content-Type"] = "application/json";
     let response: Response;
     try {
@@ -41,7 +45,8 @@ export class ApiClient {
     const body = parseJson(text);
     if (response.status >= 400) {
       const error = (body as { error?: { code?: string; message?: string; details?: Record<string, unknown> } } | undefined)?.error;
-      throw new ApiFailure(response.status, error?.code ?? `http_${response.status}`, error?.message ?? `The server answered ${response.status}.`, error?.details ?? {});
+      const retryAfterS = Number.parseInt(response.headers.get("Retry-After") ?? "", 10);
+      throw new ApiFailure(response.status, error?.code ?? `http_${response.status}`, error?.message ?? `The server answered ${response.status}.`, error?.details ?? {}, Number.isNaN(retryAfterS) ? null : retryAfterS);
     }
     return { status: response.status, headers: response.headers, body: body as T };
   }

@@ -143,7 +143,7 @@ export class KeysView {
 
   /** The listed key this tab uses, told by its prefix when no other key shares it. */
   private tabKey(): KeyView | undefined {
-    const matches = this.keys.filter((key) => this.ctx.client.apiKey.startsWith(key.prefix));
+    const matches = this.keys.filter((key) => this.ctx.client.credential?.startsWith(key.prefix));
     return matches.length === 1 ? matches[0] : undefined;
   }
 

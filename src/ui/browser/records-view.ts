@@ -73,7 +73,7 @@ export class RecordsView {
     this.qInput.placeholder = this.example;
     this.element = h("section", { class: "records", "aria-labelledby": "records-title" }, this.renderHead(), this.renderFilters(), this.status, this.scrollHint, this.tableBox, this.pager);
     this.resizeObserver.observe(this.tableBox);
-    this.feed = followChanges(ctx.entity.name, ctx.client.apiKey, (id) => this.noteChange(id), (state) => this.showLiveState(state));
+    this.feed = followChanges(ctx.entity.name, ctx.client.credential, (id) => this.noteChange(id), (state) => this.showLiveState(state));
     void this.applyFilters();
   }
 

@@ -1,5 +1,5 @@
 // What the page says when the API refuses something: worded for what the person did (the key box,
-// the filter box, the form), from the refusal's code and details, which never change. The API's
+// the sign-in form, the filter box, the form), from the refusal's code and details, which never change. The API's
 // own message is written for someone sending requests (a body, a query string, a data folder);
 // it is shown only where it speaks of what the person wrote (a filter's operator, a field's rule).
 // No DOM here.
@@ -9,6 +9,27 @@ import type { EntityDecl } from "./declarations.ts";
 
 /** This tab's key, accepted before, refused now (docs/api.md, "Managing keys"). */
 export const KEY_GONE = "The server no longer accepts the key this tab was using: it was revoked or has expired, or the server restarted with other keys. Paste a current key.";
+
+/** This tab's user session, accepted before, refused now (docs/users.md): signed out elsewhere, ended, disabled or expired. */
+export const SESSION_GONE = "Your session has ended: you signed out elsewhere, an admin ended your sessions or disabled you, or it expired. Sign in again.";
+
+/** A refusal of the sign-in form's email and password (POST /api/auth/login). */
+export function wordSignInRefusal(error: unknown): string {
+  if (!(error instanceof ApiFailure)) return messageOf(error);
+  switch (error.code) {
+    case "invalid_credentials":
+      return "The email or the password is wrong. Check both, and try again.";
+    case "email_not_verified":
+      return "This email is not verified yet: finish signing up with the 6-digit code that was sent to it, then sign in here.";
+    case "user_disabled":
+      return "This user is disabled, so it cannot sign in. An admin can enable it again on the Users page.";
+    case "rate_limited":
+      return `Too many failed sign-ins for this email or from this computer: wait ${waitWords(error)}, then try again.`;
+    case "invalid_field":
+      if (error.details.field === "email") return "That is not an email address: write it as name@example.com.";
+  }
+  return wordRefusal(error);
+}
 
 /** A refusal of the key pasted into the key box; `unknownWords` for a 401, when the key was known before. */
 export function wordKeyRefusal(error: unknown, unknownWords?: string): string {
@@ -72,8 +93,13 @@ export function wordRefusal(error: unknown): string {
   }
   if (code === "record_not_found") return "That record is no longer there: it was deleted since the table was read. Refresh the table.";
   if (code === "unauthorized") return "The server no longer knows this key (it was revoked, or the server restarted with other keys). Forget the key and paste a current one.";
-  if (code === "rate_limited") return "Too many requests from here for a publishable key; wait a few seconds, then try again.";
+  if (code === "rate_limited") return `Too many requests from here for a publishable key or a user; wait ${waitWords(error)}, then try again.`;
   return error.message;
+}
+
+/** "12 s" from the answer's Retry-After, else "a few seconds". */
+function waitWords(error: ApiFailure): string {
+  return error.retryAfterS === null ? "a few seconds" : `${error.retryAfterS} s`;
 }
 
 /** Why `text` is not JSON, in the browser's words; null when it is. */

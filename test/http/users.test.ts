@@ -1,0 +1,335 @@
+// Users and sign-in through HTTP (docs/users.md), on every store: sign-up with a code, sign-in,
+// sessions that end, answers that do not tell who is registered, limits on guessing, and no secret
+// of a user in any answer.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createHmac, randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import { PUBLISHABLE, SECRET, startTestServer, type TestServer } from "../support/server.ts";
+import { SseClient } from "../support/sse.ts";
+import { RawSocket } from "../support/socket-io.ts";
+
+/** The codes the server printed (no webhook endpoint asks for them), newest last. */
+const printed: string[] = [];
+let server: TestServer;
+
+before(async () => {
+  // Behind a proxy, as far as the server knows: each test's failed tries come from an address of
+  // its own (X-Forwarded-For), and do not count against the next test's.
+  server = await startTestServer({ printCode: (line) => printed.push(line), trustProxy: true });
+});
+after(() => server.close());
+
+/** Headers saying the request comes from its own client address. */
+function from(address: string): Record<string, string> {
+  return { "X-Forwarded-For": address };
+}
+
+function codeFor(email: string): { code: string; resetToken: string | undefined } {
+  const line = [...printed].reverse().find((text) => text.includes(` for ${email}:`));
+  assert.ok(line, `no code was printed for ${email}: ${JSON.stringify(printed)}`);
+  return { code: /code (\d{6})/.exec(line)![1]!, resetToken: /reset_token (\S+)\)/.exec(line)?.[1] };
+}
+
+/** A call as a signed-in user: its token, no key. */
+function asUser(token: string, method: string, path: string, body?: unknown) {
+  return server.call(method, path, { apiKey: null, headers: { Authorization: `Bearer ${token}` }, body });
+}
+
+/** Registers and verifies `email`, answering its first token and user. */
+async function signUp(email: string, password = "correct horse battery"): Promise<{ token: string; user: any }> {
+  const registered = await server.call("POST", "/api/auth/register", { apiKey: null, body: { email, password, full_name: "Ada" } });
+  assert.equal(registered.status, 200, registered.text);
+  const { code } = codeFor(email.toLowerCase());
+  const verified = await server.call("POST", "/api/auth/verify-otp", { apiKey: null, body: { email, otp_code: code } });
+  assert.equal(verified.status, 200, verified.text);
+  return { token: verified.body.access_token, user: verified.body.user };
+}
+
+test("sign up with a code, sign in, act as the user, sign out", async () => {
+  const registered = await server.call("POST", "/api/auth/register", { apiKey: null, body: { email: "Ada@Example.com", password: "correct horse battery" } });
+  assert.equal(registered.status, 200);
+  assert.equal(registered.body.email, "ada@example.com");
+  assert.doesNotMatch(registered.text, /\d{6}/, "the answer holds no code");
+  // Not yet proven: no sign-in.
+  const early = await server.call("POST", "/api/auth/login", { apiKey: null, body: { email: "ada@example.com", password: "correct horse battery" } });
+  assert.equal(early.status, 403);
+  assert.equal(early.body.error.code, "email_not_verified");
+  const { code } = codeFor("ada@example.com");
+  const verified = await server.call("POST", "/api/auth/verify-otp", { apiKey: null, body: { email: "ada@example.com", otp_code: code } });
+  assert.equal(verified.status, 200, verified.text);
+  assert.equal(verified.body.user.email, "ada@example.com");
+  assert.equal(verified.body.user.role, "user");
+  assert.equal(verified.body.user.is_verified, true);
+  // The code is used up.
+  const again = await server.call("POST", "/api/auth/verify-otp", { apiKey: null, body: { email: "ada@example.com", otp_code: code } });
+  assert.equal(again.status, 400);
+  assert.equal(again.body.error.code, "invalid_code");
+
+  const login = await server.call("POST", "/api/auth/login", { apiKey: null, body: { email: "ADA@example.com", password: "correct horse battery" } });
+  assert.equal(login.status, 200, login.text);
+  const token: string = login.body.access_token;
+  const [, payload] = token.split(".");
+  const claims = JSON.parse(Buffer.from(payload!, "base64url").toString());
+  assert.equal(claims.sub, login.body.user.id);
+  assert.equal(claims.email, "ada@example.com");
+  assert.equal(claims.role, "user");
+  assert.equal(typeof claims.sid, "string");
+  assert.ok(claims.exp - claims.iat === 7 * 86_400, "a session lasts 7 days by default");
+
+  const me = await asUser(token, "GET", "/api/entities/User/me");
+  assert.equal(me.status, 200);
+  assert.equal(me.body.id, login.body.user.id);
+  const renamed = await asUser(token, "PUT", "/api/entities/User/me", { full_name: "Ada Lovelace" });
+  assert.equal(renamed.status, 200, renamed.text);
+  assert.equal(renamed.body.full_name, "Ada Lovelace");
+  for (const field of ["role", "email", "disabled"]) {
+    const refused = await asUser(token, "PUT", "/api/entities/User/me", { [field]: field === "disabled" ? false : "admin@example.com" });
+    assert.equal(refused.status, 403, `${field}: ${refused.text}`);
+  }
+  // The SDK's prefix answers the same.
+  const sdkMe = await asUser(token, "GET", "/api/apps/any-app/entities/User/me");
+  assert.equal(sdkMe.body.full_name, "Ada Lovelace");
+
+  // A record it creates is its own.
+  const created = await asUser(token, "POST", "/api/entities/Task", { title: "mine" });
+  assert.equal(created.status, 201, created.text);
+  assert.equal(created.body.created_by, "ada@example.com");
+  assert.equal(created.body.created_by_id, undefined, "a user acts with a publishable key's limits");
+  const bySecret = await server.call("GET", `/api/entities/Task/${created.body.id}`);
+  assert.equal(bySecret.body.created_by_id, login.body.user.id);
+  assert.equal(bySecret.body.created_by, "ada@example.com");
+  const filtered = await server.call("GET", `/api/entities/Task?q=${encodeURIComponent(JSON.stringify({ created_by: "ada@example.com" }))}`, { apiKey: PUBLISHABLE });
+  assert.deepEqual(filtered.body.map((task: any) => task.id), [created.body.id]);
+
+  // A user may not list the users.
+  assert.equal((await asUser(token, "GET", "/api/entities/User")).status, 403);
+  assert.equal((await asUser(token, "GET", "/api/users")).status, 403);
+
+  const out = await asUser(token, "POST", "/api/auth/logout");
+  assert.equal(out.status, 200);
+  const after = await asUser(token, "GET", "/api/entities/User/me");
+  assert.equal(after.status, 401);
+  assert.equal(after.body.error.code, "unauthorized");
+  assert.equal((await asUser(token, "GET", "/api/entities/Task")).status, 401);
+});
+
+test("register, resend and reset request answer alike for known and unknown emails; sign-in too", async () => {
+  await signUp("known@example.com");
+  const answers = async (email: string) => {
+    const out: string[] = [];
+    for (const [path, body] of [
+      ["/api/auth/register", { email, password: "another password" }],
+      ["/api/auth/resend-otp", { email }],
+      ["/api/auth/reset-password-request", { email }],
+    ] as const) {
+      const answer = await server.call("POST", path, { apiKey: null, body, headers: from("10.0.2.1") });
+      out.push(`${answer.status} ${answer.text.replace(email, "<email>")}`);
+    }
+    return out;
+  };
+  assert.deepEqual(await answers("known@example.com"), await answers("nobody@example.com"));
+  const wrongPassword = await server.call("POST", "/api/auth/login", { apiKey: null, body: { email: "known@example.com", password: "not the password" }, headers: from("10.0.2.2") });
+  const unknown = await server.call("POST", "/api/auth/login", { apiKey: null, body: { email: "nobody@example.com", password: "not the password" }, headers: from("10.0.2.2") });
+  assert.equal(wrongPassword.status, 401);
+  assert.equal(wrongPassword.text, unknown.text);
+  assert.equal(wrongPassword.body.error.code, "invalid_credentials");
+  // The known user's password was not changed by a second register.
+  const login = await server.call("POST", "/api/auth/login", { apiKey: null, body: { email: "known@example.com", password: "correct horse battery" } });
+  assert.equal(login.status, 200);
+});
+
+test("a code takes five tries; then even the right one is refused", async () => {
+  await server.call("POST", "/api/auth/register", { apiKey: null, body: { email: "tries@example.com", password: "correct horse battery" } });
+  const { code } = codeFor("tries@example.com");
+  const wrong = code === "000000" ? "111111" : "000000";
+  for (let i = 0; i < 5; i++) {
+    const answer = await server.call("POST", "/api/auth/verify-otp", { apiKey: null, body: { email: "tries@example.com", otp_code: wrong }, headers: from("10.0.3.1") });
+    assert.equal(answer.status, 400);
+  }
+  const right = await server.call("POST", "/api/auth/verify-otp", { apiKey: null, body: { email: "tries@example.com", otp_code: code }, headers: from("10.0.3.2") });
+  assert.equal(right.status, 400, "the code was used up by five wrong tries");
+});
+
+test("tokens: changed, signed with another secret, alg none, or beside a secret key are refused", async () => {
+  const { token } = await signUp("tokens@example.com");
+  const [header, payload, signature] = token.split(".");
+  const claims = JSON.parse(Buffer.from(payload!, "base64url").toString());
+  const encode = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
+  const changed = `${header}.${encode({ ...claims, role: "admin" })}.${signature}`;
+  const other = `${header}.${payload}.${createHmac("sha256", randomBytes(32)).update(`${header}.${payload}`).digest("base64url")}`;
+  const none = `${encode({ alg: "none", typ: "JWT" })}.${payload}.`;
+  const expired = `${header}.${encode({ ...claims, exp: 1 })}.${signature}`;
+  for (const bad of [changed, other, none, expired]) {
+    const answer = await asUser(bad, "GET", "/api/entities/User/me");
+    assert.equal(answer.status, 401, bad);
+  }
+  const withSecret = await server.call("GET", "/api/entities/User/me", { apiKey: SECRET, headers: { Authorization: `Bearer ${token}` } });
+  assert.equal(withSecret.status, 400);
+  assert.match(withSecret.body.error.message, /secret key/);
+  const withPublishable = await server.call("GET", "/api/entities/User/me", { apiKey: PUBLISHABLE, headers: { Authorization: `Bearer ${token}` } });
+  assert.equal(withPublishable.status, 200);
+  assert.equal(withPublishable.body.email, "tokens@example.com");
+  // The route for signed-in users refuses a key alone.
+  assert.equal((await server.call("GET", "/api/entities/User/me", { apiKey: PUBLISHABLE })).status, 401);
+});
+
+test("a password reset ends every session; a change ends the others", async () => {
+  const { token: first } = await signUp("reset@example.com");
+  const second = (await server.call("POST", "/api/auth/login", { apiKey: null, body: { email: "reset@example.com", password: "correct horse battery" } })).body.access_token;
+  const changed = await asUser(second, "POST", "/api/auth/change-password", { current_password: "correct horse battery", new_password: "a new password" });
+  assert.equal(changed.status, 200, changed.text);
+  assert.equal((await asUser(first, "GET", "/api/entities/User/me")).status, 401, "the other session ended");
+  assert.equal((await asUser(second, "GET", "/api/entities/User/me")).status, 200, "the changing session goes on");
+
+  await server.call("POST", "/api/auth/reset-password-request", { apiKey: null, body: { email: "reset@example.com" } });
+  const { resetToken } = codeFor("reset@example.com");
+  assert.ok(resetToken);
+  const reset = await server.call("POST", "/api/auth/reset-password", { apiKey: null, body: { reset_token: resetToken, new_password: "the newest password" } });
+  assert.equal(reset.status, 200, reset.text);
+  assert.equal((await asUser(second, "GET", "/api/entities/User/me")).status, 401, "every session ended");
+  const reused = await server.call("POST", "/api/auth/reset-password", { apiKey: null, body: { reset_token: resetToken, new_password: "yet another one" }, headers: from("10.0.5.1") });
+  assert.equal(reused.status, 400, "a reset token is used once");
+  const login = await server.call("POST", "/api/auth/login", { apiKey: null, body: { email: "reset@example.com", password: "the newest password" } });
+  assert.equal(login.status, 200);
+});
+
+test("ten failed sign-ins for an email: 429 with Retry-After", async () => {
+  await signUp("flood@example.com");
+  for (let i = 0; i < 10; i++) {
+    const answer = await server.call("POST", "/api/auth/login", { apiKey: null, body: { email: "flood@example.com", password: `wrong ${i}` }, headers: from(`10.0.6.${i}`) });
+    assert.equal(answer.status, 401);
+  }
+  // Ten addresses, one email: the email's limit holds.
+  const limited = await server.call("POST", "/api/auth/login", { apiKey: null, body: { email: "flood@example.com", password: "correct horse battery" }, headers: from("10.0.6.99") });
+  assert.equal(limited.status, 429);
+  assert.equal(limited.body.error.code, "rate_limited");
+  const retryAfter = Number(limited.headers.get("retry-after"));
+  assert.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter}`);
+  // And one address trying many emails is held too.
+  for (let i = 0; i < 10; i++) {
+    await server.call("POST", "/api/auth/login", { apiKey: null, body: { email: `guess${i}@example.com`, password: "wrong" }, headers: from("10.0.7.1") });
+  }
+  const byAddress = await server.call("POST", "/api/auth/login", { apiKey: null, body: { email: "known@example.com", password: "correct horse battery" }, headers: from("10.0.7.1") });
+  assert.equal(byAddress.status, 429);
+});
+
+test("the secret key and admins manage users; disabling ends the sessions", async () => {
+  const { token: adminToken, user: adminUser } = await signUp("admin@example.com");
+  const { token: userToken, user } = await signUp("member@example.com");
+  assert.equal((await asUser(adminToken, "GET", "/api/users")).status, 403, "not an admin yet");
+  const promoted = await server.call("PATCH", `/api/users/${adminUser.id}`, { body: { role: "admin" } });
+  assert.equal(promoted.status, 200, promoted.text);
+  assert.equal(promoted.body.role, "admin");
+  const listed = await asUser(adminToken, "GET", "/api/users");
+  assert.equal(listed.status, 200, listed.text);
+  assert.ok(listed.body.some((entry: any) => entry.email === "member@example.com"));
+  const invited = await asUser(adminToken, "POST", "/api/users/invite-user", { user_email: "guest@example.com", role: "editor" });
+  assert.equal(invited.status, 200, invited.text);
+  assert.doesNotMatch(invited.text, /\d{6}/);
+  assert.match(codeFor("guest@example.com").code, /^\d{6}$/);
+
+  const disabled = await asUser(adminToken, "PATCH", `/api/users/${user.id}`, { disabled: true });
+  assert.equal(disabled.status, 200, disabled.text);
+  assert.equal((await asUser(userToken, "GET", "/api/entities/User/me")).status, 401);
+  const login = await server.call("POST", "/api/auth/login", { apiKey: null, body: { email: "member@example.com", password: "correct horse battery" } });
+  assert.equal(login.status, 403);
+  assert.equal(login.body.error.code, "user_disabled");
+
+  const ended = await server.call("DELETE", `/api/users/${adminUser.id}/sessions`);
+  assert.equal(ended.status, 200);
+  assert.equal(ended.body.sessions_ended, 1);
+  assert.equal((await asUser(adminToken, "GET", "/api/users")).status, 401);
+});
+
+test("a user's Idempotency-Key replays only its own answers", async () => {
+  const { token: first } = await signUp("idem1@example.com");
+  const { token: second } = await signUp("idem2@example.com");
+  const headers = (token: string) => ({ Authorization: `Bearer ${token}`, "Idempotency-Key": "same-key" });
+  const one = await server.call("POST", "/api/entities/Task", { apiKey: PUBLISHABLE, headers: headers(first), body: { title: "same" } });
+  const two = await server.call("POST", "/api/entities/Task", { apiKey: PUBLISHABLE, headers: headers(second), body: { title: "same" } });
+  assert.equal(one.status, 201);
+  assert.equal(two.status, 201);
+  assert.notEqual(one.body.id, two.body.id);
+  assert.equal(two.body.created_by, "idem2@example.com");
+});
+
+test("a change feed stream with a user's token ends within a second of its sign-out", async () => {
+  const { token } = await signUp("stream@example.com");
+  const stream = new SseClient(`${server.url}/api/entities/Task/changes?key=${encodeURIComponent(token)}`);
+  await stream.opened;
+  assert.equal(stream.status, 200);
+  const at = Date.now();
+  await asUser(token, "POST", "/api/auth/logout");
+  await stream.waitForEnd(3000);
+  assert.ok(Date.now() - at < 2000, `ended after ${Date.now() - at} ms`);
+  assert.ok(stream.events.some((event) => event.event === "unauthorized"), JSON.stringify(stream.events.map((event) => event.event)));
+});
+
+test("a realtime socket with a user's token closes within a second of its sessions' end", async () => {
+  const { token, user } = await signUp("socket@example.com");
+  const socket = await RawSocket.connect(server.url, token);
+  assert.deepEqual(await socket.join("entities:app1:Task"), { ok: true });
+  const at = Date.now();
+  await server.call("DELETE", `/api/users/${user.id}/sessions`);
+  const closed = await socket.closed;
+  assert.equal(closed.code, 1008);
+  assert.match(closed.reason, /session/);
+  assert.ok(Date.now() - at < 2000, `closed after ${Date.now() - at} ms`);
+});
+
+test("no password, hash or code in any answer, export or feed event", async () => {
+  const password = "a very particular password";
+  const { token, user } = await signUp("secrets@example.com", password);
+  const { code } = codeFor("secrets@example.com");
+  const texts = [
+    (await server.call("GET", "/api/entities/User")).text,
+    (await server.call("GET", `/api/entities/User/${user.id}`)).text,
+    (await server.call("GET", "/api/users")).text,
+    (await asUser(token, "GET", "/api/entities/User/me")).text,
+    (await server.call("GET", "/api/entities/User/export?format=ndjson")).text,
+    (await server.call("GET", "/api/entities/User/changes?since=0&wait=0")).text,
+  ];
+  for (const text of texts) {
+    assert.ok(text.includes("secrets@example.com"), text.slice(0, 200));
+    assert.ok(!text.includes(password), text.slice(0, 200));
+    assert.ok(!text.includes("scrypt$"), text.slice(0, 200));
+    assert.ok(!text.includes(code), text.slice(0, 200));
+  }
+});
+
+test("--signup invite: only invited emails get a code; off: no sign-up", async () => {
+  const lines: string[] = [];
+  const invite = await startTestServer({ signup: "invite", printCode: (line) => lines.push(line) });
+  try {
+    const stranger = await invite.call("POST", "/api/auth/register", { apiKey: null, body: { email: "stranger@example.com", password: "correct horse battery" } });
+    assert.equal(stranger.status, 200);
+    assert.equal(lines.filter((line) => line.includes("stranger@example.com")).length, 0);
+    await invite.call("POST", "/api/users/invite-user", { body: { user_email: "friend@example.com", role: "editor" } });
+    const friend = await invite.call("POST", "/api/auth/register", { apiKey: null, body: { email: "friend@example.com", password: "correct horse battery" } });
+    assert.equal(friend.status, 200);
+    const code = /code (\d{6})/.exec(lines.filter((line) => line.includes("user.verification_requested for friend@example.com")).at(-1)!)![1];
+    const verified = await invite.call("POST", "/api/auth/verify-otp", { apiKey: null, body: { email: "friend@example.com", otp_code: code } });
+    assert.equal(verified.status, 200, verified.text);
+    assert.equal(verified.body.user.role, "editor");
+  } finally {
+    await invite.close();
+  }
+  const off = await startTestServer({ signup: "off", printCode: () => {} });
+  try {
+    const refused = await off.call("POST", "/api/auth/register", { apiKey: null, body: { email: "x@example.com", password: "correct horse battery" } });
+    assert.equal(refused.status, 403);
+    assert.equal(refused.body.error.code, "signup_closed");
+  } finally {
+    await off.close();
+  }
+});
+
+test("a session ended is refused on a second look within a second (the shared store's cache)", async () => {
+  const { token, user } = await signUp("cache@example.com");
+  assert.equal((await asUser(token, "GET", "/api/entities/User/me")).status, 200);
+  await server.call("DELETE", `/api/users/${user.id}/sessions`);
+  await sleep(1000);
+  assert.equal((await asUser(token, "GET", "/api/entities/User/me")).status, 401);
+});
