@@ -187,7 +187,7 @@ export class App {
   private answerPlainRead(req: IncomingMessage, res: ServerResponse, started: number): boolean {
     const read = plainReadOf(req);
     if (read === null || this.failure !== null || (this.cors !== null && !this.cors.anyOrigin)) return false;
-    const caller = this.keys.find(read.key);
+    const caller = read.isUserToken ? this.userCallerAtHand(read.key) : this.keys.find(read.key);
     const entity = this.records.schema.entities.get(read.entity);
     if (caller === undefined || entity === undefined) return false;
     if (caller.kind === "publishable" && this.limiter !== null) return false;
@@ -202,9 +202,15 @@ export class App {
     if (view.bytes >= MIN_COMPRESSED_BYTES && headerOf(req, "accept-encoding") !== undefined) return false;
     sendView(res, view);
     // Without a log line to write, counted through the series held: no note and no Map look-ups a read.
-    if (this.observability.log) this.observe(req, { started, route: PLAIN_READ_ROUTE, keyId: caller.keyId }, 200);
+    if (this.observability.log) this.observe(req, { started, route: PLAIN_READ_ROUTE, keyId: caller.keyId || `user:${caller.user!.id}` }, 200);
     else (this.plainReads ??= this.observability.requests.series("GET", PLAIN_READ_ROUTE, 200)).observe((performance.now() - started) / 1000);
     return true;
+  }
+
+  /** A signed-in user as a caller with a publishable key's limits, when its session is known at once. */
+  private userCallerAtHand(token: string): Caller | undefined {
+    const user = this.users.authenticateAtHand(token);
+    return user === undefined ? undefined : { keyId: "", kind: "publishable", user };
   }
 
   private send(req: IncomingMessage, res: ServerResponse, reply: Reply, note: RequestNote): void {

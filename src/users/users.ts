@@ -87,6 +87,8 @@ const REQUESTS_PER_MINUTE = 30;
 const CODES_PER_MINUTE = 3;
 /** An ended session is refused within this long by every process sharing the store. */
 const SESSION_CHECK_MS = 500;
+/** How long a plain read may take a token's user as checked: a session ended elsewhere (another process, a record's own write) is refused within it. */
+const VERDICT_MS = 100;
 /** Tokens whose signature was checked, kept so that each request does not compute an HMAC again. */
 const MAX_CHECKED_TOKENS = 10_000;
 /** A user keeps at most this many sessions; the oldest end first. */
@@ -112,6 +114,8 @@ export class Users {
   /** The tokens' signing secret; null until the first sign-in makes one (or another process has). */
   private secret: Buffer | null;
   private readonly checkedTokens = new Map<string, TokenClaims>();
+  /** Plain reads' answer to "who is this token" for VERDICT_MS, forgotten at any change of a user made here. */
+  private readonly verdicts = new Map<string, { user: SessionUser; until: number }>();
   /** On a shared store: each user's row and sessions as last read, and when (SESSION_CHECK_MS). */
   private readonly liveCache = new Map<string, { at: number; row: Row | undefined; sessions: readonly Session[] }>();
   private readonly failures = new FailureLimit(FAILURES_PER_MINUTE);
@@ -170,12 +174,33 @@ export class Users {
     });
   }
 
+  /**
+   * The user a token signs in when that is known at once (a store that answers at once, a token
+   * checked before); undefined otherwise, and for any refusal: the general path then answers it
+   * (http/plain-read.ts).
+   */
+  authenticateAtHand(token: string): SessionUser | undefined {
+    const verdict = this.verdicts.get(token);
+    if (verdict !== undefined && performance.now() < verdict.until) return verdict.user;
+    try {
+      const user = this.authenticate(token);
+      if (!(user instanceof Promise)) return user;
+      user.catch(() => {});
+    } catch {
+      // Refused: the general path says why.
+    }
+    return undefined;
+  }
+
   private sessionUserOf(token: string, secret: Buffer): Maybe<SessionUser> {
     const claims = this.claimsOf(token, secret);
     return then(this.liveState(claims.sub), ({ row, sessions }) => {
       const why = this.refusalOf(row, sessions, claims);
       if (why !== null) throw sessionEnded(why);
-      return { id: claims.sub, email: String(row!.data.email), role: roleOf(row!), sid: claims.sid };
+      const user: SessionUser = { id: claims.sub, email: String(row!.data.email), role: roleOf(row!), sid: claims.sid };
+      if (this.verdicts.size >= MAX_CHECKED_TOKENS) this.verdicts.delete(this.verdicts.keys().next().value!);
+      this.verdicts.set(token, { user, until: performance.now() + VERDICT_MS });
+      return user;
     });
   }
 
@@ -481,6 +506,7 @@ export class Users {
         await this.records.store.commit({ puts: [{ entity: USER_ENTITY, row: updated, replaces: row.rev }], meta: fields.disabled === true ? [{ key: meta.sessions(row.id), value: [] }] : [] });
         // Its role and state count from now on in this process (others read them again within SESSION_CHECK_MS).
         this.liveCache.delete(row.id);
+        this.verdicts.clear();
         return this.viewWithCredentials(updated);
       } catch (error) {
         if (!(error instanceof ConflictError)) throw error;
@@ -522,6 +548,7 @@ export class Users {
         const sessions = sessionsOf(await store.meta(meta.sessions(userId)));
         await store.commit({ puts: [], meta: writes(sessions) });
         this.liveCache.delete(userId);
+        this.verdicts.clear();
       }),
     );
     this.userQueues.set(userId, next);
