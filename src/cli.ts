@@ -9,7 +9,7 @@ import { parseStoreUrl } from "./store/open-store.ts";
 import { DataFolderError } from "./store/file/lock.ts";
 import { runCommand, type Command } from "./commands/command.ts";
 import { didYouMean } from "./commands/nearest.ts";
-import { DEMO_SCHEMA, DEMO_SCHEMA_NAME } from "./commands/demo.ts";
+import { DEMO_SCHEMA, DEMO_SCHEMA_NAME, DEMO_SEED } from "./commands/demo.ts";
 import { PortInUseError } from "./http/listen.ts";
 import { LOG_FORMATS, type LogFormat } from "./metrics/access-log.ts";
 import { SIGNUPS, type Signup } from "./users/users.ts";
@@ -279,7 +279,8 @@ function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv): ServerOptions & { re
     host: values.host ?? env.TABULA_HOST ?? "127.0.0.1",
     secretKey: values["secret-key"] !== undefined ? keyOf(values["secret-key"], "--secret-key") : keyOf(env.TABULA_SECRET_KEY, "TABULA_SECRET_KEY"),
     publishableKey: values["publishable-key"] !== undefined ? keyOf(values["publishable-key"], "--publishable-key") : keyOf(env.TABULA_PUBLISHABLE_KEY, "TABULA_PUBLISHABLE_KEY"),
-    seed: values.seed,
+    // The demo starts with a few records to look at, unless given a seed of its own.
+    seed: values.seed ?? (parsed.demo ? DEMO_SEED : undefined),
     maxBodyBytes: values["max-body"] === undefined ? DEFAULT_MAX_BODY_BYTES : parseSize(values["max-body"]),
     ...sizeOf("maxMemoryBytes", values["max-memory"], env.TABULA_MAX_MEMORY, ["--max-memory", "TABULA_MAX_MEMORY"]),
     ...sizeOf("maxRecordBytes", values["max-record-size"], env.TABULA_MAX_RECORD_SIZE, ["--max-record-size", "TABULA_MAX_RECORD_SIZE"]),
@@ -359,7 +360,7 @@ async function printBanner(server: TabulaServer, options: ServerOptions, isDemo:
     const deleted = loaded.deletedRecords > 0 ? ` (and ${count(loaded.deletedRecords)} deleted)` : "";
     lines.push(bannerLine("loaded", `${count(loaded.records)} record${loaded.records === 1 ? "" : "s"}${deleted} from ${size(loaded.bytes)} of snapshot and log in ${(loaded.ms / 1000).toFixed(2)} s`));
   }
-  if (server.seeded > 0) lines.push(bannerLine("seed", `${server.seeded} record${server.seeded === 1 ? "" : "s"} loaded from ${options.seed}`));
+  if (server.seeded > 0) lines.push(bannerLine("seed", `${server.seeded} record${server.seeded === 1 ? "" : "s"} loaded from ${typeof options.seed === "string" ? options.seed : "the demo's examples"}`));
   for (const line of server.schemaLines) lines.push(bannerLine("schema", line));
   for (const field of server.undeclaredFields) lines.push(bannerLine("note", `${field} is stored but no longer declared: kept on disk, neither returned nor writable`));
   // Keys at rest are hashed (docs/operating.md): a generated key is printed in full this once, a

@@ -4,7 +4,16 @@
 
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import Task from "../../examples/entities/Task.json" with { type: "json" };
 import { UsageError, type Command, type CommandArgs } from "./command.ts";
+
+/** What the example's fields show of the format. */
+const FIELD_NOTES: Readonly<Record<string, string>> = {
+  title: 'Required (see "required" below).',
+  status: "One of the enum's values; todo when left out.",
+  due_date: "YYYY-MM-DD; date-time, email and uri are the other formats.",
+  meta: "Any JSON object.",
+};
 
 const HELP = `Usage: npx tabula-server init [--schema DIR]
 
@@ -14,20 +23,16 @@ stops and says so.
 
   --schema DIR   the folder to write                          [TABULA_SCHEMA, default ./entities]`;
 
-/** The example, in the declaration format docs/entities.md describes; JSON has no comments, so its notes are $comment and description. */
+/**
+ * The example, in the declaration format docs/entities.md describes: the same Task as --demo's
+ * (examples/entities/Task.json), so that the README's examples work on either. JSON has no
+ * comments, so its notes are $comment and description.
+ */
 export const EXAMPLE_ENTITY = {
   $comment: "One entity: each file in this folder declares one, named by its file (Task.json is Task). Change the fields, add files, then start tabula again. The format: docs/entities.md.",
   description: "Something to do.",
-  type: "object",
-  properties: {
-    title: { type: "string", description: "Required (see \"required\" below)." },
-    status: { type: "string", enum: ["todo", "doing", "done"], default: "todo", description: "One of the enum's values; todo when left out." },
-    priority: { type: "integer", minimum: 1, maximum: 5 },
-    due_date: { type: "string", format: "date", description: "YYYY-MM-DD; date-time, email and uri are the other formats." },
-    done: { type: "boolean" },
-    tags: { type: "array", items: { type: "string" } },
-  },
-  required: ["title"],
+  ...Task,
+  properties: Object.fromEntries(Object.entries(Task.properties).map(([name, field]) => [name, FIELD_NOTES[name] ? { ...field, description: FIELD_NOTES[name] } : field])),
 };
 
 export const initCommand: Command = {

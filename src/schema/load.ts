@@ -48,9 +48,38 @@ export function loadSchemaPath(path: string): Schema {
   }
   const files = readdirSync(path).filter((file) => file.endsWith(".json")).sort();
   if (files.length === 0) throw new SchemaError(`Schema folder ${path} holds no <Entity>.json files.`);
-  return buildSchema(
-    files.map((file) => ({ file: join(path, file), fallbackName: basename(file, ".json"), declaration: readJson(join(path, file)) })),
-  );
+  // Every file is read before any refusal: one start-up names every file at fault.
+  const problems = new Problems();
+  const sources = files.flatMap((file) => problems.collect(() => [{ file: join(path, file), fallbackName: basename(file, ".json"), declaration: readJson(join(path, file)) }]) ?? []);
+  return buildSchema(sources, problems);
+}
+
+/** Refusals gathered, so that a schema's every mistake is named at once rather than one per start. */
+class Problems {
+  private readonly messages: string[] = [];
+
+  /** Runs `step`; a SchemaError it throws is kept (the answer is then undefined), anything else goes on. */
+  collect<T>(step: () => T): T | undefined {
+    try {
+      return step();
+    } catch (error) {
+      if (!(error instanceof SchemaError)) throw error;
+      this.messages.push(...(error instanceof SchemaProblems ? error.all : [error.message]));
+      return undefined;
+    }
+  }
+
+  throwIfAny(): void {
+    if (this.messages.length === 1) throw new SchemaError(this.messages[0]!);
+    if (this.messages.length > 1) throw new SchemaProblems(this.messages);
+  }
+}
+
+/** Several refusals at once, each on a line of the message. */
+class SchemaProblems extends SchemaError {
+  constructor(readonly all: readonly string[]) {
+    super(`The schema has ${all.length} problems:\n${all.map((message) => `- ${message}`).join("\n")}`);
+  }
 }
 
 /** Builds a schema from declarations given as objects: { "<Entity>": declaration }. */
@@ -78,8 +107,19 @@ function readJson(file: string): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new SchemaError(`${file}: not valid JSON (${(error as Error).message}).`);
+    throw new SchemaError(`${file}${placeOf(text, (error as Error).message)}: not valid JSON (${(error as Error).message}).`);
   }
+}
+
+/** ":line:column" of the place JSON.parse names ("at position N", or the end of the text), for an editor to jump to. */
+function placeOf(text: string, message: string): string {
+  const found = /at position (\d+)/.exec(message);
+  const position = found ? Number(found[1]) : /end of JSON input/.test(message) ? text.length : null;
+  if (position === null) return "";
+  const before = text.slice(0, position);
+  const line = before.split("\n").length;
+  const column = position - before.lastIndexOf("\n");
+  return `:${line}:${column}`;
 }
 
 interface Source {
@@ -88,8 +128,11 @@ interface Source {
   declaration: unknown;
 }
 
-function buildSchema(declaredSources: Source[]): Schema {
-  if (declaredSources.length === 0) throw new SchemaError(`The schema declares no entities.`);
+function buildSchema(declaredSources: Source[], problems = new Problems()): Schema {
+  if (declaredSources.length === 0) {
+    problems.throwIfAny();
+    throw new SchemaError(`The schema declares no entities.`);
+  }
   const entities = new Map<string, EntityDef>();
   // Every schema serves the built-in User; an app's own User declaration adds fields to it.
   const ownUser = declaredSources.find((source) => isPlainObject(source.declaration) && (source.declaration.name ?? source.fallbackName) === USER_ENTITY);
@@ -98,12 +141,16 @@ function buildSchema(declaredSources: Source[]): Schema {
     : { file: "(built in)", fallbackName: USER_ENTITY, declaration: userDeclaration(undefined) };
   const sources = [...declaredSources.filter((source) => source !== ownUser), userSource];
   for (const source of sources) {
-    const built = buildEntity(source);
+    const built = problems.collect(() => buildEntity(source));
+    if (built === undefined) continue;
     const entity: EntityDef = source === userSource && !ownUser ? { ...built, isBuiltIn: true } : built;
     const earlier = entities.get(entity.name);
-    if (earlier) throw new SchemaError(`${source.file}: entity "${entity.name}" is already declared in ${earlier.file}.`);
-    entities.set(entity.name, entity);
+    if (earlier) problems.collect(() => {
+      throw new SchemaError(`${source.file}: entity "${entity.name}" is already declared in ${earlier.file}.`);
+    });
+    else entities.set(entity.name, entity);
   }
+  problems.throwIfAny();
   return { entities };
 }
 
@@ -130,9 +177,12 @@ function buildEntity({ file, fallbackName, declaration }: Source): EntityDef {
     if (!(field in properties)) throw new SchemaError(`${where}: field "${field}" is listed in "required" but not declared in "properties".`);
   }
   const fields = new Map<string, FieldDef>();
+  const problems = new Problems();
   for (const [fieldName, spec] of Object.entries(properties)) {
-    fields.set(fieldName, buildField(fieldName, spec, required.includes(fieldName), `${where}, field "${fieldName}"`));
+    const field = problems.collect(() => buildField(fieldName, spec, required.includes(fieldName), `${where}, field "${fieldName}"`));
+    if (field !== undefined) fields.set(fieldName, field);
   }
+  problems.throwIfAny();
   const fieldNames = [...fields.keys()];
   const textFields = fieldNames.filter((field) => fields.get(field)!.type === "string");
   const unique = parseUnique(declaration.unique, fields, where);

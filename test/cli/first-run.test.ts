@@ -78,6 +78,8 @@ describe("an empty folder", () => {
     assert.deepEqual(readdirSync(join(cwd, "entities")), ["Task.json"]);
     const declaration = JSON.parse(readFileSync(join(cwd, "entities", "Task.json"), "utf8"));
     assert.match(declaration.$comment, /docs\/entities\.md/);
+    // The same Task as --demo's: the README's examples work on either.
+    assert.deepEqual(Object.keys(declaration.properties), ["title", "status", "priority", "estimate", "done", "due_date", "start_at", "email", "tags", "meta"]);
     const commands = init.stdout.split("\n").filter((line) => line.startsWith("  "));
     assert.equal(commands.length, 3, init.stdout);
     assert.match(commands[0]!, /^ {2}npx tabula-server {2,}/);
@@ -107,7 +109,7 @@ describe("an empty folder", () => {
     assert.match(again.stderr, /^tabula init: \.\/entities already exists, and init writes only into a new folder\./);
   });
 
-  test("--demo serves the example entities in memory, says so, and writes nothing", async () => {
+  test("--demo serves the example entities in memory with a few records, says so, and writes nothing", async () => {
     const cwd = await emptyFolder();
     const server = await serve(["--demo", "--port", "0"], cwd);
     try {
@@ -117,8 +119,15 @@ describe("an empty folder", () => {
       assert.match(output, /^data {13}in memory only/m);
       const key = printedKey(output, "secret");
       assert.match(printedKey(output, "publishable"), /^pk_/);
+      assert.match(output, /^seed {13}8 records loaded from the demo's examples$/m);
+      // A few records to look at: the tables are not empty.
+      const tasks = (await (await fetch(`${server.url}/api/entities/Task?sort_by=id`, { headers: { "X-Api-Key": key } })).json()) as Array<{ title: string }>;
+      assert.equal(tasks.length, 5);
+      assert.equal(tasks[0].title, "Read the README");
       const created = await fetch(`${server.url}/api/entities/Note`, { method: "POST", headers: { "X-Api-Key": key, "Content-Type": "application/json" }, body: JSON.stringify({ body: "hello" }) });
       assert.equal(created.status, 201);
+      const notes = (await (await fetch(`${server.url}/api/entities/Note/count`, { headers: { "X-Api-Key": key } })).json()) as { count: number };
+      assert.equal(notes.count, 4);
     } finally {
       assert.equal(await stop(server), 0);
     }

@@ -257,3 +257,20 @@ test("every schema has the built-in User; a User of the app's own adds fields to
   assert.deepEqual(own.fieldNames, ["email", "full_name", "role", "disabled", "department"]);
   assert.throws(() => loadSchemaObject({ Task: { properties: { created_by: { type: "string" } } } }), /platform field/);
 });
+
+test("a syntax error names the file, line and column; every problem of a schema is named at once", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "tabula-schema-problems-"));
+  try {
+    await writeFile(join(dir, "Task.json"), '{\n  "properties": {\n    "title": { "type": "string" }\n    "done": { "type": "boolean" }\n  }\n}');
+    await writeFile(join(dir, "Note.json"), JSON.stringify({ properties: { body: { type: "text" }, tags: { type: "array", items: { type: "nope" } } } }));
+    await writeFile(join(dir, "Order.json"), JSON.stringify({ properties: { total: { type: "number" } } }));
+    let message = "";
+    assert.throws(() => loadSchemaPath(dir), (error: Error) => ((message = error.message), true));
+    assert.match(message, /The schema has 3 problems/);
+    assert.match(message, new RegExp(`${join(dir, "Task.json").replace(/[/\\]/g, "[/\\\\]")}:4:5: not valid JSON`));
+    assert.match(message, /Note\.json: entity "Note", field "body"/);
+    assert.match(message, /Note\.json: entity "Note", field "tags"/);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
