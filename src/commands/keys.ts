@@ -79,7 +79,8 @@ async function act(action: Action, id: string | undefined, args: CommandArgs, pl
     case "list": {
       const keys = await place.list();
       if (args.switches.has("json")) return out(JSON.stringify(keys, null, 2));
-      const rows = [["id", "kind", "name", "prefix", "created", "last used", "expires", "source"], ...keys.map((key) => [key.id, key.kind, key.name, `${key.prefix}…`, key.created ?? "-", key.last_used ?? "-", key.expires_at ?? "-", key.source])];
+      // A running server writes a key's last use to the minute, once a minute: the column may lag that much.
+      const rows = [["id", "kind", "name", "prefix", "created", "last used (≤1 min late)", "expires", "source"], ...keys.map((key) => [key.id, key.kind, key.name, `${key.prefix}…`, key.created ?? "-", key.last_used ?? "-", key.expires_at ?? "-", key.source])];
       const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
       for (const row of rows) out(row.map((cell, column) => cell.padEnd(widths[column]!)).join("  ").trimEnd());
       return;
