@@ -6,6 +6,9 @@
 import { didYouMean } from "./nearest.ts";
 
 /** Bad input: the message is printed as one line, and the command exits 1. */
+/** A refusal printed as the lines it is made of, not joined into one. */
+export class LinesError extends Error {}
+
 export class UsageError extends Error {}
 
 export interface Command {
@@ -67,7 +70,8 @@ export async function runCommand(command: Command, argv: readonly string[]): Pro
     }
   } catch (error) {
     // One line for bad input, and for failures a user can mend (a folder in use, a server away).
-    const message = (error as Error).message.replace(/\s*\n\s*/g, " ");
+    // One line, unless the message is made of lines (each problem of a record on its own).
+    const message = error instanceof LinesError ? error.message : (error as Error).message.replace(/\s*\n\s*/g, " ");
     process.stderr.write(`tabula ${command.name}: ${message}${error instanceof UsageError ? ` (npx tabula-server ${command.name} --help)` : ""}\n`);
     status = 1;
   }

@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import { MAX_BATCH_RECORDS } from "../records/batch.ts";
 import { isPlatformField } from "../schema/fields.ts";
 import { isPlainObject } from "../schema/load.ts";
-import { UsageError, type Command, type CommandArgs } from "./command.ts";
+import { LinesError, UsageError, type Command, type CommandArgs } from "./command.ts";
 import { readRecords } from "./record-reader.ts";
 import { RecordSplitter, type SourceRecord } from "../records/record-splitter.ts";
 import { apiFailure, openTarget, request, TARGET_HELP, TARGET_VALUES, type Target } from "./target.ts";
@@ -126,7 +126,8 @@ class Importer {
       if (this.batch.length > 0) await this.send();
     } catch (error) {
       this.progress?.clear();
-      throw new Error(`${(error as Error).message} ${this.sofar()}`);
+      const message = `${(error as Error).message} ${this.sofar()}`;
+      throw error instanceof LinesError ? new LinesError(message) : new Error(message);
     }
     this.progress?.clear();
     const seconds = (performance.now() - this.started) / 1000;
@@ -187,7 +188,7 @@ class Importer {
   /** A refused batch as one sentence: the line of the record at fault, and the API's words. */
   private async refusal(response: Response, batch: readonly Pending[]): Promise<Error> {
     const text = await response.text().catch(() => "");
-    let error: { message?: string; details?: { index?: number } } | undefined;
+    let error: { message?: string; details?: { index?: number; errors?: Array<{ message?: unknown }> } } | undefined;
     try {
       error = (JSON.parse(text) as { error?: typeof error }).error;
     } catch {
@@ -198,11 +199,16 @@ class Importer {
     const index = error.details?.index;
     const at = typeof index === "number" && batch[index] ? `Line ${batch[index]!.line}: ` : "";
     // The API's words, less what this sentence says itself: which record, and that nothing was stored.
-    const words = error.message
-      .replace(/^Record \d+ of the batch: /, "")
-      .replace(/;\s*nothing was stored\.?\s*/i, ". ")
-      .replace(/[;.\s]+$/, "");
-    return new Error(`${at}${words}. Nothing of the batch of ${span} was stored.`);
+    const words = (message: string) =>
+      message
+        .replace(/^Record \d+ of the batch: /, "")
+        .replace(/;\s*nothing was stored\.?\s*/i, ". ")
+        .replace(/\s*(Fields?|Field) [^.]* mending too: details\.errors lists each\.?/, "")
+        .replace(/[;.\s]+$/, "");
+    // A record with several bad fields: each on a line of its own (a terminal shows no details.errors).
+    const each = (error.details?.errors ?? []).map((problem) => (typeof problem.message === "string" ? words(problem.message) : "")).filter((line) => line !== "");
+    if (each.length > 1) return new LinesError(`${at}${each.length} fields need mending:\n${each.map((line) => `  - ${line}.`).join("\n")}\nNothing of the batch of ${span} was stored.`);
+    return new Error(`${at}${words(error.message)}. Nothing of the batch of ${span} was stored.`);
   }
 
   private sofar(): string {

@@ -123,6 +123,19 @@ describe("tabula export and import", () => {
     assert.equal(stored.stdout.split("\n").length - 1, 5000);
   });
 
+  test("a record with several bad fields: each printed on a line of its own", async () => {
+    writeFileSync(join(dir, "two-bad.ndjson"), `${JSON.stringify({ title: "ok" })}\n${JSON.stringify({ title: 7, priority: "high", done: "yes" })}\n`);
+    const refused = await run(["import", "two-bad.ndjson", "--entity", "Task", "--data", "two-bad", "--schema", "entities"]);
+    assert.equal(refused.code, 1);
+    const lines = refused.stderr.trimEnd().split("\n");
+    assert.equal(lines[0], "tabula import: Line 2: 3 fields need mending:");
+    assert.match(lines[1]!, /^ {2}- Field "title" must be a string/);
+    assert.match(lines[2]!, /^ {2}- Field "priority" must be a whole number \(got "high"\)\.$/);
+    assert.match(lines[3]!, /^ {2}- Field "done" must be true or false/);
+    assert.match(lines[4]!, /^Nothing of the batch of lines 1–2 was stored\. No record was imported\.$/);
+    assert.doesNotMatch(refused.stderr, /details\.errors/);
+  });
+
   test("a JSON array is read element by element, each error at the line its record starts", async () => {
     writeFileSync(join(dir, "array.json"), '[\n  {"title": "one"},\n  {"title": "two",\n   "priority": 2},\n  {\n    "title": "three, with ] and \\"}",\n    "done": "yes"\n  }\n]\n');
     const refused = await run(["import", "array.json", "--entity", "Task", "--data", "array", "--schema", "entities"]);
