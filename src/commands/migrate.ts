@@ -108,7 +108,7 @@ function reportOf(settled: Settled, dryRun: boolean, migrationsDir: string | nul
   if (settled.migrations.length === 0) lines.push(`migrations: none pending${migrationsDir === null ? " (no migrations folder)" : ` in ${migrationsDir}`}`);
   for (const plan of settled.migrations) lines.push(...planLines(plan, dryRun));
   if (isRefused(settled.check)) {
-    lines.push(refusalText(settled.check, migrationsDir));
+    lines.push(refusalText(settled.check, migrationsDir, settled.migrations.some((plan) => plan.batch === null)));
   } else {
     const applied = appliedLines(settled.check);
     const verb = dryRun ? "would apply" : "applied";

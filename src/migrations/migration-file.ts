@@ -61,6 +61,13 @@ export function readMigrations(dir: string | null): Migration[] {
   });
 }
 
+/** The number the next migration file in `dir` takes: one past the highest there, 0001 in an empty or missing folder. */
+export function nextMigrationNumber(dir: string | null): string {
+  const names = dir !== null && existsSync(dir) ? readdirSync(dir).filter((name) => FILE_RE.test(name)) : [];
+  const highest = Math.max(0, ...names.map((name) => Number(/^\d+/.exec(name)![0])));
+  return String(highest + 1).padStart(4, "0");
+}
+
 function byNumber(a: string, b: string): number {
   const number = (name: string) => Number(/^\d+/.exec(name)?.[0] ?? Infinity);
   return number(a) - number(b) || (a < b ? -1 : a > b ? 1 : 0);

@@ -4,6 +4,7 @@
 
 import type { SchemaCheck } from "./check.ts";
 import { duplicatesMessage } from "../store/store.ts";
+import { nextMigrationNumber } from "./migration-file.ts";
 
 /** The banner's lines for a check that passed: one per change, none when nothing changed. */
 export function appliedLines(check: SchemaCheck): string[] {
@@ -16,7 +17,7 @@ export function appliedLines(check: SchemaCheck): string[] {
 }
 
 /** Why the start-up refuses, in full: one paragraph per broken change, then what to do. */
-export function refusalText(check: SchemaCheck, migrationsDir: string | null): string {
+export function refusalText(check: SchemaCheck, migrationsDir: string | null, afterRefusedMigration = false): string {
   const lines: string[] = [
     check.compared
       ? "The schema changed in ways the stored records break, so tabula will not serve it; nothing was written."
@@ -24,7 +25,9 @@ export function refusalText(check: SchemaCheck, migrationsDir: string | null): s
   ];
   const steps: Array<Record<string, unknown>> = [];
   for (const { change, records, ids, problems } of check.broken) {
-    const step = change.step?.(problems) ?? null;
+    // Right after a migration refused these very records, "else": "refuse" would refuse them again.
+    const suggested = change.step?.(problems) ?? null;
+    const step = afterRefusedMigration && suggested?.else === "refuse" ? { ...suggested, else: "null" } : suggested;
     if (step) steps.push(step);
     const how = step ? ` Step: ${JSON.stringify(step)}${change.advice ? ` (${change.advice})` : ""}` : change.advice ? ` ${change.advice}` : " Change those records (PATCH), or the declaration back.";
     const words = change.breakWords?.(problems) ?? "break it";
@@ -41,8 +44,9 @@ export function refusalText(check: SchemaCheck, migrationsDir: string | null): s
   }
   if (steps.length > 0) {
     const where = migrationsDir ?? "migrations";
+    const cleared = steps.some((step) => step.else === "null") ? ` ("else": "null" clears the values that do not convert; "else": <value> sets one instead)` : "";
     lines.push(
-      `Put the steps in a migration file, ${where}/0001-<what-it-does>.json (the next number if there are some), as {"steps": ${JSON.stringify(steps)}},`,
+      `Put the steps in a migration file, ${where}/${nextMigrationNumber(migrationsDir)}-<what-it-does>.json, as {"steps": ${JSON.stringify(steps)}}${cleared},`,
       `then see what it would change with npx tabula-server migrate --dry-run, and start again: pending migrations run before the check.`,
     );
   }

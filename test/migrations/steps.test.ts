@@ -99,3 +99,30 @@ test("the diff names each kind of change in the banner's words", () => {
   assert.equal(tagsChange.problemOf!({ tags: ["x"] }), null);
   assert.deepEqual(tagsChange.problemOf!({ tags: ["x", "y"] }), { kind: "bounds", words: 'item 1 must be one of "x"' });
 });
+
+test("the refusal suggests the next free migration number, and no \"else\": \"refuse\" right after a migration refused", async () => {
+  const { nextMigrationNumber } = await import("../../src/migrations/migration-file.ts");
+  const { refusalText } = await import("../../src/migrations/report.ts");
+  const { checkSchema } = await import("../../src/migrations/check.ts");
+  const dir = mkdtempSync(join(tmpdir(), "tabula-next-migration-"));
+  try {
+    assert.equal(nextMigrationNumber(null), "0001");
+    assert.equal(nextMigrationNumber(dir), "0001");
+    writeFileSync(join(dir, "0001-first.json"), "{}");
+    writeFileSync(join(dir, "0012-twelfth.json"), "{}");
+    writeFileSync(join(dir, "notes.txt"), "");
+    assert.equal(nextMigrationNumber(dir), "0013");
+    const before = loadSchemaObject({ Item: { properties: { n: { type: "string" } } } });
+    const after = loadSchemaObject({ Item: { properties: { n: { type: "integer" } } } });
+    const rows = [{ id: "a", rev: 1, deleted: false, data: { id: "a", n: "seven" } }];
+    const check = await checkSchema({ forEachRow: (entity: string, visit: (row: any) => void) => { if (entity === "Item") rows.forEach(visit); } }, before, after);
+    const first = refusalText(check, dir);
+    assert.match(first, /"else":"refuse"/);
+    assert.match(first, new RegExp(`${dir.replace(/[/\\]/g, "[/\\\\]")}[/\\\\]0013-<what-it-does>\\.json`));
+    const again = refusalText(check, dir, true);
+    assert.doesNotMatch(again, /"else":"refuse"/);
+    assert.match(again, /"else":"null"/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
