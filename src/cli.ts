@@ -1,7 +1,7 @@
 // The command line (docs/operating.md): argv and env → ServerOptions, the start-up banner, signals.
 // A bad flag, schema, seed or key file exits 1 before listening, with a message naming the fault.
 
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { nameSettingsAsFlags } from "./option-names.ts";
 import { createServer, VERSION, type ServerOptions, type TabulaServer } from "./server.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
@@ -17,7 +17,8 @@ import { MIN_SECRET_BYTES } from "./users/tokens.ts";
 import { USER_EVENT_TYPES } from "./views.ts";
 
 /** npx tabula-server <command> ...; without one (or with serve), it serves. */
-// Each loaded when named (a chunk of its own in the bundle): serving never parses their code.
+// Each loaded when named: in the bundle (one file, build.mjs) each import() is a function run on its
+// first call, so that serving never runs the commands' code.
 const COMMANDS: ReadonlyArray<{ readonly name: string; load(): Promise<Command> }> = [
   { name: "init", load: async () => (await import("./commands/init.ts")).initCommand },
   { name: "export", load: async () => (await import("./commands/export.ts")).exportCommand },
@@ -79,6 +80,8 @@ Usage: npx tabula-server [serve] [options]   serve the entities of --schema
                            resuming from before them catches up by records
   --max-streams N          change feed streams, long polls and realtime sockets     [TABULA_MAX_STREAMS, default 1000]
                            held at once
+  --max-connections N      connections open at once, streams and sockets among      [TABULA_MAX_CONNECTIONS, default 2000]
+                           them; one more is closed at once (docs/operating.md)
   --max-groups N           groups an aggregate may gather (docs/aggregates.md)      [TABULA_MAX_GROUPS, default 10000]
   --max-array-items N      items of one array, at any depth, in a written           [TABULA_MAX_ARRAY_ITEMS, default 10000]
                            record (docs/entities.md)
@@ -126,7 +129,7 @@ const STOP_DEADLINE_MS = 1800;
 
 class UsageError extends Error {}
 
-const VALUE_FLAGS = ["schema", "migrations", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "max-memory", "idempotency-memory", "cors", "app-id", "rate-limit", "changes-keep", "max-streams", "max-groups", "max-array-items", "max-object-keys", "max-record-size", "log", "webhook-retry-scale", "signup", "session-days", "auth-secret"] as const;
+const VALUE_FLAGS = ["schema", "migrations", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "max-memory", "idempotency-memory", "cors", "app-id", "rate-limit", "changes-keep", "max-streams", "max-connections", "max-groups", "max-array-items", "max-object-keys", "max-record-size", "log", "webhook-retry-scale", "signup", "session-days", "auth-secret"] as const;
 type ValueFlag = (typeof VALUE_FLAGS)[number];
 
 const SWITCHES = ["memory", "demo", "trust-proxy", "no-ui", "webhooks-allow-private", "help", "version"] as const;
@@ -253,8 +256,26 @@ function chooseStore(parsed: Parsed, env: NodeJS.ProcessEnv): StoreChoice {
   if (env.TABULA_STORE !== undefined) return storeUrl(env.TABULA_STORE, "TABULA_STORE");
   if (env.TABULA_DATA !== undefined) return { data: env.TABULA_DATA, source: "TABULA_DATA" };
   // Last, and only a PostgreSQL URL: DATABASE_URL is often set for other programs and databases.
-  if (env.DATABASE_URL !== undefined && POSTGRES_URL_RE.test(env.DATABASE_URL)) return storeUrl(env.DATABASE_URL, "DATABASE_URL");
+  if (env.DATABASE_URL !== undefined && POSTGRES_URL_RE.test(env.DATABASE_URL)) {
+    // A shell's DATABASE_URL beside a data folder of records: either could be meant, and serving
+    // the wrong one looks like lost records. Neither is picked.
+    if (holdsDataFolder("./data")) {
+      throw new UsageError(
+        `DATABASE_URL names a PostgreSQL database, and ./data holds a data folder: either could be the store meant. Choose one: --data ./data (or TABULA_DATA), or --store "$DATABASE_URL" (or TABULA_STORE).`,
+      );
+    }
+    return storeUrl(env.DATABASE_URL, "DATABASE_URL");
+  }
   return { data: "./data", source: "the default" };
+}
+
+/** Whether `dir` is a data folder a server wrote (its lock, log or snapshots), not just any folder. */
+function holdsDataFolder(dir: string): boolean {
+  try {
+    return readdirSync(dir).some((name) => /^(LOCK|keys\.json|wal-|log-|snapshot-)/.test(name));
+  } catch {
+    return false;
+  }
 }
 
 /** Checked here, so that a malformed URL is a usage error like any bad flag. */
@@ -298,6 +319,7 @@ function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv): ServerOptions & { re
     ...wholeNumberOf("sessionDays", values["session-days"] ?? env.TABULA_SESSION_DAYS, values["session-days"] !== undefined ? "--session-days" : "TABULA_SESSION_DAYS", 1, "days"),
     ...(values["auth-secret"] !== undefined ? authSecretOf(values["auth-secret"], "--auth-secret") : authSecretOf(env.TABULA_AUTH_SECRET, "TABULA_AUTH_SECRET")),
     ...wholeNumberOf("maxStreams", values["max-streams"] ?? env.TABULA_MAX_STREAMS, values["max-streams"] !== undefined ? "--max-streams" : "TABULA_MAX_STREAMS", 1, "streams"),
+    ...wholeNumberOf("maxConnections", values["max-connections"] ?? env.TABULA_MAX_CONNECTIONS, values["max-connections"] !== undefined ? "--max-connections" : "TABULA_MAX_CONNECTIONS", 1, "connections"),
     ...wholeNumberOf("maxGroups", values["max-groups"] ?? env.TABULA_MAX_GROUPS, values["max-groups"] !== undefined ? "--max-groups" : "TABULA_MAX_GROUPS", 1, "groups"),
     ...wholeNumberOf("maxArrayItems", values["max-array-items"] ?? env.TABULA_MAX_ARRAY_ITEMS, values["max-array-items"] !== undefined ? "--max-array-items" : "TABULA_MAX_ARRAY_ITEMS", 1, "items"),
     ...wholeNumberOf("maxObjectKeys", values["max-object-keys"] ?? env.TABULA_MAX_OBJECT_KEYS, values["max-object-keys"] !== undefined ? "--max-object-keys" : "TABULA_MAX_OBJECT_KEYS", 1, "keys"),
@@ -375,6 +397,7 @@ async function printBanner(server: TabulaServer, options: ServerOptions, isDemo:
     lines.push(bannerLine(`${view.kind} key`, `${shown}  id ${view.id}${where}`));
   }
   lines.push(bannerLine("users", await usersLine(server)));
+  for (const { id, origin, refusal } of await server.refusedWebhooks()) lines.push(bannerLine("webhook", `${id} (${origin}) is refused, so its deliveries fail: ${refusal}; --webhooks-allow-private would allow it`));
   if (options.ui !== false) lines.push(bannerLine("browser", `${server.url}/ (the data browser: paste a key)`));
   lines.push(`listening on ${server.url}`);
   process.stdout.write(lines.join("\n") + "\n");

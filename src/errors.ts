@@ -160,6 +160,21 @@ export const uniqueViolation = (entity: string, fields: readonly string[], value
     { entity, fields: [...fields], values: [...values], existing_id: id, id },
   );
 
+/**
+ * A unique_violation (uniqueViolation, idTaken) as a caller who may not read the entity's records
+ * gets it: the same refusal, naming neither the record that holds the values nor the values, which
+ * would tell anyone with a create-only key who signed up (docs/errors.md). The index in a batch
+ * and the line of a file stay.
+ */
+export function withoutHolder(error: ApiError): ApiError {
+  const { values: _values, existing_id: _existing, id: _id, ...details } = error.details;
+  const fields = (details.fields as readonly string[] | undefined) ?? [];
+  let message = `A ${String(details.entity)} record already holds the ${fields.length === 1 ? "value" : "values"} given for ${fields.join(" and ")}, which must be unique; nothing was stored. Use other values.`;
+  if (typeof details.line === "number") message = `Line ${details.line} of the file: ${message}`;
+  if (typeof details.index === "number") message = `Record ${details.index} of the batch: ${message}`;
+  return new ApiError(error.status, error.code, message, details, error.headers);
+}
+
 /** An import's id that a stored record (live or deleted) or an earlier record of its batch holds. */
 export const idTaken = (entity: string, id: string, inBatch: boolean) =>
   new ApiError(

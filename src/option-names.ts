@@ -9,6 +9,7 @@ const FLAGS = {
   cors: "--cors",
   changesKeep: "--changes-keep",
   maxStreams: "--max-streams",
+  maxConnections: "--max-connections",
   maxGroups: "--max-groups",
   maxArrayItems: "--max-array-items",
   maxObjectKeys: "--max-object-keys",

@@ -137,6 +137,8 @@ export interface StartOptions {
   readonly changesKeep?: number;
   /** Change feed streams, long polls and realtime sockets (@base44/sdk's subscribe()) held at once. Default 1,000. */
   readonly maxStreams?: number;
+  /** Connections open at once (streams and realtime sockets among them); one more is closed as soon as it is accepted. Default 2,000. */
+  readonly maxConnections?: number;
   /** Groups an aggregate may gather; one more is refused with 400 invalid_parameter. Default 10,000. */
   readonly maxGroups?: number;
   /** Items of one array in a written record (at any depth); more is refused with 400 invalid_field. Default 10,000. */

@@ -6,6 +6,8 @@ import { createServer as createHttpServer, type IncomingMessage, type ServerResp
 import type { AddressInfo, LookupFunction, Socket } from "node:net";
 import { expectationFailed } from "./errors.ts";
 import { answerClientError, answerConnect } from "./http/client-error.ts";
+import { BODY_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, HEADERS_TIMEOUT_MS, httpTimeoutsOf, limitConnections } from "./http/connection-limits.ts";
+import { serveWithoutUpgrade } from "./http/declined-upgrade.ts";
 import { defaultMaxMemoryBytes, MemoryGuard } from "./http/memory-guard.ts";
 import { DEFAULT_IDEMPOTENCY_MEMORY_BYTES } from "./store/memory/idempotent-answers.ts";
 import { parseCorsPolicy } from "./http/cors.ts";
@@ -41,9 +43,9 @@ import { App } from "./http/app.ts";
 import { addBackupRoute, addHealthRoute, addMetricsRoute } from "./http/admin-routes.ts";
 import { addUiRoute } from "./ui/page.ts";
 import { settingName } from "./option-names.ts";
-import { Webhooks } from "./webhooks/webhooks.ts";
+import { Webhooks, type RefusedEndpoint } from "./webhooks/webhooks.ts";
 import { addWebhookRoutes } from "./http/webhooks-routes.ts";
-import { addPollingRefusal, Realtime } from "./realtime/realtime-server.ts";
+import { addPollingRefusal, isRealtimeUpgrade, Realtime } from "./realtime/realtime-server.ts";
 import { DEFAULT_SESSION_DAYS, SIGNUPS, Users, type Signup } from "./users/users.ts";
 import { USER_EVENT_TYPES, type UserEventType } from "./views.ts";
 import { addUserRoutes } from "./http/users-routes.ts";
@@ -65,6 +67,9 @@ export interface ServerOptions extends Omit<Public.StartOptions, "schema"> {
   /** Tests: a webhook attempt's time limit (10 s), and how webhook hosts are resolved (node:dns). */
   readonly webhookTimeoutMs?: number;
   readonly webhookLookup?: LookupFunction;
+  /** Tests: how long a request's head may take (30 s), and its body stay silent (60 s): http/connection-limits.ts. */
+  readonly headersTimeoutMs?: number;
+  readonly bodyTimeoutMs?: number;
 }
 
 export type { FeedChange, LoadedData } from "./public-api.ts";
@@ -78,6 +83,8 @@ export interface TabulaServer extends Public.TabulaServer {
   readonly schemaLines: readonly string[];
   /** For the banner: who may sign up, and the enabled webhook endpoints asking now for users' events (the rest are printed). */
   readonly users: { readonly signup: Signup; codeEndpoints(): Promise<ReadonlyArray<{ readonly id: string; readonly events: readonly UserEventType[] }>> };
+  /** For the banner: the stored webhook endpoints whose URL is refused now (docs/webhooks.md, "Safety"). */
+  refusedWebhooks(): Promise<readonly RefusedEndpoint[]>;
 }
 
 export async function createServer(options: ServerOptions): Promise<TabulaServer> {
@@ -104,12 +111,22 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
   let app: App | null = null;
   let realtime: Realtime | null = null;
   const waiting: Array<[IncomingMessage, ServerResponse]> = [];
-  const http = createHttpServer({ requireHostHeader: false }, (req, res) => (app === null ? void waiting.push([req, res]) : void app.handle(req, res)));
+  const connectionLimits = {
+    maxConnections: checkCount(`The most connections (${settingName("maxConnections")})`, options.maxConnections ?? DEFAULT_MAX_CONNECTIONS, 1),
+    headersTimeoutMs: options.headersTimeoutMs ?? HEADERS_TIMEOUT_MS,
+    bodyTimeoutMs: options.bodyTimeoutMs ?? BODY_TIMEOUT_MS,
+  };
+  const http = createHttpServer({ requireHostHeader: false, ...httpTimeoutsOf(connectionLimits) }, (req, res) => (app === null ? void waiting.push([req, res]) : void app.handle(req, res)));
+  limitConnections(http, connectionLimits, warn);
   http.on("clientError", answerClientError);
   http.on("connect", answerConnect);
   // @base44/sdk's subscribe() (docs/base44-sdk.md); a socket that comes before the store is open is
-  // dropped, and socket.io-client tries again.
-  http.on("upgrade", (req: IncomingMessage, socket: Socket, head: Buffer) => (realtime === null ? socket.destroy() : realtime.handleUpgrade(req, socket, head)));
+  // dropped, and socket.io-client tries again. Any other upgrade is served as HTTP/1.1.
+  http.on("upgrade", (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    if (!isRealtimeUpgrade(req)) serveWithoutUpgrade(http, req, socket, head);
+    else if (realtime === null) socket.destroy();
+    else realtime.handleUpgrade(req, socket, head);
+  });
   http.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => sendReplyLingering(req, res, errorReply(expectationFailed(headerOf(req, "expect") ?? ""))));
   await listen(http, options.port ?? 8080, options.host ?? "127.0.0.1");
   let opened: Awaited<ReturnType<typeof openStore>>;
@@ -231,6 +248,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
             .map(({ id, events }) => ({ id, events: USER_EVENT_TYPES.filter((type) => events.includes(type)) }))
             .filter((endpoint) => endpoint.events.length > 0),
       },
+      refusedWebhooks: () => webhooks.refusedEndpoints(),
       loaded,
       seeded,
       async reset() {

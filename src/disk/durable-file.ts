@@ -7,12 +7,14 @@ import { open, rename, rm, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
 
 export const TEMPORARY_SUFFIX = ".tmp";
+/** What the files replaced here hold (records, keys' hashes) is the owner's alone: 0600 unless asked otherwise. */
+const PRIVATE_FILE_MODE = 0o600;
 
 /**
  * `write` fills `<path>.tmp`, which is fsync'ed and renamed over `path`; then the folder is
  * fsync'ed, which makes the rename durable. On failure the temporary file is removed.
  */
-export async function replaceFile(path: string, write: (handle: FileHandle) => Promise<void>, mode = 0o644): Promise<void> {
+export async function replaceFile(path: string, write: (handle: FileHandle) => Promise<void>, mode = PRIVATE_FILE_MODE): Promise<void> {
   const temporary = path + TEMPORARY_SUFFIX;
   const handle = await open(temporary, "w", mode);
   try {
@@ -29,7 +31,7 @@ export async function replaceFile(path: string, write: (handle: FileHandle) => P
 }
 
 /** replaceFile with the whole content at hand. */
-export function replaceFileWith(path: string, content: string, mode = 0o644): Promise<void> {
+export function replaceFileWith(path: string, content: string, mode = PRIVATE_FILE_MODE): Promise<void> {
   return replaceFile(path, (handle) => writeFully(handle, Buffer.from(content)), mode);
 }
 

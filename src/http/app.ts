@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
-import { ApiError, databaseUnreachable, insufficientStorage, internalError, invalidRequest, methodNotAllowed, notFound, storeUnavailable, uniqueViolation, writeContended } from "../errors.ts";
+import { ApiError, databaseUnreachable, insufficientStorage, internalError, invalidRequest, methodNotAllowed, notFound, storeUnavailable, uniqueViolation, withoutHolder, writeContended } from "../errors.ts";
 import type { ChangeFeed } from "../feed/change-feed.ts";
 import type { KeyRing } from "../keys/api-keys.ts";
 import type { Caller } from "../keys/caller.ts";
@@ -20,7 +20,7 @@ import type { Users } from "../users/users.ts";
 import { isSignInPath } from "./users-routes.ts";
 import { BodyBudget, HEAVY_BODY_BYTES, type Release } from "./body-budget.ts";
 import { MIN_COMPRESSED_BYTES } from "./compression.ts";
-import { checkGuard, Context, feedKeyOf, NO_KEY, type Handler, type RequestContext } from "./context.ts";
+import { checkGuard, Context, feedKeyOf, mayAccess, NO_KEY, type Handler, type RequestContext } from "./context.ts";
 import { addCorsHeaders, isPreflight, preflightReply, type CorsPolicy } from "./cors.ts";
 import { hashBody, IdempotencyGuard, idempotentRequest, type IdempotentRequest } from "./idempotency.ts";
 import { sendReplyLingering } from "./linger.ts";
@@ -399,11 +399,26 @@ export class App {
   }
 
   /**
+   * Runs a write (handleAndCommit). A unique_violation, whichever path found it (the store at commit,
+   * or an import's taken id), names the record holding the values only to a caller who may read
+   * the entity's records (docs/errors.md).
+   */
+  private async run(req: IncomingMessage, handler: Handler, ctx: RequestContext, request: IdempotentRequest | undefined): Promise<Reply> {
+    try {
+      return await this.handleAndCommit(req, handler, ctx, request);
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.code !== "unique_violation") throw error;
+      const entity = this.records.schema.entities.get(String(error.details.entity));
+      throw entity !== undefined && mayAccess(ctx.caller, entity, "read") ? error : withoutHolder(error);
+    }
+  }
+
+  /**
    * Runs a handler and commits its rows with the idempotent answer. When another write came first
    * (another process, or another request between this one's read and its commit), the handler
    * runs again on what is stored now, as if this request had arrived after that write.
    */
-  private async run(req: IncomingMessage, handler: Handler, ctx: RequestContext, request: IdempotentRequest | undefined): Promise<Reply> {
+  private async handleAndCommit(req: IncomingMessage, handler: Handler, ctx: RequestContext, request: IdempotentRequest | undefined): Promise<Reply> {
     for (let attempt = 1; ; attempt++) {
       if (this.failure) throw storeUnavailable();
       const handledAt = performance.now();

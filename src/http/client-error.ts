@@ -1,7 +1,8 @@
 // What node:http answers without us: requests its parser refuses (a malformed request line or
-// header, bad framing, headers over 16 KB, a timeout) and CONNECT. Each gets the JSON error
-// envelope and Connection: close, but only after every answer still owed on its connection: with
-// pipelining, the writes before the bad request were applied and must get their own answers.
+// header, bad framing, headers over 16 KB, a timeout) and CONNECT; and a body that stopped arriving
+// (connection-limits.ts). Each gets the JSON error envelope and Connection: close, but only after
+// every answer still owed on its connection: with pipelining, the writes before the bad request
+// were applied and must get their own answers. Nothing after the refused request is parsed.
 
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
@@ -30,7 +31,7 @@ function refusalOf(error: NodeJS.ErrnoException & { reason?: string }): ApiError
 /** Methods some path serves, for the Allow of a CONNECT refusal. */
 const SERVED_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"];
 
-/** Sockets already being closed with a refusal: a broken parser reports every later chunk again. */
+/** Sockets already being closed with a refusal: node:http may report one again (its end, a failed write). */
 const refused = new WeakSet<Socket>();
 
 /** server.on("clientError"). */
@@ -42,7 +43,14 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Socket):
     socket.destroy();
     return;
   }
-  refuseAfterOwedAnswers(socket, refusalOf(error), isHeadRequest(error as ParserError, socket));
+  refuse(socket, refusalOf(error), isHeadRequest(error as ParserError, socket));
+}
+
+/** A request refused while its body is still arriving (connection-limits.ts: one that went silent). */
+export function refuseUnfinishedRequest(req: IncomingMessage, refusal: ApiError): void {
+  if (refused.has(req.socket)) return;
+  refused.add(req.socket);
+  refuse(req.socket, refusal, req.method === "HEAD");
 }
 
 type ParserError = NodeJS.ErrnoException & { rawPacket?: Buffer; bytesParsed?: number };
@@ -69,11 +77,28 @@ function isHeadRequest(error: ParserError, socket: HttpSocket): boolean {
 /** server.on("connect"): tabula is no proxy. */
 export function answerConnect(req: IncomingMessage, socket: Socket): void {
   refused.add(socket);
-  refuseAfterOwedAnswers(socket, methodNotAllowed(req.method ?? "CONNECT", SERVED_METHODS), false);
+  refuse(socket, methodNotAllowed(req.method ?? "CONNECT", SERVED_METHODS), false);
 }
 
 /** node:http keeps the response it is writing, or will write next, on the socket. */
 type HttpSocket = Socket & { _httpMessage?: ServerResponse | null };
+
+function refuse(socket: HttpSocket, refusal: ApiError, isHead: boolean): void {
+  dropWhatFollows(socket);
+  refuseAfterOwedAnswers(socket, refusal, isHead);
+}
+
+/**
+ * Reads what the client still sends and drops it, no longer through node:http's parser, which stops
+ * feeding on the socket once another 'data' listener is added. After a timeout the parser is sound:
+ * it would go on to end the refused request's body, making a write its client was told 408, or
+ * begin the next request. The refused request's body never ends: its readers are told when the
+ * connection closes.
+ */
+function dropWhatFollows(socket: Socket): void {
+  socket.removeAllListeners("data");
+  socket.on("data", () => {});
+}
 
 function refuseAfterOwedAnswers(socket: HttpSocket, refusal: ApiError, isHead: boolean): void {
   const owed = socket._httpMessage;

@@ -74,10 +74,14 @@ export function checkGuard(caller: Caller, guard: Guard, refusal: string | undef
   }
 }
 
+/** Whether the entity's "access" lets the caller's key kind do `operation` (docs/entities.md). */
+export function mayAccess(caller: Caller, entity: EntityDef, operation: AccessOperation): boolean {
+  return caller.kind === "secret" || entity.publishableAccess.has(operation);
+}
+
 /** An entity route's operations must be in the entity's "access" for the caller's key kind (docs/entities.md). */
 export function checkEntityAccess(caller: Caller, entity: EntityDef, operations: readonly AccessOperation[]): void {
-  if (caller.kind === "secret") return;
-  const denied = operations.find((operation) => !entity.publishableAccess.has(operation));
+  const denied = operations.find((operation) => !mayAccess(caller, entity, operation));
   if (denied === undefined) return;
   const allowed = [...entity.publishableAccess];
   throw new ApiError(

@@ -10,7 +10,7 @@
 // Bounded like nginx's lingering close.
 
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { headerOf } from "./request.ts";
+import { hasBody } from "./request.ts";
 import { sendReply, writeReplyOpen, type Reply } from "./response.ts";
 
 /** The most body read and dropped after the answer; beyond it the connection is cut. */
@@ -52,9 +52,4 @@ export function sendReplyLingering(req: IncomingMessage, res: ServerResponse, re
   req.once("end", () => finish(false));
   req.once("close", () => finish(false)); // the client gave up first
   req.resume();
-}
-
-function hasBody(req: IncomingMessage): boolean {
-  const length = headerOf(req, "content-length");
-  return length === undefined ? headerOf(req, "transfer-encoding") !== undefined : Number(length) > 0;
 }

@@ -27,7 +27,7 @@ export function payloadTooLarge(maxBytes: number): ApiError {
   return new ApiError(
     413,
     "payload_too_large",
-    `The body is larger than ${maxBytes} bytes, the most this server accepts (--max-body). Send fewer records per request.`,
+    `The body is larger than ${maxBytes} bytes, the most this server accepts (--max-body). Send a batch as several requests of fewer records; keep one record's large content elsewhere and store a reference to it.`,
     { maxBytes },
     { Connection: "close" },
   );
@@ -60,6 +60,12 @@ function isHeaderName(received: string, lowerName: string): boolean {
     if ((received.charCodeAt(i) | 0x20) !== lowerName.charCodeAt(i)) return false;
   }
   return true;
+}
+
+/** Whether a request says a body follows its head: a Content-Length over 0, or Transfer-Encoding. */
+export function hasBody(req: IncomingMessage): boolean {
+  const length = headerOf(req, "content-length");
+  return length === undefined ? headerOf(req, "transfer-encoding") !== undefined : Number(length) > 0;
 }
 
 /** The body, at most `maxBytes`; over it, `tooLarge` (the --max-body refusal unless a route has its own). */

@@ -1,13 +1,13 @@
 // The socket @base44/sdk's subscribe() connects to (docs/base44-sdk.md, "Realtime"): node:http's
-// `upgrade` event at /ws-user-apps/socket.io/, checked (path, Engine.IO version and transport,
-// Origin against --cors, the WebSocket handshake, --max-streams) before it becomes a WebSocket
-// speaking Socket.IO. Holds the connections, their shared heartbeat, and ends those of keys revoked.
+// `upgrade` event for a WebSocket at /ws-user-apps/socket.io/ (any other upgrade is served as
+// HTTP/1.1: http/declined-upgrade.ts), checked (Engine.IO version and transport, Origin against
+// --cors, the WebSocket handshake, --max-streams) before it becomes a WebSocket speaking Socket.IO. Holds the connections, their shared heartbeat, and ends those of keys revoked.
 
 import { openRoute, type Handler } from "../http/context.ts";
 import type { Router } from "../http/router.ts";
 import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
-import { ApiError, notFound, tooManyStreams, unauthorized } from "../errors.ts";
+import { ApiError, tooManyStreams, unauthorized } from "../errors.ts";
 import type { ChangeFeed } from "../feed/change-feed.ts";
 import { isOriginAllowed, type CorsPolicy } from "../http/cors.ts";
 import { LINGER_MS } from "../http/linger.ts";
@@ -45,6 +45,13 @@ export function isSocketIoPath(path: string): boolean {
   return path === SOCKET_IO_PATH || path === SOCKET_IO_PATH.slice(0, -1);
 }
 
+/** Whether an upgrade is the socket's: a WebSocket at its path. */
+export function isRealtimeUpgrade(req: IncomingMessage): boolean {
+  const url = req.url ?? "/";
+  const queryAt = url.indexOf("?");
+  return (headerOf(req, "upgrade") ?? "").toLowerCase() === "websocket" && isSocketIoPath(queryAt === -1 ? url : url.slice(0, queryAt));
+}
+
 /** A plain GET of the socket's path: Engine.IO's polling transport, which is not served. */
 export const pollingRefused = () =>
   new ApiError(400, "invalid_request", `${SOCKET_IO_PATH} is served over WebSocket alone (EIO=4&transport=websocket): connect with transports: ["websocket"], as @base44/sdk does; HTTP long-polling is not served.`);
@@ -77,7 +84,7 @@ export class Realtime {
     return { sockets: this.connections.size, rooms };
   }
 
-  /** node:http's `upgrade`: a Socket.IO connection, or an answer saying why not, and the socket closed. */
+  /** node:http's `upgrade` when isRealtimeUpgrade: a Socket.IO connection, or an answer saying why not, and the socket closed. */
   handleUpgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
     socket.on("error", () => socket.destroy());
     // Stopping: the listener is closing, and a client reconnects to the next server.
@@ -146,11 +153,6 @@ export class Realtime {
   private refusalOf(req: IncomingMessage): ApiError | null {
     const url = req.url ?? "/";
     const queryAt = url.indexOf("?");
-    const path = queryAt === -1 ? url : url.slice(0, queryAt);
-    const upgrade = headerOf(req, "upgrade") ?? "";
-    // node:http hands every request with Upgrade here (h2c's too), where none but the socket's is served.
-    if (upgrade.toLowerCase() !== "websocket") return new ApiError(400, "invalid_request", `Upgrade: ${upgrade.slice(0, 40)} is not served: this server speaks HTTP/1.1, and WebSocket at ${SOCKET_IO_PATH} alone. Send the request without Upgrade.`);
-    if (!isSocketIoPath(path)) return notFound(path);
     const query = new URLSearchParams(queryAt === -1 ? "" : url.slice(queryAt + 1));
     if (query.get("EIO") !== "4") return new ApiError(400, "invalid_request", `This server speaks Engine.IO 4 (EIO=4), not EIO=${query.get("EIO") ?? "none"}; use socket.io-client 4 (as @base44/sdk does).`);
     if (query.get("transport") !== "websocket") return pollingRefused();

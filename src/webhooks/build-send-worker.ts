@@ -1,6 +1,6 @@
 // Bundles the webhook sending thread's program (send-worker.ts, with the client it runs) into one
-// CommonJS script, as node:worker_threads runs a string. build.mjs runs it for the bundle;
-// send-thread.ts runs it from source.
+// CommonJS script, as node:worker_threads runs a string: send-thread.ts runs it from source (the
+// bundle's thread runs the bundle's own file instead, see build.mjs).
 
 import { build } from "esbuild";
 import { fileURLToPath } from "node:url";

@@ -18,7 +18,7 @@ import { compileFilter, type Predicate } from "../query/predicate.ts";
 import { compareFeedPositions, positionOf, type FeedEvent, type FeedPosition, type FeedState, type BatchWriter } from "../store/store.ts";
 import { progressKey } from "./book.ts";
 import type { Progress, StoredEndpoint } from "./endpoints.ts";
-import { MAX_KEPT_ATTEMPTS, type Batch, type Sender } from "./send.ts";
+import { MAX_KEPT_ATTEMPTS, REFUSED_PREFIX, type Batch, type Sender } from "./send.ts";
 import type { Attempt } from "../views.ts";
 
 /** After the first failure, the delays before each next attempt: about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (as Svix's). */
@@ -43,8 +43,8 @@ export interface DeliveryContext {
   /** The retry schedule, scaled (--webhook-retry-scale). */
   readonly retryDelaysMs: readonly number[];
   readonly warn: (message: string) => void;
-  /** Disables the endpoint, kept in the store with the reason. */
-  disable(id: string, reason: string): Promise<void>;
+  /** Disables the endpoint, kept in the store with the reason; false when it was deleted meanwhile. */
+  disable(id: string, reason: string): Promise<boolean>;
   /** Counts attempts (GET /metrics). */
   count(id: string, isDelivered: boolean, attempts: number): void;
   /** The event's body, serialized once for every endpoint (all see it as a secret key does). */
@@ -64,6 +64,12 @@ export class Deliverer {
   private isCatchingUp: boolean;
   private replayed: number;
   private failing: Progress["failing"];
+  /**
+   * The last attempt at an event failed (a ping's aside): the server's output says so when this
+   * turns, and not at every retry. Unlike `failing`, it outlives a disable, so that the first
+   * delivery after enabling again says the endpoint recovered.
+   */
+  private isFailing: boolean;
   /** The delivery log, newest first. */
   private attempts: Attempt[];
   private isStopped = false;
@@ -84,6 +90,7 @@ export class Deliverer {
     this.isCatchingUp = progress?.isCatchingUp ?? false;
     this.replayed = progress?.replayed ?? 0;
     this.failing = progress?.failing ?? null;
+    this.isFailing = this.failing !== null;
     this.attempts = [...(progress?.deliveries ?? [])];
     this.done = this.run().catch((error: Error) => ctx.warn(`Webhook ${endpoint.id} stopped delivering: ${error.stack ?? error.message}`));
   }
@@ -198,6 +205,7 @@ export class Deliverer {
       this.keep(report.attempts);
       if (report.delivered > 0) {
         this.ctx.count(endpoint.id, true, report.delivered);
+        if (this.isFailing) this.tellRecovered(endpoint, deliveries[delivered]!.id);
         this.failing = null;
         delivered += report.delivered;
         const reached = events[delivered - 1]!;
@@ -223,18 +231,47 @@ export class Deliverer {
     return false;
   }
 
-  /** An attempt failed: the next is scheduled, or the schedule has run out (or the receiver said 410) and the endpoint is disabled. */
+  /**
+   * An attempt failed: the next is scheduled, or the schedule has run out (or the receiver said 410)
+   * and the endpoint is disabled. The server's output says when an endpoint starts failing and when
+   * it is disabled (docs/webhooks.md, "Delivery"); the retries between are in its delivery log.
+   */
   private async failed(endpoint: StoredEndpoint, attempt: Attempt & { error: string }): Promise<void> {
     const attempts = (this.failing?.attempts ?? 0) + 1;
     const delay = this.ctx.retryDelaysMs[attempts - 1];
+    const wasFailing = this.isFailing;
+    this.isFailing = true;
     if (attempt.status === 410 || delay === undefined) {
       const reason = attempt.status === 410 ? `The receiver answered 410 Gone at ${attempt.at}.` : `${attempts} attempts at event ${attempt.event_id} failed, the last at ${attempt.at}: ${attempt.error}`;
       this.failing = null;
       this.markDirty();
-      await this.ctx.disable(endpoint.id, reason).catch((error: Error) => this.ctx.warn(`Webhook ${endpoint.id} could not be disabled: ${error.message}`));
+      try {
+        if (!(await this.ctx.disable(endpoint.id, reason))) return;
+      } catch (error) {
+        this.ctx.warn(`Webhook ${endpoint.id} could not be disabled: ${(error as Error).message}`);
+        return;
+      }
+      this.ctx.warn(`${this.named(endpoint)} is disabled: ${oneLine(reason).replace(/\.$/, "")}. Once the receiver is mended, PATCH /api/webhooks/${endpoint.id} with {"enabled": true} resumes delivery from that event.`);
       return;
     }
     this.failing = { attempts, next_at: new Date(Date.now() + delay).toISOString(), error: attempt.error };
+    this.markDirty();
+    if (wasFailing) return;
+    const mend = attempt.error.startsWith(REFUSED_PREFIX) ? "; --webhooks-allow-private allows such an address" : "";
+    this.ctx.warn(`${this.named(endpoint)} is failing: ${oneLine(attempt.error)}${mend}. Event ${attempt.event_id} is tried again in ${durationOf(delay)}; after ${this.ctx.retryDelaysMs.length} retries the endpoint is disabled (GET /api/webhooks/${endpoint.id}/deliveries lists the attempts).`);
+  }
+
+  /** The first delivery after a failed attempt. */
+  private tellRecovered(endpoint: StoredEndpoint, eventId: string): void {
+    this.isFailing = false;
+    const attempts = this.failing?.attempts ?? 0;
+    const after = attempts > 0 ? ` after ${attempts} failed attempt${attempts === 1 ? "" : "s"}` : "";
+    this.ctx.warn(`${this.named(endpoint)} recovered: event ${eventId} was delivered${after}.`);
+  }
+
+  /** How the server's output names an endpoint: its id and origin (a URL's path and credentials may hold secrets). */
+  private named(endpoint: StoredEndpoint): string {
+    return `Webhook ${endpoint.id} (${new URL(endpoint.url).origin})`;
   }
 
   /** Adds attempts (oldest first) to the delivery log. */
@@ -285,6 +322,19 @@ export class Deliverer {
       };
     });
   }
+}
+
+/** A receiver's words on one line of the server's output, with no control characters (a terminal's escapes among them). */
+function oneLine(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ").trim();
+}
+
+/** A retry delay as the output says it: "5 s", "30 min", "10 h". */
+function durationOf(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${Math.round(ms / 1000)} s`;
+  if (ms < 3_600_000) return `${Math.round(ms / 60_000)} min`;
+  return `${Math.round(ms / 3_600_000)} h`;
 }
 
 /** Seconds since `event` was written. */

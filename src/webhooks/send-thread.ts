@@ -2,11 +2,12 @@
 // thread hands each endpoint's next events over as one message and hears back, every few
 // milliseconds, how many were delivered and the attempts made, so that a delivery costs it a share
 // of a message, not a connection's writes and reads; and the sending thread runs only on what the
-// requests leave of the cores. The thread's program is send-worker.ts, bundled by build.mjs into the
-// command (built on first use when run from source).
+// requests leave of the cores. The thread's program is send-worker.ts: in the bundle, the thread
+// runs the bundle's own file, whose entry point (build.mjs) runs send-worker.ts when isSendThread();
+// from source it is built on first use by build-send-worker.ts.
 
 import type { LookupAddress } from "node:dns";
-import { Worker } from "node:worker_threads";
+import { isMainThread, Worker, workerData } from "node:worker_threads";
 import type { Batch, BatchReport, Delivery, Sender } from "./send.ts";
 import type { Attempt } from "../views.ts";
 import type { TargetPolicy } from "./target.ts";
@@ -20,6 +21,9 @@ import type { TargetPolicy } from "./target.ts";
  */
 const YIELDS_TO_REQUESTS = process.platform === "linux";
 
+/** In workerData: the bundle's file, started as a thread, is the sending thread (isSendThread). */
+const SEND_THREAD = "tabula:webhook-sending-thread";
+
 export interface SendThreadData {
   readonly allowPrivate: boolean;
   readonly timeoutMs: number;
@@ -27,6 +31,7 @@ export interface SendThreadData {
   readonly asksLookup: boolean;
   /** The thread lowers its own priority (YIELDS_TO_REQUESTS). */
   readonly yieldsToRequests: boolean;
+  readonly thread: typeof SEND_THREAD;
 }
 
 export type ToSendThread =
@@ -38,16 +43,22 @@ export type FromSendThread =
   | { type: "report"; n: number; delivered: number; attempts: Attempt[]; hasEnded: boolean }
   | { type: "lookup"; n: number; hostname: string; family: number };
 
-declare const __TABULA_SEND_WORKER__: string | undefined;
+/** Defined by build.mjs: this code is in the bundle, one file that is also the thread's program. */
+declare const __TABULA_IS_BUNDLED__: boolean | undefined;
 
 /** The builder, by a specifier esbuild does not follow: the bundle never loads it (nor esbuild). */
 const BUILDER = "./build-send-worker.ts";
 let builtSource: Promise<string> | undefined;
 
-function workerSource(): Promise<string> {
-  if (typeof __TABULA_SEND_WORKER__ !== "undefined") return Promise.resolve(__TABULA_SEND_WORKER__);
+/** Whether this thread was started by threadSender: the bundle's entry point then runs send-worker.ts. */
+export function isSendThread(): boolean {
+  return !isMainThread && (workerData as Partial<SendThreadData> | null)?.thread === SEND_THREAD;
+}
+
+async function startWorker(data: SendThreadData): Promise<Worker> {
+  if (typeof __TABULA_IS_BUNDLED__ !== "undefined") return new Worker(new URL(import.meta.url), { workerData: data });
   builtSource ??= (import(BUILDER) as Promise<typeof import("./build-send-worker.ts")>).then(({ buildSendWorker }) => buildSendWorker());
-  return builtSource;
+  return new Worker(await builtSource, { eval: true, workerData: data });
 }
 
 interface Pending {
@@ -63,8 +74,8 @@ export function threadSender(policy: TargetPolicy, timeoutMs: number, warn: (mes
   const pending = new Map<number, Pending>();
 
   const start = async (): Promise<Worker> => {
-    const data: SendThreadData = { allowPrivate: policy.allowPrivate, timeoutMs, asksLookup: policy.lookup !== undefined, yieldsToRequests: YIELDS_TO_REQUESTS };
-    const started = new Worker(await workerSource(), { eval: true, workerData: data });
+    const data: SendThreadData = { allowPrivate: policy.allowPrivate, timeoutMs, asksLookup: policy.lookup !== undefined, yieldsToRequests: YIELDS_TO_REQUESTS, thread: SEND_THREAD };
+    const started = await startWorker(data);
     // Held open only while a batch is in flight: an idle sender never keeps the process running.
     started.unref();
     started.on("message", (message: FromSendThread) => {

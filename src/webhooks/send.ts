@@ -15,6 +15,8 @@ export const ATTEMPT_TIMEOUT_MS = 10_000;
 /** What the delivery log keeps of an error. */
 const MAX_NOTE_CHARS = 200;
 export const SECRET_PREFIX = "whsec_";
+/** How an attempt's error begins when the address check refused the connection (target.ts). */
+export const REFUSED_PREFIX = "refused: ";
 
 /** A new endpoint secret: 32 random bytes, base64 after the whsec_ prefix (as standardwebhooks reads it). */
 export function newSecret(): string {
@@ -122,9 +124,9 @@ function attempt({ url, head }: { url: URL; head: string }, secret: string, id: 
   const done = (status: number | null, error: string | null): Attempt => ({ event_id: id, at, status, latency_ms: Math.round(performance.now() - started), error: error === null ? null : error.slice(0, MAX_NOTE_CHARS) });
   // An address written in the URL is connected to without a lookup: checked here instead.
   const host = hostOf(url);
-  if (!policy.allowPrivate && isIP(host) !== 0) {
-    const refusal = refusalOf(host);
-    if (refusal) return Promise.resolve(done(null, `refused: ${refusal}`));
+  if (isIP(host) !== 0) {
+    const refusal = refusalOf(host, policy);
+    if (refusal) return Promise.resolve(done(null, `${REFUSED_PREFIX}${refusal}`));
   }
   const timestamp = Math.floor(Date.now() / 1000);
   const request = `${head}Content-Length: ${Buffer.byteLength(body)}\r\nwebhook-id: ${id}\r\nwebhook-timestamp: ${timestamp}\r\nwebhook-signature: ${signatureOf(secret, id, timestamp, body)}\r\n\r\n${body}`;
@@ -155,7 +157,7 @@ function attempt({ url, head }: { url: URL; head: string }, secret: string, id: 
           return;
         }
         clearTimeout(timer);
-        settle(error.code === "EWEBHOOKTARGET" ? `refused: ${error.message}` : `${error.code ?? "error"}: ${error.message}`);
+        settle(error.code === "EWEBHOOKTARGET" ? `${REFUSED_PREFIX}${error.message}` : `${error.code ?? "error"}: ${error.message}`);
       },
     };
     let connection: Connection = pool.take(url);

@@ -1,12 +1,14 @@
 // Where a webhook may be sent (docs/webhooks.md, "Safety"): an http(s) URL whose host is not on
-// loopback, a private network, link-local or a cloud's metadata address. The check runs when an
-// endpoint is saved and again at every connection, on the address the connection will use (the
-// name resolved here, then connected to as resolved), so a name that later resolves to such an
-// address is refused too. --webhooks-allow-private lifts it (receivers on 127.0.0.1 in tests).
+// loopback, a private network, link-local, a cloud's metadata address or this machine's own, nor an
+// IPv6 address that carries one of those. The check runs when an endpoint is saved and again at
+// every connection, on the address the connection will use (the name resolved here, then connected
+// to as resolved), so a name that later resolves to such an address is refused too.
+// --webhooks-allow-private lifts it (receivers on 127.0.0.1 in tests).
 
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { BlockList, isIP } from "node:net";
 import type { LookupFunction } from "node:net";
+import { networkInterfaces } from "node:os";
 import { invalidWebhookUrl } from "../errors.ts";
 
 /** The longest endpoint URL kept. */
@@ -18,23 +20,108 @@ const SAVE_LOOKUP_MS = 2000;
  * Addresses no webhook reaches (IANA special-purpose registries): "this network", private (RFC
  * 1918, unique local), shared (RFC 6598, where Alibaba's metadata address lives), loopback,
  * link-local (169.254.169.254 is the metadata address of AWS, GCP and Azure), benchmarking,
- * multicast and reserved. An IPv4-mapped IPv6 address is checked as its IPv4 address.
+ * multicast and reserved. 0.0.0.0 and :: reach this machine, as its loopback does.
  */
 const REFUSED = new BlockList();
+const REFUSED_KIND = "a loopback, private, link-local or metadata address";
 for (const [network, prefix] of [
   ["0.0.0.0", 8], ["10.0.0.0", 8], ["100.64.0.0", 10], ["127.0.0.0", 8], ["169.254.0.0", 16], ["172.16.0.0", 12],
   ["192.0.0.0", 24], ["192.168.0.0", 16], ["198.18.0.0", 15], ["224.0.0.0", 4], ["240.0.0.0", 4],
 ] as const) {
   REFUSED.addSubnet(network, prefix, "ipv4");
 }
-// ::/128 and ::1, unique local (fd00:ec2::254 is AWS's metadata address), site- and link-local, multicast.
-for (const [network, prefix] of [["::", 127], ["fc00::", 7], ["fec0::", 10], ["fe80::", 10], ["ff00::", 8]] as const) REFUSED.addSubnet(network, prefix, "ipv6");
+// ::/128 and ::1, unique local (fd00:ec2::254 is AWS's metadata address), site- and link-local,
+// multicast, and NAT64 for local use (RFC 8215: a translator of the local network, which may place
+// the IPv4 address at any of RFC 6052's offsets, so the whole prefix is refused).
+for (const [network, prefix] of [["::", 127], ["fc00::", 7], ["fec0::", 10], ["fe80::", 10], ["ff00::", 8], ["64:ff9b:1::", 48]] as const) REFUSED.addSubnet(network, prefix, "ipv6");
 
-/** Why `address` may not be reached, or null when it may. */
-export function refusalOf(address: string): string | null {
+/**
+ * Why `address` may not be reached under `policy`, or null when it may: the one check made when an
+ * endpoint is saved and at each connection. An IPv6 address that carries an IPv4 address (see
+ * embeddedIpv4Of) is refused when that IPv4 address is.
+ */
+export function refusalOf(address: string, policy: TargetPolicy): string | null {
+  if (policy.allowPrivate) return null;
   const family = isIP(address);
   if (family === 0) return `${address} is not an IP address`;
-  return REFUSED.check(address, family === 4 ? "ipv4" : "ipv6") ? `${address} is a loopback, private, link-local or metadata address` : null;
+  // Read at each check: an interface may come, go or change its address while tabula runs.
+  const own = ownAddresses();
+  if (family === 4) {
+    const kind = refusedIpv4Kind(address, own);
+    return kind && `${address} is ${kind}`;
+  }
+  const groups = ipv6GroupsOf(address);
+  const text = ipv6TextOf(groups);
+  if (REFUSED.check(text, "ipv6")) return `${address} is ${REFUSED_KIND}`;
+  const name = own.get(text);
+  if (name !== undefined) return `${address} is an address of this machine (${name})`;
+  const embedded = embeddedIpv4Of(groups);
+  const kind = embedded && refusedIpv4Kind(embedded.address, own);
+  return kind ? `${address} embeds ${embedded!.address} (${embedded!.form}), ${kind}` : null;
+}
+
+function refusedIpv4Kind(address: string, own: ReadonlyMap<string, string>): string | null {
+  if (REFUSED.check(address, "ipv4")) return REFUSED_KIND;
+  const name = own.get(address);
+  return name === undefined ? null : `an address of this machine (${name})`;
+}
+
+/**
+ * Every address of this machine's interfaces (IPv6 as eight hex groups), with the interface's name.
+ * A receiver bound to 0.0.0.0 answers on each, the public-facing one too, where a cloud firewall
+ * hides it from everyone but this machine.
+ */
+function ownAddresses(): Map<string, string> {
+  const own = new Map<string, string>();
+  for (const [name, addresses] of Object.entries(networkInterfaces())) {
+    for (const { address } of addresses ?? []) {
+      const family = isIP(address);
+      if (family === 4) own.set(address, name);
+      else if (family === 6) own.set(ipv6TextOf(ipv6GroupsOf(address)), name);
+    }
+  }
+  return own;
+}
+
+/** An IPv6 address (checked by isIP, in any spelling) as its eight 16-bit groups. */
+function ipv6GroupsOf(address: string): number[] {
+  // A zone (fe80::1%eth0) names an interface, not part of the address.
+  let text = address.split("%")[0]!;
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const groupsIn = (part: string) => (part === "" ? [] : part.split(":").map((group) => parseInt(group, 16)));
+  const [head, tail] = text.split("::") as [string, string | undefined];
+  if (tail === undefined) return groupsIn(head);
+  const [front, back] = [groupsIn(head), groupsIn(tail)];
+  return [...front, ...new Array<number>(8 - front.length - back.length).fill(0), ...back];
+}
+
+/** One spelling for each IPv6 address (eight hex groups, none left out), to compare them by. */
+function ipv6TextOf(groups: readonly number[]): string {
+  return groups.map((group) => group.toString(16)).join(":");
+}
+
+/**
+ * The IPv4 address an IPv6 address leads to, where this host, a translator or a relay takes it
+ * there: IPv4-compatible (::a.b.c.d), IPv4-mapped (::ffff:a.b.c.d), IPv4-translated
+ * (::ffff:0:a.b.c.d, RFC 2765), NAT64's well-known prefix (64:ff9b::/96, RFC 6052), 6to4
+ * (2002::/16, RFC 3056: the 32 bits after the prefix) and Teredo (2001::/32, RFC 4380: the client,
+ * the last 32 bits inverted).
+ */
+function embeddedIpv4Of(groups: readonly number[]): { address: string; form: string } | null {
+  const [g0, g1, g2, g3, g4, g5, g6, g7] = groups as [number, number, number, number, number, number, number, number];
+  const ipv4 = (high: number, low: number) => `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+  const zeroTo = (end: number) => groups.slice(0, end).every((group) => group === 0);
+  if (zeroTo(6)) return { address: ipv4(g6, g7), form: "IPv4-compatible" };
+  if (zeroTo(5) && g5 === 0xffff) return { address: ipv4(g6, g7), form: "IPv4-mapped" };
+  if (zeroTo(4) && g4 === 0xffff && g5 === 0) return { address: ipv4(g6, g7), form: "IPv4-translated" };
+  if (g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) return { address: ipv4(g6, g7), form: "NAT64" };
+  if (g0 === 0x2002) return { address: ipv4(g1, g2), form: "6to4" };
+  if (g0 === 0x2001 && g1 === 0) return { address: ipv4(g6 ^ 0xffff, g7 ^ 0xffff), form: "Teredo client" };
+  return null;
 }
 
 export interface TargetPolicy {
@@ -55,21 +142,26 @@ export async function checkWebhookUrl(value: unknown, policy: TargetPolicy): Pro
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") throw invalidWebhookUrl(`url must use http or https (got ${url.protocol.slice(0, -1)}).`, value);
   if (url.hash !== "") throw invalidWebhookUrl("url may not hold a #fragment: it is never sent.", value);
-  if (policy.allowPrivate) return url.href;
+  const refusal = await refusalOfUrl(url, policy);
+  if (refusal) throw invalidWebhookUrl(`url's host ${refusal}.`, value);
+  return url.href;
+}
+
+/**
+ * Why `url`'s host may not be reached now, or null: its address, or those its name resolves to now
+ * (a name that does not resolve is let through: each connection checks it again).
+ */
+export async function refusalOfUrl(url: URL, policy: TargetPolicy): Promise<string | null> {
+  if (policy.allowPrivate) return null;
   const host = hostOf(url);
   // RFC 6761: localhost and its subdomains are the loopback, whatever a resolver says.
-  if (host === "localhost" || host.endsWith(".localhost")) throw invalidWebhookUrl(`url's host ${host} is this machine.`, value);
-  if (isIP(host) !== 0) {
-    const refusal = refusalOf(host);
-    if (refusal) throw invalidWebhookUrl(`url's host ${refusal}.`, value);
-    return url.href;
+  if (host === "localhost" || host.endsWith(".localhost")) return `${host} is this machine`;
+  if (isIP(host) !== 0) return refusalOf(host, policy);
+  for (const { address } of await resolveForSave(host, policy.lookup ?? dnsLookup)) {
+    const refusal = refusalOf(address, policy);
+    if (refusal) return `${host} resolves to ${refusal}`;
   }
-  const addresses = await resolveForSave(host, policy.lookup ?? dnsLookup);
-  for (const { address } of addresses) {
-    const refusal = refusalOf(address);
-    if (refusal) throw invalidWebhookUrl(`url's host ${host} resolves to ${refusal}.`, value);
-  }
-  return url.href;
+  return null;
 }
 
 /** The host of a URL without IPv6 brackets. */
@@ -98,11 +190,9 @@ export function checkedLookup(policy: TargetPolicy): LookupFunction {
     lookup(hostname, { ...options, all: true }, (error, found) => {
       if (error) return callback(error, "", 0);
       const addresses = found as unknown as LookupAddress[];
-      if (!policy.allowPrivate) {
-        for (const { address } of addresses) {
-          const refusal = refusalOf(address);
-          if (refusal) return callback(Object.assign(new Error(`${hostname} resolves to ${refusal}: refused`), { code: "EWEBHOOKTARGET" }), "", 0);
-        }
+      for (const { address } of addresses) {
+        const refusal = refusalOf(address, policy);
+        if (refusal) return callback(Object.assign(new Error(`${hostname} resolves to ${refusal}`), { code: "EWEBHOOKTARGET" }), "", 0);
       }
       if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} resolves to no address`), { code: "ENOTFOUND" }), "", 0);
       if (options.all) return (callback as unknown as (error: null, addresses: LookupAddress[]) => void)(null, addresses);

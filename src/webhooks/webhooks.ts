@@ -12,12 +12,12 @@ import type { Schema } from "../schema/load.ts";
 import type { BatchWriter, FeedEvent, FeedSource, MetadataStore } from "../store/store.ts";
 import { progressKey, WebhookBook } from "./book.ts";
 import { Deliverer, RETRY_DELAYS_MS, WEBHOOK_CALLER } from "./delivery.ts";
-import { checkFilter, EVENT_TYPES, MAX_WEBHOOKS, readEndpointFields, viewOf, type StoredEndpoint } from "./endpoints.ts";
+import { checkFilter, EVENT_TYPES, MAX_WEBHOOKS, readEndpointFields, viewOf, type Progress, type StoredEndpoint } from "./endpoints.ts";
 import type { Attempt, EndpointView, UserEventType } from "../views.ts";
 import { SOLE_LEASE, storeLease, type Lease } from "./lease.ts";
-import { ATTEMPT_TIMEOUT_MS, newSecret, type Sender } from "./send.ts";
+import { ATTEMPT_TIMEOUT_MS, newSecret, REFUSED_PREFIX, type Sender } from "./send.ts";
 import { threadSender } from "./send-thread.ts";
-import { checkWebhookUrl, type TargetPolicy } from "./target.ts";
+import { checkWebhookUrl, refusalOfUrl, type TargetPolicy } from "./target.ts";
 
 export interface WebhookOptions {
   /** --webhooks-allow-private: receivers on loopback and private networks may be reached. */
@@ -28,6 +28,14 @@ export interface WebhookOptions {
   readonly timeoutMs?: number;
   /** Tests: how names are resolved. */
   readonly lookup?: LookupFunction;
+}
+
+/** A stored endpoint whose URL the address check refuses now (docs/webhooks.md, "Safety"). */
+export interface RefusedEndpoint {
+  readonly id: string;
+  /** Its URL's scheme, host and port: the path and credentials may hold secrets. */
+  readonly origin: string;
+  readonly refusal: string;
 }
 
 export interface EndpointMetrics {
@@ -207,6 +215,20 @@ export class Webhooks {
     setTimeout(() => void this.sendWithRetries(endpoint, eventId, body, attempt + 1), USER_EVENT_RETRY_MS[attempt]! * this.retryDelaysMs[0]! / RETRY_DELAYS_MS[0]!).unref();
   }
 
+  /**
+   * The stored endpoints whose URL is refused now: saved under --webhooks-allow-private, and this
+   * process started without it (each of their attempts fails with `refused: …`). For the banner.
+   */
+  async refusedEndpoints(): Promise<RefusedEndpoint[]> {
+    const checked = await Promise.all(
+      this.book.list().map(async ({ id, url }) => {
+        const parsed = new URL(url);
+        return { id, origin: parsed.origin, refusal: await refusalOfUrl(parsed, this.policy) };
+      }),
+    );
+    return checked.filter((endpoint): endpoint is RefusedEndpoint => endpoint.refusal !== null);
+  }
+
   metrics(): EndpointMetrics[] {
     return this.book.list().map(({ id, enabled }) => {
       const counts = this.counts.get(id) ?? { delivered: 0, failed: 0 };
@@ -274,7 +296,7 @@ export class Webhooks {
         running.update(endpoint);
         continue;
       }
-      const progress = await this.book.progress(endpoint.id);
+      const progress = liftedRefusal(await this.book.progress(endpoint.id), this.policy);
       this.deliverers.set(endpoint.id, new Deliverer(endpoint, progress, this.deliveryContext()));
     }
   }
@@ -288,10 +310,14 @@ export class Webhooks {
       retryDelaysMs: this.retryDelaysMs,
       warn: this.warn,
       disable: async (id: string, reason: string) => {
-        await this.changeOne(id, (endpoint) => ({ ...endpoint, enabled: false, disabled_reason: reason, updated_date: new Date().toISOString() })).catch((error: unknown) => {
+        try {
+          await this.changeOne(id, (endpoint) => ({ ...endpoint, enabled: false, disabled_reason: reason, updated_date: new Date().toISOString() }));
+          return true;
+        } catch (error) {
           // Deleted meanwhile: nothing to disable.
           if ((error as { code?: string }).code !== "webhook_not_found") throw error;
-        });
+          return false;
+        }
       },
       bodyOf: (event: FeedEvent) => {
         // Keyed by the row, which the feed hands every reader alike; a sync of the same row differs.
@@ -311,4 +337,14 @@ export class Webhooks {
       },
     };
   }
+}
+
+/**
+ * An endpoint whose last attempt was refused by the address check (a process started without
+ * --webhooks-allow-private), now that it is given, is tried again at once rather than when the
+ * stored schedule says: the refusal was this server's, not the receiver's.
+ */
+function liftedRefusal(progress: Progress | undefined, policy: TargetPolicy): Progress | undefined {
+  if (!policy.allowPrivate || !progress?.failing?.error.startsWith(REFUSED_PREFIX)) return progress;
+  return { ...progress, failing: { ...progress.failing, next_at: new Date().toISOString() } };
 }

@@ -550,6 +550,20 @@ describe("choosing the store", { concurrency: CONCURRENT_TESTS }, () => {
     for (const data of ["flag-data", "env-data", "data"]) assert.ok(existsSync(join(dir, data, "keys.json")), `${data} holds the file store`);
   });
 
+  test("a postgres:// DATABASE_URL beside a ./data that holds a data folder: exit 1 naming both and how to choose", async () => {
+    const dir = await folder();
+    const first = await start(["--schema", schemaDir, "--port", "0"], {}, dir);
+    assert.equal(await stop(first), 0);
+    assert.ok(existsSync(join(dir, "data", "keys.json")));
+    const { code, stdout, stderr } = await run(["--schema", schemaDir, "--port", "0"], { DATABASE_URL: "postgres://app:hunter2@db.example/app" }, dir);
+    assert.equal(code, 1);
+    assert.match(stderr, /DATABASE_URL names a PostgreSQL database, and \.\/data holds a data folder/);
+    assert.match(stderr, /--data \.\/data/);
+    assert.match(stderr, /--store "\$DATABASE_URL"/);
+    assert.doesNotMatch(stderr, /hunter2/);
+    assert.doesNotMatch(stdout, /listening on/);
+  });
+
   test("--store file:<dir> keeps records across a restart, as TABULA_STORE=file://<dir> and --data <dir> read them", async () => {
     const data = join(await folder(), "data");
     const secret = ["--secret-key", "sk_store_file_01"];

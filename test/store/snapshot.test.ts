@@ -202,9 +202,10 @@ describe("snapshot formats 1 and 2", () => {
         frameLine({ answer }),
         frameLine({ end: true, rows: rows.length, answers: 1 }),
       ].join("");
-      await writeFile(join(dir, snapshotName(3)), text);
+      // 0600, as tabula writes them: a folder others may read is warned about (docs/operating.md).
+      await writeFile(join(dir, snapshotName(3)), text, { mode: 0o600 });
       const later = { id: "a1", rev: 8, deleted: false, data: { ...rows[0]!.row.data, title: "changed in the log", updated_date: "2026-11-25T00:00:00.000Z" } };
-      await writeFile(join(dir, segmentName(3)), frameLine({ seq: 3, puts: [{ e: "Task", row: later }] }));
+      await writeFile(join(dir, segmentName(3)), frameLine({ seq: 3, puts: [{ e: "Task", row: later }] }), { mode: 0o600 });
 
       const store = await openStore(dir);
       const expected = stateOf({ get: (entity: string, id: string) => (id === "a1" ? later : rows.find((put) => put.entity === entity && put.row.id === id)?.row) } as FileStore, rows);

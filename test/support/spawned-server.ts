@@ -3,11 +3,11 @@
 // left running when it ends.
 
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { copyFileSync, cpSync, existsSync } from "node:fs";
+import { copyFileSync, existsSync } from "node:fs";
 import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { createServer as createNetServer } from "node:net";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -61,13 +61,12 @@ export function childEnv(env: Record<string, string> = {}): NodeJS.ProcessEnv {
 }
 
 /**
- * A private copy of the bundle in `dir` (the command and the chunks it imports): a rebuild
- * elsewhere (build.mjs empties dist/) cannot pull it away mid-run.
+ * A private copy of the bundle in `dir` (the command is one file): a rebuild elsewhere (build.mjs
+ * empties dist/) cannot pull it away mid-run.
  */
 export function copyCli(dir: string): string {
   const cli = join(dir, "tabula.mjs");
   copyFileSync(BUILT_CLI, cli);
-  cpSync(join(dirname(BUILT_CLI), "chunks"), join(dir, "chunks"), { recursive: true });
   return cli;
 }
 

@@ -9,6 +9,7 @@ import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { syncDirectory, writeFully } from "../../disk/durable-file.ts";
+import { DATA_FILE_MODE, DATA_FOLDER_MODE } from "./folder-modes.ts";
 
 /** Files are copied this much at a time: big enough to stream, small enough to share the disk with the log's writes. */
 const COPY_CHUNK_BYTES = 1024 * 1024;
@@ -112,14 +113,15 @@ export async function writeBackup(point: BackupPoint, to: string): Promise<numbe
   try {
     const made = await mkdir(parent, { recursive: true });
     if (made !== undefined) await syncDirectory(dirname(made));
-    await mkdir(temporary);
+    // Renamed to the target at the end: the backup is a data folder like the one it copies.
+    await mkdir(temporary, { mode: DATA_FOLDER_MODE });
   } catch (error) {
     throw unusableTarget(to, error);
   }
   let bytes = 0;
   try {
     for (const file of point.files) bytes += await copyHeld(file, join(temporary, file.name));
-    if (point.keysJson) bytes += await writeSynced(join(temporary, KEYS_FILE), point.keysJson, 0o600);
+    if (point.keysJson) bytes += await writeSynced(join(temporary, KEYS_FILE), point.keysJson, DATA_FILE_MODE);
     await syncDirectory(temporary);
     await renameIntoPlace(temporary, target, to);
     await syncDirectory(parent);
@@ -132,7 +134,7 @@ export async function writeBackup(point: BackupPoint, to: string): Promise<numbe
 
 /** The first `file.bytes` bytes of a held file into a new file, fsynced. */
 async function copyHeld(file: HeldFile, path: string): Promise<number> {
-  const out = await open(path, "wx", 0o644);
+  const out = await open(path, "wx", DATA_FILE_MODE);
   try {
     const buffer = Buffer.allocUnsafe(Math.min(COPY_CHUNK_BYTES, Math.max(file.bytes, 1)));
     for (let position = 0; position < file.bytes; ) {

@@ -3,10 +3,11 @@
 // the newest snapshot (snapshot.ts) and replays the log after it; compaction snapshots in the
 // background and deletes the segments the snapshot covers.
 
-import { mkdir, readdir, rm } from "node:fs/promises";
+import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { acquireLock, type DirectoryLock } from "./lock.ts";
+import { checkFolderModes, makeDataFolder } from "./folder-modes.ts";
 import { MemoryStore, type ValueIndexedFields } from "../memory/memory-store.ts";
 import { isTemporarySnapshot, parseSnapshotName, readSnapshot, snapshotName, writeSnapshot, type SnapshotState } from "./snapshot.ts";
 import { isOutOfSpace, type Commit, type FeedEvent, type FeedPosition, type Row, type StoreMetrics, type UniqueFields, type WriteBatch } from "../store.ts";
@@ -94,15 +95,24 @@ export class FileStore extends MemoryStore {
     super(options.valueIndexed, options.unique, options.changesKeep, options.idempotencyMemoryBytes);
   }
 
-  /** Creates the folder if needed, locks it, and recovers its state; then the store serves. */
+  /**
+   * Creates the folder if needed (0700), locks it, and recovers its state; then the store serves.
+   * A folder or file others may read is warned about once recovery has removed its leftovers.
+   */
   static async open(options: FileStoreOptions): Promise<FileStore> {
-    await mkdir(options.dir, { recursive: true });
+    await makeDataFolder(options.dir);
     const lock = await acquireLock(options.dir);
     const store = new FileStore(options, lock);
     try {
       await store.recover();
     } catch (error) {
       await lock.release();
+      throw error;
+    }
+    try {
+      await checkFolderModes(options.dir, options.warn);
+    } catch (error) {
+      await store.close();
       throw error;
     }
     return store;

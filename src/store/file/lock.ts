@@ -3,8 +3,9 @@
 // Before the lock, prepareDataFolder makes the folder, or says in words why it cannot be one.
 
 import { constants } from "node:fs";
-import { access, mkdir, open, readFile, rm, stat } from "node:fs/promises";
+import { access, open, readFile, rm, stat } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
+import { DATA_FILE_MODE, makeDataFolder } from "./folder-modes.ts";
 
 const LOCK_FILE = "LOCK";
 const MAX_ATTEMPTS = 3;
@@ -52,7 +53,7 @@ export async function findLockHolder(dir: string): Promise<number | undefined> {
 async function tryCreate(path: string): Promise<boolean> {
   let handle;
   try {
-    handle = await open(path, "wx");
+    handle = await open(path, "wx", DATA_FILE_MODE);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
     throw (await explainFolderError(dirname(path), error as NodeJS.ErrnoException)) ?? error;
@@ -120,12 +121,12 @@ export class DataFolderError extends Error {
 }
 
 /**
- * Makes `dir` (and its parents) unless it is there, and checks that this process may write in it,
+ * Makes `dir` (0700, and its parents) unless it is there, and checks that this process may write in it,
  * so that a folder that cannot serve is refused before anything is written into it.
  */
 export async function prepareDataFolder(dir: string): Promise<void> {
   try {
-    await mkdir(dir, { recursive: true });
+    await makeDataFolder(dir);
     // As root this passes for a folder without write permission, as writing there would.
     await access(dir, constants.W_OK);
   } catch (error) {

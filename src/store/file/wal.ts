@@ -8,6 +8,7 @@ import { open, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { syncDirectory, writeFully } from "../../disk/durable-file.ts";
+import { DATA_FILE_MODE } from "./folder-modes.ts";
 import { FSYNC_BUCKETS, Histogram } from "../../metrics/histogram.ts";
 import { isOutOfSpace, StorageFullError } from "../store.ts";
 import type { LogEntry } from "./log-entry.ts";
@@ -247,7 +248,7 @@ export class WriteAheadLog {
   static async open(dir: string, segments: Segment[], nextSeq: number, onFlushed: () => void, onDropped: (fromSeq: number) => void = () => {}, maxLineChars = MAX_LOG_LINE_CHARS): Promise<WriteAheadLog> {
     const last = segments.at(-1);
     const firstSeq = last?.firstSeq ?? nextSeq;
-    const handle = await open(join(dir, segmentName(firstSeq)), SEGMENT_FLAGS, 0o644);
+    const handle = await open(join(dir, segmentName(firstSeq)), SEGMENT_FLAGS, DATA_FILE_MODE);
     if (!last) {
       segments.push({ firstSeq, bytes: 0 });
       await syncDirectory(dir);
@@ -435,7 +436,7 @@ export class WriteAheadLog {
   }
 
   private async startSegment(firstSeq: number): Promise<void> {
-    const handle = await open(join(this.dir, segmentName(firstSeq)), SEGMENT_FLAGS, 0o644);
+    const handle = await open(join(this.dir, segmentName(firstSeq)), SEGMENT_FLAGS, DATA_FILE_MODE);
     await this.trimSegment();
     await this.handle.close();
     this.handle = handle;

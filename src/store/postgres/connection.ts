@@ -5,6 +5,7 @@
 
 import { settingName } from "../../option-names.ts";
 import { PROBE_TIMEOUT_MS } from "./health.ts";
+import { STORED_JSONB_TYPE } from "./stored-text.ts";
 
 /** What the store uses of a transaction: parameterized statements (values never in the text). */
 export interface TransactionSql {
@@ -57,8 +58,12 @@ export function poolOpener(postgres: Driver, url: string, max: number): () => Sq
       connect_timeout: CONNECT_TIMEOUT_S,
       backoff: RECONNECT_BACKOFF_S,
       fetch_types: FETCH_TYPES,
-      // Revisions and seqs are bigint, read as numbers: they stay far below 2^53.
-      types: { bigint: { to: 20, from: [20], serialize: (value: number) => String(value), parse: (value: string) => Number(value) } },
+      // Revisions and seqs are bigint, read as numbers: they stay far below 2^53. jsonb is read
+      // decoded (stored-text.ts): stored text escapes what jsonb cannot hold.
+      types: {
+        bigint: { to: 20, from: [20], serialize: (value: number) => String(value), parse: (value: string) => Number(value) },
+        jsonb: STORED_JSONB_TYPE,
+      },
     }) as Sql;
 }
 

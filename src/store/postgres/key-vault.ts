@@ -6,6 +6,7 @@
 import type { KeyUpdate, KeyUpdated, KeyVault } from "../../keys/key-vault.ts";
 import { checkStoredKeys, type StoredKey } from "../../keys/stored-keys.ts";
 import { beginSafely, connectionProblem, loadDriver, type Sql, type TransactionSql } from "./connection.ts";
+import { decodeText, encodeText } from "./stored-text.ts";
 import { KEYS_COLUMNS, namesIn, takeSetupLock } from "./tables.ts";
 
 const KEYS_POLL_MS = 500;
@@ -78,7 +79,8 @@ async function writeRows(tx: TransactionSql, table: string, before: readonly Sto
     await tx.unsafe(
       `INSERT INTO ${table} (id, kind, name, prefix, sha256, created, expires_at, last_used) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ` +
         `ON CONFLICT (id) DO UPDATE SET kind = $2, name = $3, prefix = $4, sha256 = $5, created = $6, expires_at = $7, last_used = $8`,
-      [key.id, key.kind, key.name, key.prefix, key.sha256, key.created, key.expires_at, key.last_used ?? null],
+      // A name is text the caller chose: kept as stored text is (stored-text.ts), U+0000 escaped.
+      [key.id, key.kind, encodeText(key.name), key.prefix, key.sha256, key.created, key.expires_at, key.last_used ?? null],
     );
   }
 }
@@ -109,5 +111,6 @@ async function prepareKeysTable(tx: TransactionSql, table: string, pgSchema: str
 
 function rowOf(row: Record<string, unknown>): Record<string, unknown> {
   const time = (value: unknown) => (value instanceof Date ? value.toISOString() : value === null || value === undefined ? null : new Date(String(value)).toISOString());
-  return { ...row, created: time(row.created), expires_at: time(row.expires_at), last_used: time(row.last_used) };
+  const name = typeof row.name === "string" ? decodeText(row.name) : row.name;
+  return { ...row, name, created: time(row.created), expires_at: time(row.expires_at), last_used: time(row.last_used) };
 }

@@ -6,6 +6,7 @@ import { ConflictError, type AnswerStore, type IdempotentAnswer } from "../store
 import type { Sql, TransactionSql } from "./connection.ts";
 import type { Guard } from "./health.ts";
 import type { Names } from "./tables.ts";
+import { storedJson } from "./stored-text.ts";
 
 /** How often expired idempotent answers are deleted (they are never found once expired). */
 const ANSWER_SWEEP_MS = 10 * 60 * 1000;
@@ -55,7 +56,7 @@ export async function insertAnswer(tx: TransactionSql, names: Names, answer: Ide
      ON CONFLICT (scope) DO UPDATE SET fingerprint = excluded.fingerprint, status = excluded.status, headers = excluded.headers,
        body = excluded.body, expires_at = excluded.expires_at
      WHERE ${names.answers}.expires_at <= $7 RETURNING scope`,
-    [answer.scope, answer.fingerprint, answer.status, JSON.stringify(answer.headers), answer.body, answer.expiresAt, Date.now()],
+    [answer.scope, answer.fingerprint, answer.status, storedJson(answer.headers), answer.body, answer.expiresAt, Date.now()],
   );
   if (stored.length === 0) throw new ConflictError("answer", "This Idempotency-Key was answered meanwhile.");
 }

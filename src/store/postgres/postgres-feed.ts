@@ -10,6 +10,7 @@ import type { Guard } from "./health.ts";
 import { LEGACY_HORIZON_INDEX, type Names } from "./tables.ts";
 import { arrayLiteral, SqlParams } from "./sql-values.ts";
 import { toRow, type DbRow } from "./db-row.ts";
+import { encodeJsonText } from "./stored-text.ts";
 import { WRITE_CHUNK_ROWS, type EventType } from "./postgres-writes.ts";
 
 /** How often the change feed's kept events are cut back to --changes-keep (any process may). */
@@ -201,7 +202,7 @@ export class PostgresFeed implements FeedSource {
       for (let index = from; index < Math.min(puts.length, from + WRITE_CHUNK_ROWS); index++) {
         const put = puts[index]!;
         const { row } = put;
-        const data = row.memo?.dataJson ?? JSON.stringify(row.data);
+        const data = encodeJsonText(row.memo?.dataJson ?? JSON.stringify(row.data));
         json += `${index === from ? "" : ","}{"idx":${index},"entity":${JSON.stringify(put.entity)},"id":${JSON.stringify(row.id)},"type":"${types.get(put)}","rev":${row.rev},"deleted":${row.deleted},"data":${data}}`;
       }
       await tx.unsafe(

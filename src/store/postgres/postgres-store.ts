@@ -22,6 +22,8 @@ import { Turns } from "../../turns/loop-share.ts";
 import { afterOf, orderByOf } from "./sql-sort.ts";
 import { SqlParams } from "./sql-values.ts";
 import { toRow, type DbRow } from "./db-row.ts";
+import { decodeText } from "./stored-text.ts";
+import { encodeOlderText } from "./text-upgrade.ts";
 import { PostgresFeed } from "./postgres-feed.ts";
 import { insertAnswer, PostgresAnswers } from "./postgres-answers.ts";
 import { checkMatches, dropRows, ROW_PAGE_ROWS, uniqueViolationOf, writeMeta, writePuts } from "./postgres-writes.ts";
@@ -100,6 +102,7 @@ export class PostgresStore implements Store {
     const sql = openPool();
     try {
       const { names, clashes } = await createTables(sql, options.schema, options.pgSchema);
+      await encodeOlderText(sql, names, options.pgSchema);
       const [{ node, block }] = await sql.unsafe(`SELECT nextval('${names.nodes}')::int AS node, nextval('${names.revs}') AS block`);
       const largestId = await largestIdOf(sql, names, [...options.schema.entities.keys()]);
       const store = new PostgresStore(sql, openPool, () => probeDatabase(postgres, options.url), names, options, node, block, largestId);
@@ -200,7 +203,8 @@ export class PostgresStore implements Store {
       const names = new Map<string, Set<string>>();
       for (const entity of this.options.schema.entities.keys()) {
         const rows = await this.sql.unsafe(`SELECT DISTINCT jsonb_object_keys(data) AS name FROM ${this.names.table(entity)}`);
-        if (rows.length > 0) names.set(entity, new Set(rows.map((row) => row.name as string)));
+        // Names as stored (stored-text.ts); jsonb values are decoded as read, text is not.
+        if (rows.length > 0) names.set(entity, new Set(rows.map((row) => decodeText(row.name as string))));
       }
       return names;
     });

@@ -10,7 +10,8 @@ import { changeTypeOf, ConflictError, uniqueKeyOf, UniqueViolation, type MatchCh
 import type { Sql, TransactionSql } from "./connection.ts";
 import { toRow, type DbRow } from "./db-row.ts";
 import { isCondition, whereClause, whereOf } from "./sql-filter.ts";
-import { arrayLiteral, SqlParams } from "./sql-values.ts";
+import { arrayLiteral, jsonbParam, SqlParams } from "./sql-values.ts";
+import { encodeJsonText, storedJson } from "./stored-text.ts";
 import type { Names, UniqueIndex } from "./tables.ts";
 
 /**
@@ -118,7 +119,8 @@ function valuesOf(withReplaces = false): string {
 function rowsJson(puts: readonly Put[]): string {
   let json = "[";
   for (const { row, replaces } of puts) {
-    const data = row.memo?.dataJson ?? JSON.stringify(row.data);
+    // Stored text escapes what jsonb cannot hold (stored-text.ts); most data holds nothing to escape.
+    const data = encodeJsonText(row.memo?.dataJson ?? JSON.stringify(row.data));
     const created = JSON.stringify(timestampOf(row.data.created_date));
     const updated = JSON.stringify(timestampOf(row.data.updated_date));
     json += `${json.length > 1 ? "," : ""}{"id":${JSON.stringify(row.id)},"rev":${row.rev},"deleted":${row.deleted},"data":${data},"created_date":${created},"updated_date":${updated},"seq":${row.seq ?? 0},"idx":${row.index ?? 0},"replaces":${replaces ?? 0}}`;
@@ -135,7 +137,7 @@ function timestampOf(value: unknown): string {
 export async function writeMeta(tx: TransactionSql, names: Names, writes: readonly MetaWrite[]): Promise<void> {
   for (const { key, value } of writes) {
     if (value === null || value === undefined) await tx.unsafe(`DELETE FROM ${names.meta} WHERE key = $1`, [key]);
-    else await tx.unsafe(`INSERT INTO ${names.meta} (key, value) VALUES ($1, $2::text::jsonb) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [key, JSON.stringify(value)]);
+    else await tx.unsafe(`INSERT INTO ${names.meta} (key, value) VALUES ($1, $2::text::jsonb) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [key, storedJson(value)]);
   }
 }
 
@@ -154,7 +156,7 @@ export async function uniqueViolationOf(sql: Sql, names: Names, batch: WriteBatc
   for (const { row } of puts) {
     if (uniqueKeyOf(row, fields) === null) continue;
     const params = new SqlParams();
-    const given = fields.map((field) => `${params.add(JSON.stringify(row.data[field]))}::text::jsonb`);
+    const given = fields.map((field) => jsonbParam(params, row.data[field]));
     const isSame = index.values.map((value, i) => `${value} = ${given[i]}`).join(" AND ");
     const text =
       `SELECT id, ${isSame} AS is_same FROM ${names.table(entity)} ` +

@@ -149,19 +149,21 @@ class Translation {
   // ---------------------------------------------------------------- search
 
   /**
-   * The text fields joined into one text, each after a U+0001 (which a search text does not
-   * hold), so that one trigram index on it (sql-sort.ts, indexesOf) can serve every search. The
-   * memory store joins with U+0000, which PostgreSQL text cannot hold: a search text holding
-   * either is looked for with U+0001 in their place, which finds a superset.
+   * The text fields joined into one text, each after a U+0001, so that one trigram index on it
+   * (sql-sort.ts, indexesOf) can serve every search. The memory store joins with U+0000, which a
+   * search text may hold to match across two fields: there it is looked for as `%`. A search text
+   * holding U+0000, U+0001 or U+0002 may then match a join, or half of an escape (stored-text.ts):
+   * it finds a superset. Any other text finds only whole characters, never a join.
    */
   private search(node: SearchNode, isPositive: boolean): string {
     if (node.text === "") return "TRUE"; // "".includes("") holds for every record
     if (node.fields.length === 0) return "FALSE";
-    const { pattern, isExact } = containsPatternOf(node.text.replaceAll("\u0000", "\u0001"));
-    if (!isExact || /[\u0000\u0001]/.test(node.text)) {
+    const parts = node.text.split("\u0000").map(containsPatternOf);
+    if (!parts.every((part) => part.isExact) || /[\u0000-\u0002]/.test(node.text)) {
       this.isExact = false;
       if (!isPositive) return "FALSE";
     }
+    const pattern = parts.map((part) => part.pattern).join("");
     return `(${searchText(node.fields.map((field) => textParam(this.params, field)))} LIKE ${textParam(this.params, pattern)})`;
   }
 
@@ -265,7 +267,7 @@ class Translation {
     switch (op) {
       case "$eq":
       case "$in": {
-        // An operand no stored value can equal (jsonb holds no U+0000 nor lone surrogate) is dropped.
+        // An operand no stored value can equal (jsonb holds no lone surrogate) is dropped.
         const items = (op === "$eq" ? [value] : (value as unknown[])).filter(isStorableJson);
         if (items.length === 0) return NEVER;
         if (kind === "date") {
@@ -278,11 +280,10 @@ class Translation {
       }
       case "$contains": {
         const needle = value as string;
-        if (needle.includes("\u0000")) return NEVER; // no stored text holds U+0000
         const { pattern, isExact } = containsPatternOf(needle);
         const like = textParam(params, pattern);
         const test = (v: string) => `(jsonb_typeof(${v}) = 'string' AND ${foldedText(`(${v} #>> '{}')`)} LIKE ${like})`;
-        return isExact ? test : (v) => this.approximate(isPositive, test(v));
+        return isExact && !mayStartMidEscape(needle) ? test : (v) => this.approximate(isPositive, test(v));
       }
       case "$regex":
         // JavaScript's syntax is not PostgreSQL's: the memory store runs it on every string reached.
@@ -319,8 +320,17 @@ class Translation {
 function isApproximate(node: CompareNode): boolean {
   const { op, value } = node;
   if (op === "$regex") return true;
-  if (op === "$contains") return !(value as string).includes("\u0000") && !containsPatternOf(value as string).isExact;
+  if (op === "$contains") return !containsPatternOf(value as string).isExact || mayStartMidEscape(value as string);
   return RANGES[op] !== undefined && typeof value === "string" && node.kind !== "date" && !isStorable(value);
+}
+
+/**
+ * Whether a needle's stored form could be found starting inside an escape (stored-text.ts): the
+ * second unit of one is U+0001 or U+0002, and a needle starting with U+0000, U+0001 or U+0002 is
+ * stored starting with one of them. Any other needle is found only where a character starts.
+ */
+function mayStartMidEscape(needle: string): boolean {
+  return /^[\u0000-\u0002]/.test(needle);
 }
 
 const RANGES: Partial<Record<string, string>> = { $gt: ">", $gte: ">=", $lt: "<", $lte: "<=" };

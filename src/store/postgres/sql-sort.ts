@@ -32,8 +32,8 @@ export function orderByOf(sort: SortSpec): string {
  * The rows strictly after `after` in the sort's order, as a row comparison (key, id) > ($1, $2)
  * that the index (sortExpression, id) answers as one range, so a deep page costs what the first
  * does. A position normally comes from a row of this sort (toSortKey); one from a cursor a client
- * made up may carry a key of another type, or text PostgreSQL cannot hold: it is answered as the
- * memory store would answer it all the same.
+ * made up may carry a key of another type, or text PostgreSQL cannot hold (a lone surrogate): it
+ * is answered as the memory store would answer it all the same.
  */
 export function afterOf(sort: SortSpec, after: SortPosition, params: SqlParams): string {
   const isAscending = !sort.descending;
@@ -74,12 +74,13 @@ function afterId(key: SortKey, id: string, isAscending: boolean, params: SqlPara
 }
 
 /**
- * `column` (stored text, compared by code point) beyond `text`, which holds U+0000 or a lone
- * surrogate and so cannot be sent. Only its part before the first such unit can; from there on,
- * compareCodePoints decides as follows against text PostgreSQL can hold: U+0000 sorts before
- * every character, a lone high surrogate like the characters above U+FFFF that it starts (those
- * from the first one it starts are beyond), and a lone low surrogate after every character that
- * can follow the part (so beyond it is what is beyond the part and does not start with it).
+ * `column` (stored text, compared by code point) beyond `text`, which holds a lone surrogate and
+ * so cannot be sent. Only its part before the first one can (encoded as stored text is, which
+ * keeps order and prefixes: stored-text.ts); from there on, compareCodePoints decides as follows
+ * against text PostgreSQL can hold: a lone high surrogate sorts like the characters above U+FFFF
+ * that it starts (those from the first one it starts are beyond), and a lone low surrogate after
+ * every character that can follow the part (so beyond it is what is beyond the part and does not
+ * start with it).
  */
 function textBeyond(column: string, text: string, isAscending: boolean, params: SqlParams): string {
   const end = firstUnstorable(text);
@@ -89,7 +90,6 @@ function textBeyond(column: string, text: string, isAscending: boolean, params: 
     return isAscending ? `${column} >= ${first}` : `${column} < ${first}`;
   }
   const head = textParam(params, text.slice(0, end));
-  if (unit === 0) return isAscending ? `${column} > ${head}` : `${column} <= ${head}`;
   return isAscending ? `(${column} > ${head} AND NOT starts_with(${column}, ${head}))` : `(${column} <= ${head} OR starts_with(${column}, ${head}))`;
 }
 

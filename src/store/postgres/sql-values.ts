@@ -4,6 +4,7 @@
 
 import type { ValueKind } from "../../schema/fields.ts";
 import { foldCase } from "../../query/case-fold.ts";
+import { encodeText, storedJson } from "./stored-text.ts";
 
 /**
  * The values of one statement's $n placeholders. The SQL built here sends every value as text and
@@ -32,12 +33,13 @@ export function arrayLiteral(items: readonly string[]): string {
   return `{${items.map((item) => `"${item.replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`).join(",")}}`;
 }
 
+/** Text compared with stored text (a value, a member name, a LIKE pattern), encoded as stored (stored-text.ts). */
 export function textParam(params: SqlParams, text: string): string {
-  return `${params.add(text)}::text`;
+  return `${params.add(encodeText(text))}::text`;
 }
 
 export function jsonbParam(params: SqlParams, value: unknown): string {
-  return `${params.add(JSON.stringify(value))}::text::jsonb`;
+  return `${params.add(storedJson(value))}::text::jsonb`;
 }
 
 export function numericParam(params: SqlParams, value: number): string {
@@ -45,19 +47,20 @@ export function numericParam(params: SqlParams, value: number): string {
 }
 
 /**
- * Whether PostgreSQL text can hold a string: it has no U+0000 and no lone surrogate. No stored
- * value holds any other (jsonb refuses them), so an operand that is not storable equals nothing.
+ * Whether PostgreSQL text can hold a string, once encoded (stored-text.ts: U+0000 is escaped): it
+ * has no lone surrogate. No stored value holds one (jsonb refuses them), so an operand that is not
+ * storable equals nothing.
  */
 export function isStorable(text: string): boolean {
   return !UNSTORABLE_RE.test(text);
 }
 
-/** Where U+0000 or a lone surrogate first stands in a text; -1 when it is storable. */
+/** Where a lone surrogate first stands in a text; -1 when it is storable. */
 export function firstUnstorable(text: string): number {
   return UNSTORABLE_RE.exec(text)?.index ?? -1;
 }
 
-const UNSTORABLE_RE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const UNSTORABLE_RE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /** Whether every string inside a JSON value, members' names included, is storable. Walked without recursion. */
 export function isStorableJson(value: unknown): boolean {
@@ -200,8 +203,9 @@ export function containsPatternOf(needle: string): { pattern: string; isExact: b
 }
 
 /**
- * The text that search looks in: each of `keys` (SQL of field names) that holds a string, after a
- * U+0001, folded. The same expression with literal names is the search index's (sql-sort.ts).
+ * The text that search looks in: each of `keys` (SQL of field names) that holds a string (as
+ * stored: encoded), after a U+0001, folded. The same expression with literal names is the search
+ * index's (sql-sort.ts).
  */
 export function searchText(keys: readonly string[]): string {
   const parts = keys.map((key) => `COALESCE(chr(1) || (CASE WHEN jsonb_typeof(data -> ${key}) = 'string' THEN data ->> ${key} END), '')`);

@@ -1,0 +1,102 @@
+// What one client may hold of the listener, and for how long (docs/operating.md, "Connections"):
+// --max-connections at once; a request's head within HEADERS_TIMEOUT_MS; its body never silent for
+// BODY_TIMEOUT_MS (nginx's client_body_timeout) and whole within REQUEST_TIMEOUT_MS. client-error.ts
+// words the 408 and closes the connection.
+
+import type { IncomingMessage, Server, ServerOptions as HttpOptions, ServerResponse } from "node:http";
+import { performance } from "node:perf_hooks";
+import { ApiError } from "../errors.ts";
+import { settingName } from "../option-names.ts";
+import { refuseUnfinishedRequest } from "./client-error.ts";
+import { hasBody } from "./request.ts";
+
+/**
+ * Connections held at once; one more is closed as soon as it is accepted, before a byte of it is
+ * read. An idle one costs a socket and a parser, one reading a small body up to 64 KiB of it (larger
+ * bodies share body-budget.ts's 16 MiB): 2,000 stay within about 150 MiB, what a VM of 1 GiB can
+ * spare beside its records. Twice --max-streams' default, so that the streams and realtime
+ * sockets it allows leave as many connections for requests.
+ */
+export const DEFAULT_MAX_CONNECTIONS = 2_000;
+/**
+ * A request's line and headers arrive within this of its first byte, or of the connection's opening
+ * (an idle new connection is closed so). node's default, 60 s checked every 30 s, let a trickled
+ * head hold its connection for 90 s.
+ */
+export const HEADERS_TIMEOUT_MS = 30_000;
+/** A body of which no byte arrives for this long, while the server reads it, is answered 408. */
+export const BODY_TIMEOUT_MS = 60_000;
+/**
+ * A whole request, however steadily its body arrives: node's default, kept whatever node's next
+ * default is. --max-body's 10 MiB arrive in it at 35 KB/s.
+ */
+export const REQUEST_TIMEOUT_MS = 300_000;
+/** How often node:http looks for requests past their head's or their whole's time: a trickled head is cut within 35 s. */
+const TIMEOUT_CHECK_MS = 5_000;
+/** How many looks at a body's progress per BODY_TIMEOUT_MS: a silent body is cut within a sixth of it past the limit. */
+const BODY_CHECKS = 6;
+
+export interface ConnectionLimits {
+  readonly maxConnections: number;
+  /** Tests shorten the timeouts. */
+  readonly headersTimeoutMs: number;
+  readonly bodyTimeoutMs: number;
+}
+
+/** node:http's own timeouts, for createServer. */
+export function httpTimeoutsOf(limits: ConnectionLimits): Pick<HttpOptions, "headersTimeout" | "requestTimeout" | "connectionsCheckingInterval"> {
+  return {
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: Math.max(REQUEST_TIMEOUT_MS, limits.headersTimeoutMs),
+    connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_MS, Math.ceil(limits.headersTimeoutMs / 4)),
+  };
+}
+
+/**
+ * Caps the connections (node closes one over --max-connections at accept: cheaper than any answer,
+ * and a client sees it as it sees a full backlog) and watches every body as it arrives. `warn` is
+ * told when connections are being closed so, at most once a minute.
+ */
+export function limitConnections(http: Server, limits: ConnectionLimits, warn: (message: string) => void): void {
+  http.maxConnections = limits.maxConnections;
+  let warnedAt = -Infinity;
+  http.on("drop", () => {
+    const now = performance.now();
+    if (now - warnedAt < 60_000) return;
+    warnedAt = now;
+    const open = limits.maxConnections === 1 ? "1 connection is open" : `${limits.maxConnections} connections are open`;
+    warn(`${open}, as many as ${settingName("maxConnections")} allows: new ones are closed as soon as they are accepted.`);
+  });
+  http.on("request", (req: IncomingMessage, res: ServerResponse) => watchBody(req, res, limits.bodyTimeoutMs));
+}
+
+/**
+ * Answers 408 a body of which no byte has arrived for `timeoutMs`, counting only the time the server
+ * was reading it: not while node:http has stopped reading the socket (a body nobody reads yet has
+ * filled its buffer, or answers are waiting to be sent), nor while the event loop was too busy to
+ * look. Bytes are counted on the socket, where node:http's parser takes them. A body answered
+ * before its end is linger.ts's to read out.
+ */
+function watchBody(req: IncomingMessage, res: ServerResponse, timeoutMs: number): void {
+  if (!hasBody(req)) return;
+  const socket = req.socket;
+  const stepMs = Math.max(1, Math.floor(timeoutMs / BODY_CHECKS));
+  let bytesRead = socket.bytesRead;
+  let heardAt = performance.now();
+  let lookedAt = heardAt;
+  const look = () => {
+    if (req.complete || res.headersSent || socket.destroyed) return;
+    const now = performance.now();
+    if (socket.bytesRead !== bytesRead || socket.isPaused() || now - lookedAt > 2 * stepMs) heardAt = now;
+    bytesRead = socket.bytesRead;
+    lookedAt = now;
+    if (now - heardAt < timeoutMs) return void timer.refresh();
+    refuseUnfinishedRequest(req, bodyTimedOut(timeoutMs));
+  };
+  const timer = setTimeout(look, stepMs).unref();
+  res.once("close", () => clearTimeout(timer));
+}
+
+function bodyTimedOut(timeoutMs: number): ApiError {
+  return new ApiError(408, "request_timeout", `No byte of the body arrived for ${timeoutMs / 1000} s; send the request again, and its body without pausing.`, { timeoutMs });
+}

@@ -1,0 +1,174 @@
+// What one client may hold of the listener (src/http/connection-limits.ts, docs/operating.md): a
+// body that stops arriving and a head that trickles are answered 408 and closed, a body that keeps
+// arriving is not cut however slowly it comes, and over maxConnections a new connection is closed
+// while those open are served. The timeouts are shortened to a second; every bound asserted on
+// time is a lower one (a timer never fires early), or a wide upper one.
+
+import assert from "node:assert/strict";
+import { performance } from "node:perf_hooks";
+import { test } from "node:test";
+import { RawConnection } from "../support/raw-connection.ts";
+import { SECRET, startTestServer, type TestServer } from "../support/server.ts";
+import { SseClient } from "../support/sse.ts";
+import { RawSocket } from "../support/socket-io.ts";
+
+const T = "/api/entities/Task";
+/** The shortened timeouts: the tests' pauses are a tenth of them. */
+const TIMEOUT_MS = 1_000;
+const PAUSE_MS = 100;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A POST of `body` to Task, its head alone. */
+const postHead = (body: string) => `POST ${T} HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${SECRET}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`;
+
+async function withServer(options: Parameters<typeof startTestServer>[0], run: (server: TestServer) => Promise<void>): Promise<void> {
+  const server = await startTestServer(options);
+  try {
+    await run(server);
+  } finally {
+    await server.close();
+  }
+}
+
+test("a body of which no byte arrives for bodyTimeoutMs is answered 408 request_timeout, its connection closed, and its write never made", () =>
+  withServer({ bodyTimeoutMs: TIMEOUT_MS }, async (server) => {
+    // 100,000 bytes announced, 10 sent.
+    const body = JSON.stringify({ title: "silent" }).padEnd(100_000, " ");
+    const connection = await RawConnection.open(server.url);
+    const sentAt = performance.now();
+    connection.write(postHead(body) + body.slice(0, 10));
+    const [answer] = await connection.responses(1);
+    const waited = performance.now() - sentAt;
+    assert.equal(answer!.status, 408, answer!.text);
+    assert.equal(answer!.body.error.code, "request_timeout");
+    assert.match(answer!.body.error.message, /No byte of the body arrived for 1 s/);
+    assert.deepEqual(answer!.body.error.details, { timeoutMs: TIMEOUT_MS });
+    assert.equal(answer!.headers.connection, "close");
+    assert.ok(waited >= TIMEOUT_MS * 0.9, `answered after ${waited.toFixed(0)} ms, not before the timeout`);
+    // The rest of the body, sent after the answer, is read and dropped: it never completes the
+    // refused write, nor is anything after it taken for a request.
+    connection.end(body.slice(10) + `GET /health HTTP/1.1\r\nHost: x\r\n\r\n`);
+    await connection.whenClosed();
+    assert.equal((await connection.responses(1)).length, 1);
+    assert.doesNotMatch(connection.received, /HTTP\/1\.1 200/, "the pipelined GET is not answered");
+    await sleep(PAUSE_MS);
+    assert.deepEqual((await server.call("GET", T)).body, [], "the refused write is not stored");
+  }));
+
+test("a body that keeps arriving, a byte at a time, is not cut however long its whole takes", () =>
+  withServer({ bodyTimeoutMs: TIMEOUT_MS }, async (server) => {
+    // 30 bytes, one every PAUSE_MS: three times the timeout in all.
+    const body = JSON.stringify({ title: "slow" }).padEnd(30, " ");
+    const connection = await RawConnection.open(server.url);
+    connection.write(postHead(body));
+    for (const byte of body) {
+      await sleep(PAUSE_MS);
+      connection.write(byte);
+    }
+    const [answer] = await connection.responses(1);
+    assert.equal(answer!.status, 201, answer!.text);
+    assert.equal(answer!.body.title, "slow");
+    assert.equal(answer!.headers.connection, "keep-alive", "the connection goes on");
+    connection.end();
+    assert.deepEqual((await server.call("GET", T)).body.map((task: { title: string }) => task.title), ["slow"]);
+  }));
+
+test("a body the server is not reading yet (waiting its turn for the bodies' budget) is not cut, however long it waits", () =>
+  withServer({ bodyTimeoutMs: TIMEOUT_MS }, async (server) => {
+    // Chunked, each holds --max-body (10 MiB) of the 16 MiB budget: the second waits for the first,
+    // its body unread once node:http's buffer for it is full.
+    const chunked = `POST ${T} HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${SECRET}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`;
+    const chunk = (text: string) => `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
+    const first = await RawConnection.open(server.url);
+    first.write(chunked + chunk(`{"title":"first"`));
+    await sleep(PAUSE_MS * 2);
+    const second = await RawConnection.open(server.url);
+    second.write(chunked + chunk(`{"title":"second"${" ".repeat(100_000)}}`));
+    // The first keeps arriving for three times the timeout; meanwhile the second sends nothing more.
+    for (let i = 0; i < (3 * TIMEOUT_MS) / PAUSE_MS; i++) {
+      await sleep(PAUSE_MS);
+      first.write(chunk(" "));
+    }
+    first.write(chunk("}") + chunk(""));
+    const [firstAnswer] = await first.responses(1);
+    assert.equal(firstAnswer!.status, 201, firstAnswer!.text);
+    assert.equal(second.received, "", "the second is not answered while it waits");
+    second.write(chunk(""));
+    const [secondAnswer] = await second.responses(1);
+    assert.equal(secondAnswer!.status, 201, secondAnswer!.text);
+    assert.equal(secondAnswer!.body.title, "second");
+    first.end();
+    second.end();
+  }));
+
+test("a head that trickles in is answered 408 request_timeout after headersTimeoutMs and closed, and so is a connection that sends nothing", () =>
+  withServer({ headersTimeoutMs: TIMEOUT_MS }, async (server) => {
+    const idle = await RawConnection.open(server.url);
+    const trickled = await RawConnection.open(server.url);
+    const sentAt = performance.now();
+    trickled.write("GET /health HTTP/1.1\r\nHost: x\r\n");
+    const trickle = setInterval(() => trickled.write("X-A: a\r\n"), PAUSE_MS);
+    try {
+      const [answer] = await trickled.responses(1);
+      const waited = performance.now() - sentAt;
+      assert.equal(answer!.status, 408, answer!.text);
+      assert.equal(answer!.body.error.code, "request_timeout");
+      assert.equal(answer!.headers.connection, "close");
+      assert.ok(waited >= TIMEOUT_MS * 0.9, `answered after ${waited.toFixed(0)} ms, not before the timeout`);
+    } finally {
+      clearInterval(trickle);
+    }
+    trickled.end();
+    await trickled.whenClosed();
+    await idle.whenClosed();
+    // A head sent whole is not cut, however long its answer takes to be asked for.
+    assert.equal((await server.call("GET", "/health")).status, 200);
+  }));
+
+test("over maxConnections a new connection is closed at once, while those open (a stream, a realtime socket, a keep-alive connection) are served", () => {
+  const warnings: string[] = [];
+  return withServer({ maxConnections: 3, appId: "app1", warn: (message) => warnings.push(message) }, async (server) => {
+    const stream = new SseClient(`${server.url}${T}/changes`, { "X-Api-Key": SECRET });
+    await stream.opened;
+    assert.equal(stream.status, 200);
+    const socket = await RawSocket.connect(server.url, SECRET);
+    const keptAlive = await RawConnection.open(server.url);
+    keptAlive.write("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert.equal((await keptAlive.responses(1))[0]!.status, 200);
+    try {
+      // The fourth: closed before a byte of it is read, so its request gets no answer.
+      const fourth = await RawConnection.open(server.url);
+      fourth.write("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+      // Meanwhile the three are served.
+      keptAlive.write(postHead(JSON.stringify({ title: "while full" })) + JSON.stringify({ title: "while full" }));
+      await fourth.whenClosed();
+      assert.equal(fourth.received, "", "no answer on the refused connection");
+      const [, created] = await keptAlive.responses(2);
+      assert.equal(created!.status, 201, created!.text);
+      assert.deepEqual((await stream.waitFor(1)).map((event) => event.json.data.title), ["while full"]);
+      assert.deepEqual(await socket.join("entities:app1:Task"), { ok: true });
+      assert.equal(warnings.length, 1);
+      assert.match(warnings[0]!, /^3 connections are open, as many as the maxConnections option allows: new ones are closed/);
+      // One closed, a new connection is served (once the server has seen the close).
+      keptAlive.end();
+      await keptAlive.whenClosed();
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const next = await RawConnection.open(server.url);
+        next.write("GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        await next.whenClosed();
+        if (next.received.startsWith("HTTP/1.1 200 ")) break;
+        assert.ok(Date.now() < deadline, "a connection is served again once one has closed");
+        await sleep(PAUSE_MS);
+      }
+    } finally {
+      stream.close();
+      socket.ws.terminate();
+    }
+  });
+});
+
+test("maxConnections below 1 is refused before listening", async () => {
+  await assert.rejects(startTestServer({ maxConnections: 0 }), /The most connections \(the maxConnections option\) must be a whole number, at least 1 \(got 0\)/);
+});
