@@ -1,7 +1,7 @@
 // The command line (docs/operating.md): argv and env → ServerOptions, the start-up banner, signals.
 // A bad flag, schema, seed or key file exits 1 before listening, with a message naming the fault.
 
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import { nameSettingsAsFlags } from "./option-names.ts";
 import { createServer, VERSION, type ServerOptions, type TabulaServer } from "./server.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
@@ -88,6 +88,8 @@ Usage: npx tabula-server [serve] [options]   serve the entities of --schema
   --max-object-keys N      keys of one object, at any depth, in a written           [TABULA_MAX_OBJECT_KEYS, default 1000]
                            record (docs/entities.md)
   --log FORMAT             one line per request on stdout: text, json or off        [TABULA_LOG, default text]
+  --pid-file FILE          write the server's process id to FILE once it listens;   [default none]
+                           removed when it stops (a script's kill: docs/testing.md)
   --webhooks-allow-private webhooks may reach loopback, private and link-local     [TABULA_WEBHOOKS_ALLOW_PRIVATE=1]
                            addresses (a receiver on this machine; see docs/webhooks.md)
   --webhook-retry-scale F  the webhook retry schedule (5 s … 10 h) times F, above    [TABULA_WEBHOOK_RETRY_SCALE, default 1]
@@ -129,7 +131,7 @@ const STOP_DEADLINE_MS = 1800;
 
 class UsageError extends Error {}
 
-const VALUE_FLAGS = ["schema", "migrations", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "max-memory", "idempotency-memory", "cors", "app-id", "rate-limit", "changes-keep", "max-streams", "max-connections", "max-groups", "max-array-items", "max-object-keys", "max-record-size", "log", "webhook-retry-scale", "signup", "session-days", "auth-secret"] as const;
+const VALUE_FLAGS = ["schema", "migrations", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "max-memory", "idempotency-memory", "cors", "app-id", "rate-limit", "changes-keep", "max-streams", "max-connections", "max-groups", "max-array-items", "max-object-keys", "max-record-size", "log", "pid-file", "webhook-retry-scale", "signup", "session-days", "auth-secret"] as const;
 type ValueFlag = (typeof VALUE_FLAGS)[number];
 
 const SWITCHES = ["memory", "demo", "trust-proxy", "no-ui", "webhooks-allow-private", "help", "version"] as const;
@@ -436,6 +438,7 @@ async function main(): Promise<void> {
   keepServingWhenOutputCloses();
   let options: ReturnType<typeof toOptions>;
   let isDemo: boolean;
+  let pidFile: string | undefined;
   try {
     const parsed = parseArgs(first === "serve" ? rest : process.argv.slice(2));
     if (parsed.help) return void process.stdout.write(HELP + "\n");
@@ -445,6 +448,7 @@ async function main(): Promise<void> {
       process.exit(1);
     }
     isDemo = parsed.demo;
+    pidFile = parsed.values["pid-file"];
     options = toOptions(parsed, process.env);
   } catch (error) {
     return usageFailure(error as Error);
@@ -492,7 +496,35 @@ async function main(): Promise<void> {
   // Before the banner: a client (or a supervisor) may signal as soon as it reads "listening on".
   process.on("SIGINT", () => stop("SIGINT"));
   process.on("SIGTERM", () => stop("SIGTERM"));
+  if (pidFile !== undefined) {
+    try {
+      writePidFile(pidFile);
+    } catch (error) {
+      process.stderr.write(`tabula: --pid-file ${pidFile}: ${(error as Error).message}\n`);
+      isStopping = true;
+      await server.close().catch(() => {});
+      process.exit(1);
+    }
+  }
   await printBanner(server, options, isDemo);
+}
+
+/**
+ * --pid-file: this process's id, written once the server listens (before "listening on") and
+ * removed at exit, unless another process has written its own there since. A script that starts
+ * the server through npx gets npm's id in $!, and npm's SIGTERM never reaches the server: it would
+ * keep its port (docs/testing.md, "As a process, in CI").
+ */
+function writePidFile(file: string): void {
+  const pid = String(process.pid);
+  writeFileSync(file, `${pid}\n`);
+  process.on("exit", () => {
+    try {
+      if (readFileSync(file, "utf8").trim() === pid) unlinkSync(file);
+    } catch {
+      // Removed by someone else already: nothing of ours is left to remove.
+    }
+  });
 }
 
 function usageFailure(error: Error): never {

@@ -70,6 +70,8 @@ export interface ServerOptions extends Omit<Public.StartOptions, "schema"> {
   /** Tests: how long a request's head may take (30 s), and its body stay silent (60 s): http/connection-limits.ts. */
   readonly headersTimeoutMs?: number;
   readonly bodyTimeoutMs?: number;
+  /** Tests: the file descriptor the request log (log) writes to, stdout's otherwise. */
+  readonly logFd?: number;
 }
 
 export type { FeedChange, LoadedData } from "./public-api.ts";
@@ -104,7 +106,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     heartbeatMs: options.heartbeatMs ?? DEFAULT_FEED_LIMITS.heartbeatMs,
   };
   const recordLimits = recordLimitsOf(options);
-  const accessLog = logOf(options.log);
+  const accessLog = logOf(options.log, options.logFd);
   const location = storeLocationOf(options);
   // The port before the store: a busy one stops the start-up before the data folder is made,
   // locked or given keys.json. Requests that arrive before the store is open wait for it.
@@ -303,10 +305,10 @@ function storeLocationOf(options: ServerOptions): StoreLocation {
   return parseStoreUrl(options.store, "The store option");
 }
 
-function logOf(format: LogFormat | undefined): AccessLog | null {
+function logOf(format: LogFormat | undefined, fd: number | undefined): AccessLog | null {
   if (format === undefined || format === "off") return null;
   if (!LOG_FORMATS.includes(format)) throw new Error(`The request log (${settingName("log")}) must be one of ${LOG_FORMATS.join(", ")} (got ${JSON.stringify(format)}).`);
-  return new AccessLog(format);
+  return new AccessLog(format, fd);
 }
 
 /** A whole number option, at least `min`. */

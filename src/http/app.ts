@@ -19,6 +19,7 @@ import { then, type Maybe } from "../maybe.ts";
 import type { Users } from "../users/users.ts";
 import { isSignInPath } from "./users-routes.ts";
 import { BodyBudget, HEAVY_BODY_BYTES, type Release } from "./body-budget.ts";
+import { refusedStatusOf } from "./client-error.ts";
 import { MIN_COMPRESSED_BYTES } from "./compression.ts";
 import { checkGuard, Context, feedKeyOf, mayAccess, NO_KEY, type Handler, type RequestContext } from "./context.ts";
 import { addCorsHeaders, isPreflight, preflightReply, type CorsPolicy } from "./cors.ts";
@@ -217,7 +218,8 @@ export class App {
     if (res.headersSent) return;
     if (res.destroyed) {
       reply.cancel?.();
-      return this.observe(req, note, CLIENT_CLOSED);
+      // Closed by the client, or after a refusal sent on the socket itself (a body gone silent).
+      return this.observe(req, note, refusedStatusOf(req) ?? CLIENT_CLOSED);
     }
     if (this.cors) addCorsHeaders(this.cors, req, res);
     // Only a refusal can come before the body has been read to its end.

@@ -46,11 +46,23 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Socket):
   refuse(socket, refusalOf(error), isHeadRequest(error as ParserError, socket));
 }
 
+/** The status sent to a request refused while its body was arriving, for its log line and metrics. */
+const refusedStatus = new WeakMap<IncomingMessage, number>();
+
 /** A request refused while its body is still arriving (connection-limits.ts: one that went silent). */
 export function refuseUnfinishedRequest(req: IncomingMessage, refusal: ApiError): void {
   if (refused.has(req.socket)) return;
   refused.add(req.socket);
+  refusedStatus.set(req, refusal.status);
   refuse(req.socket, refusal, req.method === "HEAD");
+}
+
+/**
+ * The status refuseUnfinishedRequest sent `req`, if it did: its handler, reading the body, then
+ * meets a closed connection, but the client was answered (408), not gone (499).
+ */
+export function refusedStatusOf(req: IncomingMessage): number | undefined {
+  return refusedStatus.get(req);
 }
 
 type ParserError = NodeJS.ErrnoException & { rawPacket?: Buffer; bytesParsed?: number };

@@ -160,7 +160,79 @@ function checkMember(entity: EntityDef, name: string, value: unknown, limits: Si
   if (oversize) return oversizeProblem(name, oversize);
   const problem = checkFieldValue(field, value);
   if (problem) return invalidField(name, `${problem} (got ${describe(value)}).`, { value });
+  const lone = findLoneSurrogate(value);
+  if (lone) return loneSurrogateProblem(name, lone);
   return field;
+}
+
+/**
+ * Half of a surrogate pair alone ("\ud800"; an emoji is two halves, "\ud83d\ude00"): JSON can
+ * write one as an escape, but it is no Unicode text. PostgreSQL keeps it neither in jsonb nor in
+ * text, and no escape could keep it there in the order sorts promise (docs/entities.md), so every
+ * store refuses it, as a body holding one as raw UTF-8 bytes is refused (docs/errors.md).
+ */
+const LONE_SURROGATE_RE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+interface LoneSurrogate {
+  /** Member names and indexes from the field down to the string (or member name) holding it. */
+  readonly steps: readonly string[];
+  readonly unit: number;
+}
+
+interface Step {
+  readonly item: unknown;
+  readonly parent: Step | null;
+  readonly name: string;
+}
+
+/**
+ * The first string or member name in `value` holding a lone surrogate, found without recursion; a
+ * string costs one native scan, and a path is made only for the one found.
+ */
+function findLoneSurrogate(value: unknown): LoneSurrogate | null {
+  const found = (text: string) => LONE_SURROGATE_RE.exec(text)?.[0].charCodeAt(0);
+  const at = (step: Step | null, unit: number): LoneSurrogate => {
+    const steps: string[] = [];
+    for (let each = step; each !== null && each.parent !== null; each = each.parent) steps.unshift(each.name);
+    return { steps, unit };
+  };
+  if (typeof value === "string") {
+    const unit = found(value);
+    return unit === undefined ? null : { steps: [], unit };
+  }
+  if (value === null || typeof value !== "object") return null;
+  const stack: Step[] = [{ item: value, parent: null, name: "" }];
+  while (stack.length > 0) {
+    const step = stack.pop()!;
+    const visit = (item: unknown, name: string | number): LoneSurrogate | null => {
+      if (typeof item === "string") {
+        const unit = found(item);
+        if (unit !== undefined) return at({ item, parent: step, name: String(name) }, unit);
+      } else if (item !== null && typeof item === "object") stack.push({ item, parent: step, name: String(name) });
+      return null;
+    };
+    if (Array.isArray(step.item)) {
+      for (let i = 0; i < step.item.length; i++) {
+        const lone = visit(step.item[i], i);
+        if (lone) return lone;
+      }
+      continue;
+    }
+    for (const [name, item] of Object.entries(step.item as Record<string, unknown>)) {
+      const inName = found(name);
+      if (inName !== undefined) return at({ item, parent: step, name }, inName);
+      const lone = visit(item, name);
+      if (lone) return lone;
+    }
+  }
+  return null;
+}
+
+function loneSurrogateProblem(name: string, { steps, unit }: LoneSurrogate): ApiError {
+  const half = `\\u${unit.toString(16)}`;
+  const where = steps.length === 0 ? "holds" : `holds at ${[name, ...steps].join(".")}`;
+  const details = steps.length === 0 ? {} : { path: [name, ...steps].join(".") };
+  return invalidField(name, `${where} half of a surrogate pair alone (${half}), which is not Unicode text; send whole characters (an emoji's two halves together, such as \\ud83d\\ude00).`, details);
 }
 
 /**

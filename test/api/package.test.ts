@@ -2,13 +2,14 @@
 // no runtime dependencies. Packs the built tree (npm test builds dist/ first), installs the tarball
 // offline into a temp project, runs `npx tabula-server` and the `tabula` command it installs, imports
 // and requires startServer from "tabula-server" (the npm name `tabula` is someone else's), on every
-// Node 20 (engines says >=20: require() works without require(esm), which came in 20.19), and
-// type-checks ES module and CommonJS consumers against the shipped types. Skips only when npm
-// itself is missing.
+// Node 20 (engines says >=20: require() works without require(esm), which came in 20.19),
+// type-checks ES module and CommonJS consumers against the shipped types, and runs the CI recipe
+// of docs/testing.md as written, through npx. Skips only when npm itself is missing.
 
 import assert from "node:assert/strict";
 import { execFile, spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -290,4 +291,47 @@ test("a CommonJS TypeScript consumer (--module node16 and nodenext) type-checks 
   const { stdout, stderr } = await run(process.execPath, [...WITHOUT_REQUIRE_ESM, compiled], { cwd: project });
   assert.deepEqual(JSON.parse(stdout), { url: true, isPortInUse: true });
   assert.equal(stderr, "");
+});
+
+/** The ```sh block under "## As a process, in CI" in docs/testing.md, as written. */
+function ciRecipe(): string {
+  const page = readFileSync(join(ROOT, "docs", "testing.md"), "utf8");
+  const section = page.slice(page.indexOf("\n## As a process, in CI\n"));
+  const block = /\n```sh\n([^]*?)\n```\n/.exec(section);
+  assert.ok(section.length < page.length && block, "docs/testing.md has a sh block under \"As a process, in CI\"");
+  return block[1]! + "\n";
+}
+
+test("the CI recipe of docs/testing.md, run as written with npx, leaves no server process behind and its port free (issue 58)", { skip: !hasNpm && "npm is not available" }, async () => {
+  const folder = join(project, "ci-recipe");
+  mkdirSync(folder);
+  cpSync(join(ROOT, "examples", "entities"), join(folder, "entities"), { recursive: true });
+  writeFileSync(join(folder, "recipe.sh"), ciRecipe());
+  // In a process group of its own, as a CI step's shell is: whatever the recipe leaves running
+  // stays in the group, to be found (and then killed) below.
+  const env = { ...process.env, npm_config_offline: "true", npm_config_yes: "false" };
+  const child = spawn("sh", ["recipe.sh"], { cwd: folder, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  let output = "";
+  child.stdout.on("data", (chunk) => (output += chunk));
+  child.stderr.on("data", (chunk) => (output += chunk));
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  // What is left of the recipe's process group, but for zombies: a process that has exited and
+  // holds no port, only waiting for its new parent to read its status.
+  const running = spawnSync("ps", ["-eo", "pgid=,stat=,pid=,args="], { encoding: "utf8" })
+    .stdout.split("\n")
+    .map((line) => line.trim().split(/\s+/))
+    .filter(([pgid, stat]) => pgid === String(child.pid) && !stat!.startsWith("Z"));
+  if (running.length > 0) process.kill(-child.pid!, "SIGKILL");
+  assert.equal(code, 0, output);
+  assert.match(output, /^\[\]$/m, "the recipe's curl answered []");
+  assert.deepEqual(running.map((fields) => fields.slice(2).join(" ")), [], "no process the recipe started is still running after it ended");
+  const url = /listening on (http:\/\/\S+)/.exec(readFileSync(join(folder, "tabula.log"), "utf8"));
+  assert.ok(url, "the log has the listening line");
+  const { port } = new URL(url[1]!);
+  const taken = await new Promise<Error | null>((resolve) => {
+    const probe = createNetServer().once("error", resolve);
+    probe.listen(Number(port), "127.0.0.1", () => probe.close(() => resolve(null)));
+  });
+  assert.equal(taken, null, `port ${port} is free again`);
+  assert.equal(existsSync(join(folder, "tabula.pid")), false, "the server removed its pid file");
 });

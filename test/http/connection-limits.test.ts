@@ -1,10 +1,13 @@
 // What one client may hold of the listener (src/http/connection-limits.ts, docs/operating.md): a
-// body that stops arriving and a head that trickles are answered 408 and closed, a body that keeps
-// arriving is not cut however slowly it comes, and over maxConnections a new connection is closed
-// while those open are served. The timeouts are shortened to a second; every bound asserted on
+// body that stops arriving and a head that trickles are answered 408 and closed (and logged so), a
+// body that keeps arriving is not cut however slowly it comes, and over maxConnections a new
+// connection is closed while those open are served. The timeouts are shortened to a second; every bound asserted on
 // time is a lower one (a timer never fires early), or a wide upper one.
 
 import assert from "node:assert/strict";
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { test } from "node:test";
 import { RawConnection } from "../support/raw-connection.ts";
@@ -55,6 +58,38 @@ test("a body of which no byte arrives for bodyTimeoutMs is answered 408 request_
     await sleep(PAUSE_MS);
     assert.deepEqual((await server.call("GET", T)).body, [], "the refused write is not stored");
   }));
+
+test("a body cut by bodyTimeoutMs is logged and counted as the 408 it was answered, not as a client that hung up (499)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "tabula-body-timeout-log-"));
+  const logFd = openSync(join(dir, "access.log"), "w");
+  try {
+    let metrics = "";
+    await withServer({ bodyTimeoutMs: TIMEOUT_MS, log: "json", logFd }, async (server) => {
+      const body = JSON.stringify({ title: "silent" }).padEnd(1_000, " ");
+      const connection = await RawConnection.open(server.url);
+      connection.write(postHead(body) + body.slice(0, 10));
+      const [answer] = await connection.responses(1);
+      assert.equal(answer!.status, 408, answer!.text);
+      connection.end();
+      await connection.whenClosed();
+      // The handler hears of the closed connection a moment after the answer: its line follows.
+      for (let tries = 0; !/tabula_http_requests_total\{[^}]*method="POST"/.test(metrics); tries++) {
+        assert.ok(tries < 300, `no POST counted:\n${metrics}`);
+        await sleep(10);
+        metrics = (await server.call("GET", "/metrics")).text;
+      }
+    });
+    // Closing the server has written every line.
+    const lines = readFileSync(join(dir, "access.log"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as { method: string; path: string; status: number });
+    assert.deepEqual(lines.filter((line) => line.method === "POST").map((line) => [line.path, line.status]), [[T, 408]]);
+    const posts = metrics.split("\n").filter((line) => line.startsWith("tabula_http_requests_total{") && line.includes('method="POST"'));
+    assert.equal(posts.length, 1, posts.join("\n"));
+    assert.match(posts[0]!, /status="408"\} 1$/);
+  } finally {
+    closeSync(logFd);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
 
 test("a body that keeps arriving, a byte at a time, is not cut however long its whole takes", () =>
   withServer({ bodyTimeoutMs: TIMEOUT_MS }, async (server) => {

@@ -1,6 +1,7 @@
 // Text the PostgreSQL store keeps escaped (stored-text.ts, docs/postgresql.md): the encoding's
 // properties as a table of cases, and a database written before U+0001 escaped U+0000 (its
-// U+0001 stored as itself) read as it was written once a server has started on it, once.
+// U+0001 stored as itself) read as it was written once a server has started on it, once; and half
+// of a surrogate pair alone, which jsonb cannot hold either, refused 400 before the store.
 
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
@@ -105,5 +106,35 @@ describeWithPostgres("a PostgreSQL schema written before U+0001 escaped U+0000",
     assert.equal(stored!.title, "old \u0001\u0002 text", "encoded once, not again at the second start");
     const [meta] = await sql.unsafe(`SELECT value ->> 'note' AS note FROM "${pgSchema}"."$meta" WHERE key = 'legacy'`);
     assert.equal(meta!.note, "\u0001\u0002", "metadata too");
+  });
+});
+
+describeWithPostgres("half of a surrogate pair alone on PostgreSQL", (url) => {
+  const pgSchema = freshPgSchema();
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  after(async () => {
+    await sql.end();
+    await dropPgSchema(url, pgSchema);
+  });
+
+  test("is refused 400 invalid_field before the store (never the 500 of jsonb's refusal), while whole pairs are kept as themselves", async () => {
+    const server = await startServer({ schema: { Task: TASK }, store: url, pgSchema, secretKey: SECRET, warn: () => {} });
+    try {
+      const post = (path: string, body: string) => fetch(`${server.url}/api/entities/Task${path}`, { method: "POST", headers: { "X-Api-Key": SECRET, "Content-Type": "application/json" }, body });
+      // The body as a client sends it: JSON's escape, since raw bytes of a surrogate are not UTF-8.
+      for (const [path, body] of [["", '{"title":"\\ud800"}'], ["", '{"title":"t","meta":{"\\udc00":1}}'], ["/bulk", '[{"title":"a\\ud800b"}]']]) {
+        const answer = await post(path!, body!);
+        const text = await answer.text();
+        assert.equal(answer.status, 400, `${body}: ${text}`);
+        assert.equal((JSON.parse(text) as { error: { code: string } }).error.code, "invalid_field", body);
+      }
+      const kept = await post("", '{"title":"\\ud83d\\ude00 \\u0000"}');
+      assert.equal(kept.status, 201, await kept.clone().text());
+      const { id } = (await kept.json()) as { id: string };
+      const rows = await sql.unsafe(`SELECT id, data ->> 'title' AS title FROM "${pgSchema}"."Task"`);
+      assert.deepEqual(rows.map((row) => [row.id, row.title]), [[id, "\u{1f600} \u0001\u0001"]], "only the whole pair's record, its U+0000 escaped");
+    } finally {
+      await server.close();
+    }
   });
 });
