@@ -26,6 +26,7 @@ import { DEFAULT_RECORD_LIMITS, Records, type RecordLimits } from "./records/rec
 import { loadSeed } from "./records/seed.ts";
 import { loadSchemaObject, loadSchemaPath, type Declarations, type Schema } from "./schema/load.ts";
 import { isPlatformField } from "./schema/fields.ts";
+import { checkRules, ruleEqualityFields } from "./rules/rule-tree.ts";
 import type { ValueIndexedFields } from "./store/memory/memory-store.ts";
 import { openStore, parseStoreUrl, type StoreLocation } from "./store/open-store.ts";
 import { settleSchema } from "./migrations/settle.ts";
@@ -94,6 +95,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
   // process.nextTick its fast path (http/tick-shape.ts).
   keepTickShape();
   const schema = resolveSchema(options.schema);
+  checkRules(schema);
   const cors = parseCorsPolicy(options.cors ?? "*");
   const warn = options.warn ?? ((message: string) => process.stderr.write(`warning: ${message}\n`));
   // The store first: it creates the data folder and takes its lock before keys.json is written.
@@ -292,7 +294,9 @@ function valueIndexedFields(schema: Schema): ValueIndexedFields {
   const fields = new Map<string, string[]>();
   for (const entity of schema.entities.values()) {
     const indexed = [...entity.fields.values()].filter((field) => field.type === "boolean" || (field.enum && field.type !== "array" && field.format !== "date" && field.format !== "date-time"));
-    fields.set(entity.name, indexed.map((field) => field.name));
+    // A read rule comparing a field with the user's value ("each user sees their own") narrows
+    // every read by it: a set per value makes that a lookup (docs/rules.md).
+    fields.set(entity.name, [...new Set([...indexed.map((field) => field.name), ...ruleEqualityFields(entity, schema)])]);
   }
   return fields;
 }

@@ -19,7 +19,7 @@ import { findPostgresBin, MISSING_POSTGRES, startCluster } from "./support/pg-cl
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 /** The suites that test tabula through HTTP, whatever holds the records. */
-const STORE_SUITES = ["test/http", "test/sdk"];
+const STORE_SUITES = ["test/http", "test/sdk", "test/rules"];
 
 // One folder deep, as the shell's test/*/*.test.ts was.
 const ALL_FILES = readdirSync(join(ROOT, "test"))

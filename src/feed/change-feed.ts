@@ -14,7 +14,7 @@ import { ApiError, unauthorized } from "../errors.ts";
 import type { Caller } from "../keys/caller.ts";
 import type { Schema } from "../schema/load.ts";
 import type { Predicate } from "../query/predicate.ts";
-import { compareFeedPositions, isAfter, type FeedEvent, type FeedPosition, type FeedRead, type FeedState, type FeedSource } from "../store/store.ts";
+import { compareFeedPositions, isAfter, type Row, type FeedEvent, type FeedPosition, type FeedRead, type FeedState, type FeedSource } from "../store/store.ts";
 import { Turns } from "../turns/loop-share.ts";
 import { changeJson } from "./events.ts";
 import type { FeedEnd, FeedSink } from "./feed-sink.ts";
@@ -37,9 +37,18 @@ export interface FeedSubscription {
   readonly entities: ReadonlySet<string>;
   /** Per entity, the q it narrows by (parsed against each entity); null without q. */
   readonly filters: ReadonlyMap<string, Predicate> | null;
-  /** Equal for subscriptions that receive the same bytes: key kind, entities and q. */
+  /** Equal for subscriptions that receive the same bytes: key kind, entities and q, and the user where rules narrow. */
   readonly key: string;
+  /**
+   * Where read rules narrow the feed (docs/rules.md): the records a stream has been sent, by
+   * entity and id, so that one leaving the reader's view arrives as a delete, and no other record
+   * is named to it.
+   */
+  readonly shown?: Set<string>;
 }
+
+/** Records remembered per narrowed stream as sent (FeedSubscription.shown); the oldest go first. */
+const MAX_SHOWN = 10_000;
 
 /** A stretch of the feed as a reader sees it: its events (q applied), where it ends, the window. */
 export interface FeedStep {
@@ -275,8 +284,28 @@ export class ChangeFeed {
 
   /** The sink's bytes of the events `stream` follows; null when it follows none of them. */
   private encode(events: readonly FeedEvent[], stream: Stream): string | Buffer | null {
-    const matched = events.filter((event) => this.matches(stream.sub, event));
+    const matched = stream.sub.shown === undefined ? events.filter((event) => this.matches(stream.sub, event)) : this.narrowed(events, stream.sub, stream.sub.shown);
     return matched.length === 0 ? null : stream.sink.encode(matched, stream.sub.caller);
+  }
+
+  /** The events a narrowed stream is sent: those it may read, and a delete for each record it was sent that leaves its view. */
+  private narrowed(events: readonly FeedEvent[], sub: FeedSubscription, shown: Set<string>): FeedEvent[] {
+    const out: FeedEvent[] = [];
+    for (const event of events) {
+      if (!sub.entities.has(event.entity)) continue;
+      const name = `${event.entity}\n${event.row.id}`;
+      if (this.matches(sub, event)) {
+        shown.delete(name);
+        if (event.type !== "delete" && !event.row.deleted) {
+          if (shown.size >= MAX_SHOWN) shown.delete(shown.values().next().value!);
+          shown.add(name);
+        }
+        out.push(event);
+      } else if (shown.delete(name)) {
+        out.push({ entity: event.entity, type: "delete", row: leftRow(event.row) });
+      }
+    }
+    return out;
   }
 
   private async catchUp(stream: Stream): Promise<void> {
@@ -431,4 +460,9 @@ export class ChangeFeed {
   private beat(): void {
     for (const stream of this.streams) if (!stream.closed) stream.sink.heartbeat();
   }
+}
+
+/** What a reader is sent of a record that left its view: its id and the event's place, nothing it may no longer read. */
+function leftRow(row: Row): Row {
+  return { id: row.id, rev: row.rev, deleted: true, data: { id: row.id }, seq: row.seq, index: row.index, isTransient: true };
 }

@@ -21,6 +21,7 @@ import { isSignInPath } from "./users-routes.ts";
 import { BodyBudget, HEAVY_BODY_BYTES, type Release } from "./body-budget.ts";
 import { refusedStatusOf } from "./client-error.ts";
 import { MIN_COMPRESSED_BYTES } from "./compression.ts";
+import { hasRules } from "../rules/grants.ts";
 import { checkGuard, Context, feedKeyOf, mayAccess, NO_KEY, type Handler, type RequestContext } from "./context.ts";
 import { addCorsHeaders, isPreflight, preflightReply, type CorsPolicy } from "./cors.ts";
 import { hashBody, IdempotencyGuard, idempotentRequest, type IdempotentRequest } from "./idempotency.ts";
@@ -411,7 +412,9 @@ export class App {
     } catch (error) {
       if (!(error instanceof ApiError) || error.code !== "unique_violation") throw error;
       const entity = this.records.schema.entities.get(String(error.details.entity));
-      throw entity !== undefined && mayAccess(ctx.caller, entity, "read") ? error : withoutHolder(error);
+      // Under rules a caller may read some records and not others: the holder stays unnamed (docs/rules.md).
+      const mayReadAll = entity !== undefined && mayAccess(ctx.caller, entity, "read") && (ctx.caller.kind === "secret" || !hasRules(entity));
+      throw mayReadAll ? error : withoutHolder(error);
     }
   }
 

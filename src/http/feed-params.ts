@@ -12,6 +12,7 @@ import type { Schema } from "../schema/load.ts";
 import { compileFilter, type Predicate } from "../query/predicate.ts";
 import type { FeedPosition, FeedState } from "../store/store.ts";
 import { accessOf } from "./list-params.ts";
+import { hiddenFieldsOf, readFilterOf } from "../rules/grants.ts";
 
 export const DEFAULT_FEED_LIMIT = 100;
 export const MAX_FEED_LIMIT = 1000;
@@ -66,18 +67,29 @@ function entitiesOf(schema: Schema, caller: Caller, text: string | null): Entity
   });
 }
 
-function subscriptionOf(entities: readonly EntityDef[], caller: Caller, q: string | null): FeedSubscription {
+/** What `caller` follows of `entities`: their events that `q` and its read rules match; `prefix` sets apart streams whose bytes differ (Socket.IO rooms). */
+export function subscriptionOf(entities: readonly EntityDef[], caller: Caller, q: string | null, prefix = ""): FeedSubscription {
   let filters: Map<string, Predicate> | null = null;
-  if (q !== null) {
-    filters = new Map();
-    for (const entity of entities) {
-      const node = parseFilterText(entity, q, accessOf(caller));
-      if (node) filters.set(entity.name, compileFilter(node));
-    }
-    if (filters.size === 0) filters = null;
+  let isNarrowed = false;
+  // A filter of q alone is kept for each entity q narrows.
+  for (const entity of entities) {
+    // The caller's read rule narrows its feed as it narrows its lists (docs/rules.md).
+    const rule = readFilterOf(entity, caller);
+    const node = q === null ? null : parseFilterText(entity, q, accessOf(caller, entity));
+    const filter = rule === null ? node : node === null ? rule : { type: "and" as const, nodes: [rule, node] };
+    if (rule !== null) isNarrowed = true;
+    if (filter !== null) (filters ??= new Map()).set(entity.name, compileFilter(filter));
   }
   const names = entities.map((entity) => entity.name).sort();
-  return { caller, entities: new Set(names), filters, key: `${caller.kind}\n${names.join(",")}\n${filters ? q : ""}` };
+  // Streams of one key share their bytes, unless rules make what each user is sent its own.
+  const reader = isNarrowed || needsOwnBytes(entities, caller) ? `\nuser:${caller.user?.id ?? ""}:${caller.user?.role ?? ""}` : "";
+  const key = `${prefix}${caller.kind}${reader}\n${names.join(",")}\n${q ?? ""}`;
+  return { caller, entities: new Set(names), filters, key, ...(isNarrowed ? { shown: new Set<string>() } : {}) };
+}
+
+/** Whether fields hidden by rules make an event's bytes differ per user. */
+function needsOwnBytes(entities: readonly EntityDef[], caller: Caller): boolean {
+  return entities.some((entity) => hiddenFieldsOf(entity, caller) !== null);
 }
 
 function limitOf(text: string | null): number {

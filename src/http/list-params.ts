@@ -16,6 +16,7 @@ import type { ListAnswer, ListRequest } from "../records/records.ts";
 import { isPlatformField, type EntityDef } from "../schema/fields.ts";
 import type { NextPage } from "./results.ts";
 import type { DeletedFilter } from "../store/store.ts";
+import { hiddenFieldsOf, narrowedFilter } from "../rules/grants.ts";
 
 export const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT_SECRET = 5000;
@@ -53,13 +54,19 @@ export interface ListPlan {
   readonly pagesByCursor: boolean;
 }
 
-export function accessOf(caller: Caller): FieldAccess {
-  return { mayUseCreatedBy: caller.kind === "secret" };
+/** What fields `caller` may name in a request about `entity`: created_by_id for the secret key, none its rules hide (docs/rules.md). */
+export function accessOf(caller: Caller, entity: EntityDef): FieldAccess {
+  const hidden = hiddenFieldsOf(entity, caller);
+  if (hidden === null) return caller.kind === "secret" ? SECRET_ACCESS : PUBLISHABLE_ACCESS;
+  return { mayUseCreatedBy: caller.kind === "secret", hidden };
 }
+
+const SECRET_ACCESS: FieldAccess = { mayUseCreatedBy: true };
+const PUBLISHABLE_ACCESS: FieldAccess = { mayUseCreatedBy: false };
 
 export function parseListParams(entity: EntityDef, query: URLSearchParams, caller: Caller, dialect: ListDialect = NATIVE_LIST): ListPlan {
   checkParameterNames(query, dialect.parameters, entity);
-  const access = accessOf(caller);
+  const access = accessOf(caller, entity);
   const cursorText = query.get("cursor");
   const sortParameter = sortParameterOf(query, dialect);
   const sent: Walk = {
@@ -81,7 +88,7 @@ export function parseListParams(entity: EntityDef, query: URLSearchParams, calle
   if (cursor && !pagesByCursor) throw invalidCursor(`Sorting by ${sort.field} allows no cursor; page with skip, or sort by created_date, updated_date or id.`);
   if (cursor && !fitsSort(cursor.after.key, sort.kind)) throw invalidCursor("The cursor's position does not fit its sort; pass back X-Next-Cursor unchanged.");
   const request: ListRequest = {
-    filter: combine(parseFilterText(entity, walk.q, access), searchNode(entity, walk.search)),
+    filter: narrowedFilter(entity, caller, combine(parseFilterText(entity, walk.q, access), searchNode(entity, walk.search, access))),
     sort,
     after: cursor?.after ?? null,
     skip: parseInteger(query, "skip", 0, Number.MAX_SAFE_INTEGER) ?? 0,
@@ -96,7 +103,8 @@ export function parseListParams(entity: EntityDef, query: URLSearchParams, calle
 /** The filter of a count request: `q` and `search`, ANDed. */
 export function parseCountParams(entity: EntityDef, query: URLSearchParams, caller: Caller): FilterNode | null {
   checkParameterNames(query, COUNT_PARAMETERS, entity);
-  return combine(parseFilterText(entity, query.get("q"), accessOf(caller)), searchNode(entity, query.get("search")));
+  const access = accessOf(caller, entity);
+  return narrowedFilter(entity, caller, combine(parseFilterText(entity, query.get("q"), access), searchNode(entity, query.get("search"), access)));
 }
 
 export interface ExportRequest {
@@ -109,7 +117,8 @@ export function parseExportParams(entity: EntityDef, query: URLSearchParams, cal
   checkParameterNames(query, EXPORT_PARAMETERS, entity);
   const format = query.get("format") ?? "ndjson";
   if (!isExportFormat(format)) throw invalidParameter("format", `Parameter format must be one of ${EXPORT_FORMATS.join(", ")} (got "${format}").`);
-  return { format, filter: combine(parseFilterText(entity, query.get("q"), accessOf(caller)), searchNode(entity, query.get("search"))) };
+  const access = accessOf(caller, entity);
+  return { format, filter: narrowedFilter(entity, caller, combine(parseFilterText(entity, query.get("q"), access), searchNode(entity, query.get("search"), access))) };
 }
 
 /** Where the next page starts (its query string and cursor), or null when this page is the last. */
@@ -136,7 +145,7 @@ export interface DistinctPlan {
 /** The parameters of GET …/distinct/<field>: `q`, `limit` (1 to 1,000, default 100) and `cursor`. */
 export function parseDistinctParams(entity: EntityDef, fieldName: string, query: URLSearchParams, caller: Caller): DistinctPlan {
   checkParameterNames(query, DISTINCT_PARAMETERS, entity);
-  const access = accessOf(caller);
+  const access = accessOf(caller, entity);
   const field = resolveDistinctField(entity, fieldName, access);
   const sent: DistinctWalk = { entity: entity.name, field: fieldName, q: query.get("q") };
   const cursorText = query.get("cursor");
@@ -154,7 +163,7 @@ export function parseDistinctParams(entity: EntityDef, fieldName: string, query:
   const walk = cursor?.walk ?? sent;
   const request: DistinctRequest = {
     field,
-    filter: parseFilterText(entity, walk.q, access),
+    filter: narrowedFilter(entity, caller, parseFilterText(entity, walk.q, access)),
     after: cursor?.after,
     limit: parseInteger(query, "limit", 1, MAX_DISTINCT_LIMIT) ?? DEFAULT_DISTINCT_LIMIT,
   };
@@ -193,9 +202,11 @@ function fitsSort(key: unknown, kind: string): boolean {
   return key === null || (kind === "string" ? typeof key === "string" : typeof key === "number");
 }
 
-function searchNode(entity: EntityDef, text: string | null): FilterNode | null {
+/** `search` looks in the text fields the caller may read (docs/rules.md). */
+function searchNode(entity: EntityDef, text: string | null, access: FieldAccess): FilterNode | null {
   if (text === null || text === "") return null;
-  return { type: "search", fields: entity.textFields, text };
+  const fields = access.hidden ? entity.textFields.filter((name) => !access.hidden!.has(name)) : entity.textFields;
+  return { type: "search", fields, text };
 }
 
 function combine(a: FilterNode | null, b: FilterNode | null): FilterNode | null {

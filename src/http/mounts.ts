@@ -42,7 +42,7 @@ export const nativeMount: Mount = {
     const example = `{"q": {"status": "todo"}, "set": {"status": "done"}}`;
     const body = bodyObject(ctx, example);
     if (body.q === undefined) throw filterRequired("update-many");
-    const filter = parseFilter(entity, body.q, accessOf(ctx.caller));
+    const filter = parseFilter(entity, body.q, accessOf(ctx.caller, entity));
     for (const name of Object.keys(body)) {
       if (!["q", "set", "inc", "unset"].includes(name)) throw invalidJson(`Unknown member "${name}": the body takes q, set, inc and unset, as in ${example}.`);
     }
@@ -84,13 +84,13 @@ export function sdkMount(appId: string | null): Mount {
     // deleteMany(query) sends the filter itself as the JSON body.
     deleteManyFilter(ctx, entity) {
       if (ctx.body === undefined) throw filterRequired("delete-many");
-      return parseFilter(entity, ctx.body, accessOf(ctx.caller));
+      return parseFilter(entity, ctx.body, accessOf(ctx.caller, entity));
     },
     updateManyRequest(ctx, entity) {
       const example = `{"query": {"status": "todo"}, "data": {"$set": {"status": "done"}}}`;
       const body = bodyObject(ctx, example);
       if (body.query === undefined) throw filterRequired("update-many");
-      const filter = parseFilter(entity, body.query, accessOf(ctx.caller));
+      const filter = parseFilter(entity, body.query, accessOf(ctx.caller, entity));
       const data = body.data;
       if (!isPlainObject(data)) throw invalidJson(`"data" must be an object of update operators, as in ${example}.`);
       for (const name of Object.keys(data)) {

@@ -27,6 +27,7 @@ import { SseSink } from "./sse-sink.ts";
 import { readExport } from "./export-stream.ts";
 import { importRecords } from "../records/import.ts";
 import { importFile } from "../records/import-file.ts";
+import { narrowedFilter } from "../rules/grants.ts";
 
 /** What an operation found or built, and the rows to store for it. */
 interface Done {
@@ -142,8 +143,9 @@ const OPERATIONS = {
   },
   async aggregate(ctx) {
     const entity = ctx.records.entity(ctx.params.entity!);
-    const spec = parseAggregateSpec(entity, ctx.body, accessOf(ctx.caller));
-    return { result: { type: "aggregated", ...(await ctx.records.aggregate(entity, spec)) } };
+    const spec = parseAggregateSpec(entity, ctx.body, accessOf(ctx.caller, entity));
+    const narrowed = { ...spec, filter: narrowedFilter(entity, ctx.caller, spec.filter) };
+    return { result: { type: "aggregated", ...(await ctx.records.aggregate(entity, narrowed)) } };
   },
   async distinct(ctx) {
     const { values, next } = await readDistinct(ctx, ctx.params.field!, ctx.query);
@@ -165,9 +167,9 @@ const OPERATIONS = {
   patch: updateRecord,
   async delete(ctx) {
     const entity = ctx.records.entity(ctx.params.entity!);
-    const row = await ctx.records.read(entity, ctx.params.id!);
+    const row = await ctx.records.readable(entity, ctx.params.id!, ctx.caller);
     checkIfMatch(ctx.header("if-match"), row);
-    const change = ctx.records.remove(entity, row);
+    const change = ctx.records.remove(entity, row, ctx.caller);
     return { result: { type: "deleted", row: change.result }, change };
   },
   async restore(ctx) {
@@ -189,7 +191,7 @@ const OPERATIONS = {
   },
   async bulkUpdate(ctx) {
     const entity = ctx.records.entity(ctx.params.entity!);
-    const change = await bulkUpdate(ctx.records, entity, requireBody(ctx.body, `[{"id": "...", "<field>": <new value>}]`));
+    const change = await bulkUpdate(ctx.records, entity, requireBody(ctx.body, `[{"id": "...", "<field>": <new value>}]`), ctx.caller);
     return { result: { type: "records", entity, rows: change.result, fields: null, created: false, next: null, total: null }, change };
   },
   async upsert(ctx, mount) {
@@ -201,7 +203,7 @@ const OPERATIONS = {
   async updateMany(ctx, mount) {
     const entity = ctx.records.entity(ctx.params.entity!);
     const { filter, update } = mount.updateManyRequest(ctx, entity);
-    const change = await updateMany(ctx.records, entity, filter, update);
+    const change = await updateMany(ctx.records, entity, filter, update, ctx.caller);
     return { result: { type: "updatedMany", ids: change.result.ids }, change };
   },
   changes(ctx) {
@@ -212,7 +214,7 @@ const OPERATIONS = {
   },
   async deleteMany(ctx, mount) {
     const entity = ctx.records.entity(ctx.params.entity!);
-    const change = await deleteMany(ctx.records, entity, mount.deleteManyFilter(ctx, entity));
+    const change = await deleteMany(ctx.records, entity, mount.deleteManyFilter(ctx, entity), ctx.caller);
     return { result: { type: "deletedMany", ids: change.result.ids }, change };
   },
 } satisfies Record<string, Operation>;
@@ -264,9 +266,9 @@ async function readDistinct(ctx: RequestContext, field: string, query: URLSearch
 
 async function updateRecord(ctx: RequestContext): Promise<Done> {
   const entity = ctx.records.entity(ctx.params.entity!);
-  const row = await ctx.records.read(entity, ctx.params.id!);
+  const row = await ctx.records.readable(entity, ctx.params.id!, ctx.caller);
   checkIfMatch(ctx.header("if-match"), row);
-  const change = ctx.records.update(entity, row, requireBody(ctx.body, `{"<field>": <new value>}`));
+  const change = ctx.records.update(entity, row, requireBody(ctx.body, `{"<field>": <new value>}`), ctx.caller);
   return { result: { type: "record", entity, row: change.result, created: false }, change };
 }
 

@@ -19,6 +19,8 @@ export interface SessionUser {
   readonly role: string;
   /** The session its token belongs to. */
   readonly sid: string;
+  /** The user's record as it stood when the token was checked: what rules' {{user.data.<field>}} read (docs/rules.md). */
+  readonly fields?: Readonly<Record<string, unknown>>;
 }
 
 /** A key by its id and kind, without the key: who acts for the seed and server.changes(). */

@@ -25,6 +25,8 @@ export const MAX_FILTER_LIST_ITEMS = 1000;
 export interface FieldAccess {
   /** False for publishable keys: created_by_id may be neither read nor filtered on (docs/api.md). */
   readonly mayUseCreatedBy: boolean;
+  /** Fields the caller's rules keep from it (docs/rules.md): naming one is 403, else its values could be inferred. */
+  readonly hidden?: ReadonlySet<string> | null;
 }
 
 // Lists and counts send the same few `q` texts again and again: each is parsed once per entity and
@@ -37,7 +39,7 @@ export function parseFilterText(entity: EntityDef, text: string | null, access: 
   if (text === null || text.trim() === "") return null;
   let parsed = parsedFilters.get(entity);
   if (!parsed) parsedFilters.set(entity, (parsed = new Map()));
-  const key = (access.mayUseCreatedBy ? "secret:" : "publishable:") + text;
+  const key = (access.mayUseCreatedBy ? "secret:" : "publishable:") + (access.hidden ? [...access.hidden].join(",") + ":" : "") + text;
   let node = parsed.get(key);
   if (node === undefined) {
     node = parseFilterJson(entity, text, access);
@@ -113,13 +115,22 @@ export function resolveField(entity: EntityDef, name: string, access: FieldAcces
   if (name === "created_by_id" && !access.mayUseCreatedBy) {
     throw forbidden(`A publishable key cannot use created_by_id; use a secret key.`);
   }
+  if (access.hidden?.has(name)) throw hiddenField(entity, name);
   return field;
+}
+
+/** 403 for naming a field the caller's rules keep from it (docs/rules.md). */
+export function hiddenField(entity: EntityDef, name: string) {
+  const error = forbidden(`${entity.name}.${name} is not readable by this caller (its "rls"."read" rule, docs/rules.md), so it cannot be named in a filter, sort, field list, distinct or aggregate.`);
+  error.details.field = name;
+  return error;
 }
 
 export function allFieldNames(entity: EntityDef, access: FieldAccess): string[] {
   // created_by (a signed-in user's email, docs/users.md) is filterable too, but only records users made have it.
   const platform = access.mayUseCreatedBy ? ["id", "created_date", "updated_date", "created_by_id"] : ["id", "created_date", "updated_date"];
-  return [...entity.fieldNames, ...platform];
+  const declared = access.hidden ? entity.fieldNames.filter((name) => !access.hidden!.has(name)) : entity.fieldNames;
+  return [...declared, ...platform];
 }
 
 /** What a name in a filter reaches: a field of the entity, or a member of an array element. */

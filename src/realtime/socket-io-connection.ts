@@ -6,6 +6,7 @@
 import { randomBytes } from "node:crypto";
 import type { ChangeFeed } from "../feed/change-feed.ts";
 import type { FeedEnd } from "../feed/feed-sink.ts";
+import { subscriptionOf } from "../http/feed-params.ts";
 import type { Caller } from "../keys/caller.ts";
 import type { Schema } from "../schema/load.ts";
 import { RoomSink, type RoomConnection } from "./room-sink.ts";
@@ -216,7 +217,8 @@ export class SocketIoConnection implements RoomConnection {
     if (this.rooms.size >= MAX_ROOMS_PER_CONNECTION) return { code: "too_many_rooms", message: `A connection joins ${MAX_ROOMS_PER_CONNECTION} rooms at most; leave some first.` };
     const sink = new RoomSink(this, room, entity);
     this.rooms.set(room, sink);
-    const sub = { caller, entities: new Set([name]), filters: null, key: `socket.io\n${caller.kind}\n${room}` };
+    // A room follows what the caller may read (docs/rules.md), as a stream does.
+    const sub = subscriptionOf([entity], caller, null, `socket.io\n${room}\n`);
     this.ctx.feed.openStream(sink, sub, null, false);
     return null;
   }

@@ -2,7 +2,7 @@
 // Each builds every row first and refuses the whole batch on the first bad record (naming its
 // index), so nothing is stored unless everything is.
 
-import { ambiguousMatch, ApiError, recordNotFound, batchTooLarge, filterRequired, invalidField, invalidJson, readOnlyField, unknownField } from "../errors.ts";
+import { ambiguousMatch, ApiError, forbidden, recordNotFound, batchTooLarge, filterRequired, invalidField, invalidJson, readOnlyField, unknownField } from "../errors.ts";
 import type { SizeLimits } from "../json-depth.ts";
 import type { CompareNode, FilterNode } from "../query/filter-tree.ts";
 import { isPlatformField, kindOf, type EntityDef } from "../schema/fields.ts";
@@ -10,6 +10,7 @@ import { isPlainObject } from "../schema/load.ts";
 import { validateChanges, validateCreate } from "../schema/validate.ts";
 import type { MatchCheck, Put, Row } from "../store/store.ts";
 import type { Caller } from "../keys/caller.ts";
+import { allows, checkCreate, checkUpdated, checkUpdateOf, grantsOf, narrowedFilter } from "../rules/grants.ts";
 import type { Change, Records } from "./records.ts";
 
 export const MAX_BATCH_RECORDS = 5000;
@@ -21,7 +22,11 @@ export function bulkCreate(records: Records, entity: EntityDef, body: unknown, c
   const items = batchItems(body, `an array of ${entity.name} records`);
   const values = items.map((item, index) => atIndex(index, () => validateCreate(entity, item, records.limits)));
   const now = Date.now();
-  const rows = values.map((value) => records.newRow(value, caller, now));
+  const rows = values.map((value, index) => atIndex(index, () => {
+    const row = records.newRow(value, caller, now);
+    checkCreate(entity, caller, items[index], row, "Creating this record");
+    return row;
+  }));
   return { entity, puts: rows.map((row) => ({ entity: entity.name, row, replaces: 0 })), result: rows };
 }
 
@@ -51,7 +56,7 @@ class BatchVersions {
 }
 
 /** Updates by id, in order: an id named twice gets both changes, the second over the first. */
-export async function bulkUpdate(records: Records, entity: EntityDef, body: unknown): Promise<Change<Row[]>> {
+export async function bulkUpdate(records: Records, entity: EntityDef, body: unknown, caller: Caller): Promise<Change<Row[]>> {
   const items = batchItems(body, `an array of {"id": ..., <fields to change>}`);
   const stored = await storedRows(records, entity, items);
   const versions = new BatchVersions(entity);
@@ -64,7 +69,10 @@ export async function bulkUpdate(records: Records, entity: EntityDef, body: unkn
       const { id, ...changes } = item;
       const row = versions.latest(id) ?? stored.get(id);
       if (!row) throw recordNotFound(entity.name, id);
-      const updated = records.changedRow(entity, row, validateChanges(entity, changes, records.limits), now);
+      const validated = validateChanges(entity, changes, records.limits);
+      checkUpdateOf(entity, caller, row);
+      const updated = records.changedRow(entity, row, validated, now);
+      checkUpdated(entity, caller, validated.keys(), updated);
       versions.set(updated, row);
       return updated;
     }),
@@ -113,11 +121,15 @@ export async function upsert(
       if (ids.length > 1) throw ambiguousMatch(Object.fromEntries(fields.map((field, i) => [field, values[i]])), ids);
       if (ids.length === 1) {
         const from = versions.latest(ids[0]!) ?? matched.get(ids[0]!)!;
+        // A match the caller may not change is refused without naming it (docs/rules.md).
+        if (!mayChange(entity, caller, from)) throw forbidden(`This record's ${keyName} values match a ${entity.name} record that this caller may not change (its "rls" rules, docs/rules.md).`);
         const row = records.changedRow(entity, from, changes, now);
+        checkUpdated(entity, caller, changes.keys(), row);
         versions.set(row, from);
         return { row, created: false };
       }
       const row = records.newRow(validateCreate(entity, item, records.limits), caller, now);
+      checkCreate(entity, caller, item, row, "Creating this record");
       versions.set(row, null);
       existing.set(key, [row.id]); // a later record with the same match values updates this one
       return { row, created: true };
@@ -143,11 +155,13 @@ export interface FieldUpdate {
   readonly names: { readonly set: string; readonly inc: string; readonly unset: string };
 }
 
-export async function updateMany(records: Records, entity: EntityDef, filter: FilterNode | null, update: FieldUpdate): Promise<Change<ManyResult>> {
+/** Changes the live records `filter` matches that `caller` may change (docs/rules.md); refused whole if one would leave its reach. */
+export async function updateMany(records: Records, entity: EntityDef, filter: FilterNode | null, update: FieldUpdate, caller: Caller): Promise<Change<ManyResult>> {
   if (!filter) throw filterRequired("update-many");
   const { changes, increments } = parseFieldUpdate(entity, update, records.limits);
   const now = Date.now();
-  const matched = await matchingRows(records, entity, filter);
+  const grants = grantsOf(entity, caller);
+  const matched = (await matchingRows(records, entity, narrowedFilter(entity, caller, filter)!)).filter((row) => allows(grants.update, row));
   const rows = matched.map((row) => {
     if (increments.size === 0) return records.changedRow(entity, row, changes, now);
     const own = new Map(changes);
@@ -163,6 +177,7 @@ export async function updateMany(records: Records, entity: EntityDef, filter: Fi
     }
     return records.changedRow(entity, row, own, now);
   });
+  for (const row of rows) checkUpdated(entity, caller, changes.keys(), row);
   const puts = rows.map((row, i) => ({ entity: entity.name, row, replaces: matched[i]!.rev }));
   return { entity, puts, result: { count: rows.length, ids: rows.map((row) => row.id) } };
 }
@@ -202,10 +217,13 @@ function parseFieldUpdate(entity: EntityDef, update: FieldUpdate, limits: SizeLi
   return { changes, increments };
 }
 
-export async function deleteMany(records: Records, entity: EntityDef, filter: FilterNode | null): Promise<Change<ManyResult>> {
+/** Deletes the live records `filter` matches that `caller` may delete (docs/rules.md). */
+export async function deleteMany(records: Records, entity: EntityDef, filter: FilterNode | null, caller: Caller): Promise<Change<ManyResult>> {
   if (!filter) throw filterRequired("delete-many");
   const now = Date.now();
-  const puts = (await matchingRows(records, entity, filter)).map((row) => ({ entity: entity.name, row: records.deletedRow(entity, row, now), replaces: row.rev }));
+  const grants = grantsOf(entity, caller);
+  const matched = (await matchingRows(records, entity, narrowedFilter(entity, caller, filter)!)).filter((row) => allows(grants.delete, row));
+  const puts = matched.map((row) => ({ entity: entity.name, row: records.deletedRow(entity, row, now), replaces: row.rev }));
   return { entity, puts, result: { count: puts.length, ids: puts.map((put) => put.row.id) } };
 }
 
@@ -281,4 +299,10 @@ async function liveRowsByMatch(records: Records, entity: EntityDef, match: strin
   }
   const locks = [...new Set(values.map((value) => `${entity.name}\n${first}\n${JSON.stringify(value)}`))];
   return { existing: groups, rows, check: { entity: entity.name, filter, ids: [...rows.keys()], locks } };
+}
+
+/** Whether `caller` may read and change `row` (docs/rules.md). */
+function mayChange(entity: EntityDef, caller: Caller, row: Row): boolean {
+  const grants = grantsOf(entity, caller);
+  return allows(grants.read, row) && allows(grants.update, row);
 }

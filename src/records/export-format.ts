@@ -7,6 +7,7 @@ import type { EntityDef } from "../schema/fields.ts";
 import type { Row } from "../store/store.ts";
 import type { Caller } from "../keys/caller.ts";
 import { recordJson } from "./serialize.ts";
+import { fieldsHiddenIn, grantsOf, hiddenFieldsOf } from "../rules/grants.ts";
 
 export const EXPORT_FORMATS = ["ndjson", "json", "csv"] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -57,16 +58,24 @@ export function exportEncoder(format: ExportFormat, entity: EntityDef, caller: C
       return {
         contentType: "text/csv; charset=utf-8; header=present",
         head: columns.map(csvField).join(",") + "\r\n",
-        page: (rows) => rows.map((row) => columns.map((name) => csvField(csvText(row.data[name]))).join(",") + "\r\n").join(""),
+        page: (rows) => rows.map((row) => csvRow(entity, caller, columns, row)).join(""),
         tail: "",
       };
     }
   }
 }
 
-/** id, the declared fields in declaration order, the timestamps, and created_by_id for secret keys. */
+/** One record's line: a field the caller's rules keep from it on this record is left empty (docs/rules.md). */
+function csvRow(entity: EntityDef, caller: Caller, columns: readonly string[], row: Row): string {
+  const hidden = caller.kind === "secret" ? null : fieldsHiddenIn(entity, caller, row);
+  return columns.map((name) => csvField(hidden?.includes(name) ? "" : csvText(row.data[name]))).join(",") + "\r\n";
+}
+
+/** id, the declared fields in declaration order (less those the caller may never read), the timestamps, and created_by_id for secret keys. */
 export function csvColumns(entity: EntityDef, caller: Caller): string[] {
-  const columns = ["id", ...entity.fieldNames, "created_date", "updated_date"];
+  const hidden = hiddenFieldsOf(entity, caller);
+  const declared = hidden === null ? entity.fieldNames : entity.fieldNames.filter((name) => !hidden.has(name) || grantsOf(entity, caller).unreadable!.get(name) !== false);
+  const columns = ["id", ...declared, "created_date", "updated_date"];
   if (caller.kind === "secret") columns.push("created_by_id");
   return columns;
 }

@@ -21,6 +21,7 @@ import type { Caller } from "../keys/caller.ts";
 import { distinctValues, type DistinctAnswer, type DistinctRequest } from "./distinct.ts";
 import { viewOf, ViewCache, type RecordView } from "./read-cache.ts";
 import { recordJson } from "./serialize.ts";
+import { allows, checkCreate, checkDeleteOf, checkUpdated, checkUpdateOf, grantsOf, hasRules } from "../rules/grants.ts";
 
 const NO_CHANGES: ReadonlyMap<string, unknown> = new Map();
 /** Store.readCache's maker: one per entity, made at its first read by id. */
@@ -108,6 +109,8 @@ export class Records {
    * cache when it has one (read-cache.ts).
    */
   view(entity: EntityDef, id: string, caller: Caller): Maybe<RecordView> {
+    // Under rules a view is the caller's own: built for it, and a record it may not read is absent (docs/rules.md).
+    if (caller.kind !== "secret" && hasRules(entity)) return then(this.readable(entity, id, caller), (row) => viewOf(row, recordJson(entity, row, caller, false)));
     const cached = this.cachedView(entity, id, caller);
     if (cached !== undefined) return cached;
     return then(this.read(entity, id), (row) => {
@@ -143,7 +146,16 @@ export class Records {
 
   /** The cached view of the record with this id for `caller`'s kind of key, or undefined: never reads the store. */
   cachedView(entity: EntityDef, id: string, caller: Caller): RecordView | undefined {
+    if (caller.kind !== "secret" && hasRules(entity)) return undefined;
     return this.store.readCache(entity.name, newViewCache)?.find(id, caller);
+  }
+
+  /** The live record with this id if `caller` may read it; else 404, as if it were absent (docs/rules.md). */
+  readable(entity: EntityDef, id: string, caller: Caller): Maybe<Row> {
+    return then(this.read(entity, id), (row) => {
+      if (!allows(grantsOf(entity, caller).read, row)) throw recordNotFound(entity.name, id);
+      return row;
+    });
   }
 
   /** The live record with this id, or 404. */
@@ -172,15 +184,21 @@ export class Records {
       throw invalidJson(`The body is an array, and this creates one record; to create ${body.length === 1 ? "it" : `these ${body.length}`} in one all-or-nothing batch, POST the array to …/${entity.name}/bulk instead, or send one JSON object here.`);
     }
     const row = this.newRow(validateCreate(entity, body, this.limits), caller, Date.now());
+    checkCreate(entity, caller, body, row, "Creating this record");
     return { entity, puts: [{ entity: entity.name, row, replaces: 0 }], result: row };
   }
 
-  update(entity: EntityDef, row: Row, body: unknown): Change<Row> {
-    const updated = this.changedRow(entity, row, validateChanges(entity, body, this.limits), Date.now());
+  /** `row` changed by `body`; `caller`'s rules checked on the record before (404, 403) and after (403), docs/rules.md. */
+  update(entity: EntityDef, row: Row, body: unknown, caller: Caller): Change<Row> {
+    const changes = validateChanges(entity, body, this.limits);
+    checkUpdateOf(entity, caller, row);
+    const updated = this.changedRow(entity, row, changes, Date.now());
+    checkUpdated(entity, caller, changes.keys(), updated);
     return { entity, puts: [{ entity: entity.name, row: updated, replaces: row.rev }], result: updated };
   }
 
-  remove(entity: EntityDef, row: Row): Change<Row> {
+  remove(entity: EntityDef, row: Row, caller: Caller): Change<Row> {
+    checkDeleteOf(entity, caller, row);
     const deleted = this.deletedRow(entity, row, Date.now());
     return { entity, puts: [{ entity: entity.name, row: deleted, replaces: row.rev }], result: deleted };
   }

@@ -8,12 +8,15 @@ import type { Row } from "../store/store.ts";
 import type { Caller } from "../keys/caller.ts";
 import { forEachMemberName } from "../store/member-names.ts";
 import { unparsedDataJson } from "../rows/stored-row.ts";
+import { fieldsHiddenIn } from "../rules/grants.ts";
 
 export function recordJson(entity: EntityDef, row: Row, caller: Caller, cache = true): string {
   // A version this server has just built carries its data's JSON, which is the secret-key record
   // (records.ts). It is not cached: most written records are not read back soon, and a read caches.
   const memo = row.memo;
   const isSecret = caller.kind === "secret";
+  // Fields the caller's rules keep from it (docs/rules.md): built for it alone, never cached.
+  if (!isSecret && fieldsHiddenIn(entity, caller, row) !== null) return JSON.stringify(recordObject(entity, row, caller, null));
   // A row still held as the text it was loaded as (store/stored-row.ts) is sent as it is, when that
   // text is this record's JSON: no parse, no stringify, and nothing to cache on the row.
   if (isSecret) {
@@ -118,8 +121,10 @@ export function recordObject(entity: EntityDef, row: Row, caller: Caller, fields
   const data = row.data;
   const out: Record<string, unknown> = { id: row.id };
   const names = fields ?? entity.fieldNames;
+  const hidden = caller.kind === "secret" ? null : fieldsHiddenIn(entity, caller, row);
   for (const name of names) {
     if (fields && !entity.fields.has(name)) continue; // platform fields go last, below
+    if (hidden?.includes(name)) continue;
     const value = data[name];
     if (value !== undefined && value !== null) out[name] = value;
   }

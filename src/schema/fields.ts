@@ -24,7 +24,12 @@ export interface FieldDef {
   readonly minLength?: number;
   readonly maxLength?: number;
   readonly pattern?: RegExp;
+  /** Who may read and write this field: "read" and "write" rules as declared (docs/rules.md). */
+  readonly rls?: Readonly<Record<string, RuleSource>>;
 }
+
+/** A rule as declared (docs/rules.md): true, false or a condition object; rules/ compiles it. */
+export type RuleSource = boolean | Readonly<Record<string, unknown>>;
 
 /** What a key may do with an entity's records (docs/entities.md): read covers get, list, count, aggregate, distinct. */
 export type AccessOperation = "read" | "create" | "update" | "delete";
@@ -45,6 +50,8 @@ export interface EntityDef {
   readonly unique: ReadonlyArray<readonly string[]>;
   /** The built-in User, when the app declares no User of its own (docs/users.md): served, but not listed among the app's entities. */
   readonly isBuiltIn?: true;
+  /** Who may create, read, update and delete which records: the rules as declared (docs/rules.md). */
+  readonly rls?: Readonly<Record<string, RuleSource>>;
 }
 
 export const PLATFORM_FIELDS = ["id", "created_date", "updated_date", "created_by", "created_by_id"] as const;

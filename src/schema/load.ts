@@ -4,7 +4,7 @@
 
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
-import { ACCESS_OPERATIONS, isPlatformField, type AccessOperation, type EntityDef, type FieldDef, type FieldType, type StringFormat } from "./fields.ts";
+import { ACCESS_OPERATIONS, isPlatformField, type AccessOperation, type RuleSource, type EntityDef, type FieldDef, type FieldType, type StringFormat } from "./fields.ts";
 import { checkFieldValue } from "./validate.ts";
 import { USER_ENTITY, userDeclaration } from "./user-entity.ts";
 import { settingName } from "../option-names.ts";
@@ -25,9 +25,9 @@ const ENTITY_NAME_RE = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 const FIELD_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** Keywords that document a declaration without changing what it accepts. */
 const ANNOTATIONS = ["title", "description", "examples", "$comment", "$schema", "$id"];
-const ENTITY_KEYWORDS = ["name", "type", "properties", "required", "additionalProperties", "access", "unique", ...ANNOTATIONS];
+const ENTITY_KEYWORDS = ["name", "type", "properties", "required", "additionalProperties", "access", "unique", "rls", ...ANNOTATIONS];
 const FIELD_KEYWORDS = [
-  "type", "format", "enum", "default", "items", "minimum", "maximum", "minLength", "maxLength", "pattern",
+  "type", "format", "enum", "default", "items", "minimum", "maximum", "minLength", "maxLength", "pattern", "rls",
   ...ANNOTATIONS,
 ];
 
@@ -186,7 +186,8 @@ function buildEntity({ file, fallbackName, declaration }: Source): EntityDef {
   const fieldNames = [...fields.keys()];
   const textFields = fieldNames.filter((field) => fields.get(field)!.type === "string");
   const unique = parseUnique(declaration.unique, fields, where);
-  return { name, file, fields, fieldNames, textFields, publishableAccess: parseAccess(declaration.access, where), unique };
+  const rls = parseRuleShape(declaration.rls, RECORD_RULE_OPERATIONS, where);
+  return { name, file, fields, fieldNames, textFields, publishableAccess: parseAccess(declaration.access, where), unique, ...(rls ? { rls } : {}) };
 }
 
 /** `"unique": [["email"], ["sku", "warehouse"]]`: each a non-empty list of declared fields holding one value. */
@@ -234,6 +235,8 @@ function buildField(name: string, spec: unknown, required: boolean, at: string):
   refuseUnknownKeywords(spec, FIELD_KEYWORDS, at);
   const type = declaredType(spec.type, at);
   const field: { -readonly [K in keyof FieldDef]: FieldDef[K] } = { name, type, required };
+  const rls = parseRuleShape(spec.rls, FIELD_RULE_OPERATIONS, at);
+  if (rls) field.rls = rls;
   if (spec.format !== undefined) {
     if (type !== "string" || !STRING_FORMATS.includes(spec.format as StringFormat)) {
       throw new SchemaError(`${at}: "format" must be one of ${STRING_FORMATS.join(", ")}, on a string field.`);
@@ -277,6 +280,26 @@ function buildField(name: string, spec: unknown, required: boolean, at: string):
     field.default = spec.default;
   }
   return field;
+}
+
+const RECORD_RULE_OPERATIONS = ["create", "read", "update", "delete"];
+const FIELD_RULE_OPERATIONS = ["read", "write"];
+
+/**
+ * `"rls": { "read": <rule>, ... }` (docs/rules.md): its shape only, each rule true, false or a
+ * condition object; what a condition says is checked against the whole schema by rules/, at start-up.
+ */
+function parseRuleShape(rls: unknown, operations: readonly string[], where: string): Readonly<Record<string, RuleSource>> | undefined {
+  if (rls === undefined) return undefined;
+  const example = operations.length === 2 ? `{"read": {"user_condition": {"role": "admin"}}, "write": false}` : `{"read": {"created_by": "{{user.email}}"}, "create": true}`;
+  if (!isPlainObject(rls)) throw new SchemaError(`${where}: "rls" must be an object of rules by operation, such as ${example}.`);
+  for (const [operation, rule] of Object.entries(rls)) {
+    if (!operations.includes(operation)) throw new SchemaError(`${where}: "rls" names "${operation}", which is no operation here; use ${operations.map((op) => `"${op}"`).join(", ")}.`);
+    if (typeof rule !== "boolean" && !isPlainObject(rule)) {
+      throw new SchemaError(`${where}: "rls"."${operation}" must be true (anyone), false (the secret key only) or a condition object, such as {"created_by": "{{user.email}}"}.`);
+    }
+  }
+  return rls as Record<string, RuleSource>;
 }
 
 function declaredType(type: unknown, at: string): FieldType {

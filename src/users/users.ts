@@ -197,7 +197,7 @@ export class Users {
     return then(this.liveState(claims.sub), ({ row, sessions }) => {
       const why = this.refusalOf(row, sessions, claims);
       if (why !== null) throw sessionEnded(why);
-      const user: SessionUser = { id: claims.sub, email: String(row!.data.email), role: roleOf(row!), sid: claims.sid };
+      const user: SessionUser = { id: claims.sub, email: String(row!.data.email), role: roleOf(row!), sid: claims.sid, fields: row!.data };
       if (this.verdicts.size >= MAX_CHECKED_TOKENS) this.verdicts.delete(this.verdicts.keys().next().value!);
       this.verdicts.set(token, { user, until: performance.now() + VERDICT_MS });
       return user;

@@ -58,9 +58,9 @@ describe("the JSON of new row versions", () => {
       const records = freshRecords();
       const created = records.create(task, body, SECRET).result;
       void records.store.commit({ puts: [{ entity: "Task", row: created }] });
-      const updated = records.update(task, created, changes).result;
+      const updated = records.update(task, created, changes, SECRET).result;
       assertRecordJson(updated, `${what}, updated`);
-      const deleted = records.remove(task, updated).result;
+      const deleted = records.remove(task, updated, SECRET).result;
       assertRecordJson(deleted, `${what}, deleted`);
       void records.store.commit({ puts: [{ entity: "Task", row: deleted }] });
       const restored = (await records.restore(task, created.id)).result.row;

@@ -113,9 +113,14 @@ function acceptor(filter: FilterNode | null, deleted: DeletedFilter): Predicate 
  * The live rows a filter must come from, when it is (or ANDs) an equality on a value-indexed
  * field. Value indexes hold live rows only, so deleted rows are never answered from them.
  */
+const NO_ROWS: ReadonlySet<Row> = new Set();
+
 function indexedCandidates(table: Table, filter: FilterNode | null, deleted: DeletedFilter): ReadonlySet<Row> | undefined {
-  if (!filter || deleted !== "exclude") return undefined;
+  if (!filter) return undefined;
   const nodes = filter.type === "and" ? filter.nodes : [filter];
+  // An "or" of nothing (a read rule that lets the caller read no record) matches no row.
+  if (nodes.some((node) => node.type === "or" && node.nodes.length === 0)) return NO_ROWS;
+  if (deleted !== "exclude") return undefined;
   let best: ReadonlySet<Row> | undefined;
   for (const node of nodes) {
     if (!isIndexableEquality(node)) continue;
