@@ -15,6 +15,7 @@ import { LOG_FORMATS, type LogFormat } from "./metrics/access-log.ts";
 import { SIGNUPS, type Signup } from "./users/users.ts";
 import { MIN_SECRET_BYTES } from "./users/tokens.ts";
 import { USER_EVENT_TYPES } from "./views.ts";
+import type { EntityDef } from "./schema/fields.ts";
 
 /** npx tabula-server <command> ...; without one (or with serve), it serves. */
 // Each loaded when named: in the bundle (one file, build.mjs) each import() is a function run on its
@@ -376,7 +377,7 @@ async function usersLine(server: TabulaServer): Promise<string> {
 
 async function printBanner(server: TabulaServer, options: ServerOptions, isDemo: boolean): Promise<void> {
   const lines = [isDemo ? `tabula ${VERSION} (demo: the example entities, in memory; nothing is kept)` : `tabula ${VERSION}`];
-  const entities = [...server.schema.entities.values()].filter((e) => !e.isBuiltIn).map((e) => `${e.name} (${e.fieldNames.length} field${e.fieldNames.length === 1 ? "" : "s"})`);
+  const entities = [...server.schema.entities.values()].filter((e) => !e.isBuiltIn).map((e) => `${e.name} (${e.fieldNames.length} field${e.fieldNames.length === 1 ? "" : "s"}${rulesWords(e)})`);
   lines.push(bannerLine("schema", `${typeof options.schema === "string" ? options.schema : DEMO_SCHEMA_NAME}: ${entities.join(", ")}`));
   lines.push(bannerLine("data", server.storeDescription));
   const loaded = server.loaded;
@@ -533,3 +534,11 @@ function usageFailure(error: Error): never {
 }
 
 void main();
+
+/** ", rules: read, update; salary" when the entity declares rules (docs/rules.md): the banner says which. */
+function rulesWords(entity: EntityDef): string {
+  const operations = Object.keys(entity.rls ?? {});
+  const fields = [...entity.fields.values()].filter((field) => field.rls !== undefined).map((field) => field.name);
+  if (operations.length === 0 && fields.length === 0) return "";
+  return `, rules: ${[operations.join(", "), fields.join(", ")].filter((part) => part !== "").join("; ")}`;
+}

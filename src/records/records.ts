@@ -20,8 +20,8 @@ import type { AggregateSpec } from "./aggregate-spec.ts";
 import type { Caller } from "../keys/caller.ts";
 import { distinctValues, type DistinctAnswer, type DistinctRequest } from "./distinct.ts";
 import { viewOf, ViewCache, type RecordView } from "./read-cache.ts";
-import { recordJson } from "./serialize.ts";
-import { allows, checkCreate, checkDeleteOf, checkUpdated, checkUpdateOf, grantsOf, hasRules } from "../rules/grants.ts";
+import { etagOf, recordJson } from "./serialize.ts";
+import { allows, checkCreate, checkDeleteOf, checkUpdated, checkUpdateOf, fieldsHiddenIn, grantsOf, hasRules } from "../rules/grants.ts";
 
 const NO_CHANGES: ReadonlyMap<string, unknown> = new Map();
 /** Store.readCache's maker: one per entity, made at its first read by id. */
@@ -109,16 +109,25 @@ export class Records {
    * cache when it has one (read-cache.ts).
    */
   view(entity: EntityDef, id: string, caller: Caller): Maybe<RecordView> {
-    // Under rules a view is the caller's own: built for it, and a record it may not read is absent (docs/rules.md).
-    if (caller.kind !== "secret" && hasRules(entity)) return then(this.readable(entity, id, caller), (row) => viewOf(row, recordJson(entity, row, caller, false)));
+    if (caller.kind !== "secret" && hasRules(entity)) return then(this.readable(entity, id, caller), (row) => this.viewFor(entity, row, caller));
     const cached = this.cachedView(entity, id, caller);
     if (cached !== undefined) return cached;
-    return then(this.read(entity, id), (row) => {
-      // Not kept on the row as well (the JSON cache of pages): the view holds it.
-      const view = viewOf(row, recordJson(entity, row, caller, false));
-      this.store.readCache(entity.name, newViewCache)?.keep(row.id, caller, view);
-      return view;
-    });
+    return then(this.read(entity, id), (row) => this.viewFor(entity, row, caller));
+  }
+
+  /**
+   * The view of `row` for `caller`: cached per kind of key, unless rules hide fields of it from
+   * this caller, whose view is then its own (docs/rules.md).
+   */
+  private viewFor(entity: EntityDef, row: Row, caller: Caller): RecordView {
+    const cache = this.store.readCache(entity.name, newViewCache);
+    if (caller.kind !== "secret" && fieldsHiddenIn(entity, caller, row) !== null) return viewOf(row, recordJson(entity, row, caller, false));
+    const cached = cache?.find(row.id, caller);
+    if (cached !== undefined && cached.etag === etagOf(row)) return cached;
+    // Not kept on the row as well (the JSON cache of pages): the view holds it.
+    const view = viewOf(row, recordJson(entity, row, caller, false));
+    cache?.keep(row.id, caller, view);
+    return view;
   }
 
   /**
@@ -146,8 +155,21 @@ export class Records {
 
   /** The cached view of the record with this id for `caller`'s kind of key, or undefined: never reads the store. */
   cachedView(entity: EntityDef, id: string, caller: Caller): RecordView | undefined {
-    if (caller.kind !== "secret" && hasRules(entity)) return undefined;
-    return this.store.readCache(entity.name, newViewCache)?.find(id, caller);
+    const cache = this.store.readCache(entity.name, newViewCache);
+    if (cache === null) return undefined;
+    // Under rules, the kind's view serves a caller who may read the record and all of it (docs/rules.md).
+    if (caller.kind !== "secret" && hasRules(entity) && !this.maySeeWhole(entity, id, caller)) return undefined;
+    return cache.find(id, caller);
+  }
+
+  /** Whether `caller` may read the live record `id`, every field of it, as the store holds it now (false when it answers later). */
+  private maySeeWhole(entity: EntityDef, id: string, caller: Caller): boolean {
+    const row = this.store.get(entity.name, id);
+    if (row instanceof Promise) {
+      row.catch(() => {});
+      return false;
+    }
+    return row !== undefined && !row.deleted && allows(grantsOf(entity, caller).read, row) && fieldsHiddenIn(entity, caller, row) === null;
   }
 
   /** The live record with this id if `caller` may read it; else 404, as if it were absent (docs/rules.md). */

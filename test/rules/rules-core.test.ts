@@ -125,3 +125,26 @@ test("a malformed rule stops the start-up, naming the entity, the operation and 
   await assert.rejects(bad({ update: { $or: [] } }), /"rls"\."update": \$or takes a non-empty array/);
   await assert.rejects(bad({ read: { owner_email: { $gt: 1 } } }), /"rls"\."read"/);
 });
+
+test("adding, changing or dropping a rule is a schema change the start-up names, with nothing to check", async () => {
+  const { mkdtempSync, rmSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const dir = mkdtempSync(join(tmpdir(), "tabula-rules-banner-"));
+  const start = async (schema: Record<string, unknown>) => createServer({ schema, data: dir, port: 0, secretKey: SECRET, log: "off" } as never);
+  try {
+    const open = { ...NOTE, rls: undefined, properties: { ...NOTE.properties, salary: { type: "integer" } } };
+    await (await start({ Note: open })).close();
+    const ruled = await start({ Note: NOTE, User: USER });
+    const lines = ruled.schemaLines.join("\n");
+    await ruled.close();
+    assert.match(lines, /Note: rule "read" open → \{"\$or":/);
+    assert.match(lines, /Note: rule "delete" open → \{"user_condition":\{"role":"admin"\}\}/);
+    assert.match(lines, /Note\.salary: rule "read" open → /);
+    const loosened = await start({ Note: { ...NOTE, rls: { ...NOTE.rls, delete: true } }, User: USER });
+    assert.match(loosened.schemaLines.join("\n"), /Note: rule "delete" \{"user_condition":\{"role":"admin"\}\} → true/);
+    await loosened.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -35,6 +35,7 @@ function declarationOf(entity: EntityDef): Record<string, unknown> {
   };
   if (entity.unique.length > 0) declaration.unique = entity.unique;
   if (entity.publishableAccess.size !== ACCESS_OPERATIONS.length) declaration.access = { publishable: ACCESS_OPERATIONS.filter((operation) => entity.publishableAccess.has(operation)) };
+  if (entity.rls !== undefined) declaration.rls = entity.rls;
   return declaration;
 }
 
@@ -46,5 +47,6 @@ function fieldDeclarationOf(field: FieldDef): Record<string, unknown> {
   if (field.items !== undefined) declaration.items = fieldDeclarationOf(field.items);
   for (const bound of ["minimum", "maximum", "minLength", "maxLength"] as const) if (field[bound] !== undefined) declaration[bound] = field[bound];
   if (field.pattern !== undefined) declaration.pattern = field.pattern.source;
+  if (field.rls !== undefined) declaration.rls = field.rls;
   return declaration;
 }

@@ -108,7 +108,27 @@ function entityChanges(before: EntityDef, after: EntityDef): SchemaChange[] {
   for (const fields of before.unique) if (!hasUnique.has(key(fields))) changes.push({ entity: name, words: `${name}: no longer unique (${fields.join(", ")})` });
   const access = (entity: EntityDef) => [...entity.publishableAccess].sort().join(", ") || "nothing";
   if (access(before) !== access(after)) changes.push({ entity: name, words: `${name}: publishable keys may ${access(before)} → ${access(after)}` });
+  // A rule decides who reads and writes, not what records hold: shown, and nothing to check (docs/rules.md).
+  for (const operation of ["create", "read", "update", "delete"]) {
+    const was = ruleWords(before.rls?.[operation]);
+    const is = ruleWords(after.rls?.[operation]);
+    if (was !== is) changes.push({ entity: name, words: `${name}: rule "${operation}" ${was} → ${is}` });
+  }
+  for (const field of after.fields.values()) {
+    const old = before.fields.get(field.name);
+    if (old === undefined) continue;
+    for (const operation of ["read", "write"]) {
+      const was = ruleWords(old.rls?.[operation]);
+      const is = ruleWords(field.rls?.[operation]);
+      if (was !== is) changes.push({ entity: name, words: `${name}.${field.name}: rule "${operation}" ${was} → ${is}` });
+    }
+  }
   return changes;
+}
+
+/** A rule in a line: "open" where none is declared, else its JSON. */
+function ruleWords(rule: unknown): string {
+  return rule === undefined ? "open" : JSON.stringify(rule);
 }
 
 function fieldChanges(entity: string, old: FieldDef, field: FieldDef): SchemaChange[] {
