@@ -567,7 +567,7 @@ function upsertOperation(entity: EntityDef): Json {
 function updateManyOperation(entity: EntityDef): Json {
   const q = { ...ref("Filter"), description: "Which records to change; `{}` is refused with `filter_required`." };
   return operation({
-    verb: "updateMany", entity, summary: `Apply one change to every ${entity.name} record matching a filter`, parameters: [IDEMPOTENCY_KEY], isSecretOnly: true,
+    verb: "updateMany", entity, summary: `Apply one change to every ${entity.name} record matching a filter`, parameters: [IDEMPOTENCY_KEY], isSecretOnly: entity.rls?.update === undefined,
     description: "The change is validated like an update and applied to all matches or to none. `set` writes values, `inc` adds to number fields (a missing field counts as 0), `unset` removes fields; each field in one of them only.",
     body: {
       type: "object", additionalProperties: false, required: ["q"], minProperties: 2,
@@ -583,7 +583,7 @@ function updateManyOperation(entity: EntityDef): Json {
 
 function deleteManyOperation(entity: EntityDef): Json {
   return operation({
-    verb: "deleteMany", entity, summary: `Delete every ${entity.name} record matching a filter (soft)`, isSecretOnly: true,
+    verb: "deleteMany", entity, summary: `Delete every ${entity.name} record matching a filter (soft)`, isSecretOnly: entity.rls?.delete === undefined,
     parameters: [filterParameter(entity, true), IDEMPOTENCY_KEY],
     responses: { 200: response("How many records were deleted, and their ids.", ref("ManyResult"), [REPLAYED]), ...errors(400, 401, 403, 404, 409, 422, 507) },
   });
@@ -628,7 +628,7 @@ function pageOperation(entity: EntityDef): Json {
 
 function sdkDeleteManyOperation(entity: EntityDef): Json {
   return operation({
-    verb: "deleteMany", entity, summary: `Delete every ${entity.name} record matching a filter (soft; the SDK's deleteMany())`, isSecretOnly: true,
+    verb: "deleteMany", entity, summary: `Delete every ${entity.name} record matching a filter (soft; the SDK's deleteMany())`, isSecretOnly: entity.rls?.delete === undefined,
     parameters: [IDEMPOTENCY_KEY], body: { ...ref("Filter"), description: "The filter itself is the body; `{}` is refused with `filter_required`." },
     responses: { 200: response("How many records were deleted.", object({ success: { const: true }, deleted: { type: "integer", minimum: 0 } })), ...errors(...BODY_ERRORS, 403) },
   });
@@ -645,7 +645,7 @@ function sdkUpdateManyOperation(entity: EntityDef): Json {
     },
   };
   return operation({
-    verb: "updateMany", entity, summary: `Update every ${entity.name} record matching a filter (the SDK's updateMany())`, parameters: [IDEMPOTENCY_KEY], isSecretOnly: true,
+    verb: "updateMany", entity, summary: `Update every ${entity.name} record matching a filter (the SDK's updateMany())`, parameters: [IDEMPOTENCY_KEY], isSecretOnly: entity.rls?.update === undefined,
     description: "Each field may appear in one operator. All matches are updated at once, so `has_more` is always `false`.",
     body: { type: "object", additionalProperties: false, required: ["query", "data"], properties: { query: ref("Filter"), data } },
     responses: {

@@ -61,13 +61,18 @@ export interface EntityRoute {
   readonly oneRecord?: true;
   /** For a secret key only: what a publishable key is refused (Guard). */
   readonly secret?: string;
+  /**
+   * Open to every key after all where the entity declares this rule: it then bounds what the route
+   * touches to what the caller may change (docs/rules.md).
+   */
+  readonly unlessRuled?: "update" | "delete";
 }
 
 /** Every mount serves these; a mount with `pages` serves v2/list too. */
 export const ENTITY_ROUTES: readonly EntityRoute[] = [
   { method: "GET", path: "", operation: "list", access: ["read"] },
   { method: "POST", path: "", operation: "create", access: ["create"], oneRecord: true },
-  { method: "DELETE", path: "", operation: "deleteMany", access: ["delete"], heavy: true, secret: "use delete-many" },
+  { method: "DELETE", path: "", operation: "deleteMany", access: ["delete"], heavy: true, secret: "use delete-many", unlessRuled: "delete" },
   { method: "GET", path: "/count", operation: "count", access: ["read"] },
   { method: "POST", path: "/aggregate", operation: "aggregate", access: ["read"], heavy: true },
   { method: "GET", path: "/distinct/:field", operation: "distinct", access: ["read"] },
@@ -75,7 +80,7 @@ export const ENTITY_ROUTES: readonly EntityRoute[] = [
   { method: "POST", path: "/import", operation: "importRecords", access: ["create"], takesUpload: true, heavy: true, secret: "import records with their ids and timestamps" },
   { method: "PUT", path: "/bulk", operation: "bulkUpdate", access: ["update"], heavy: true },
   { method: "POST", path: "/upsert", operation: "upsert", access: ["create", "update"], heavy: true },
-  { method: "PATCH", path: "/update-many", operation: "updateMany", access: ["update"], heavy: true, secret: "use update-many" },
+  { method: "PATCH", path: "/update-many", operation: "updateMany", access: ["update"], heavy: true, secret: "use update-many", unlessRuled: "update" },
   { method: "GET", path: "/:id", operation: "get", access: ["read"] },
   { method: "PUT", path: "/:id", operation: "update", access: ["update"], oneRecord: true },
   { method: "PATCH", path: "/:id", operation: "patch", access: ["update"], oneRecord: true },
@@ -109,8 +114,9 @@ export function buildRouter(mounts: readonly Mount[]): Router<Handler> {
       const refusal = route.secret === undefined ? undefined : `A publishable key cannot ${route.secret}; use a secret key.`;
       const handler: Handler = (ctx) => {
         mount.checkPath(ctx);
-        checkEntityAccess(ctx.caller, ctx.records.entity(ctx.params.entity!), route.access);
-        if (refusal !== undefined) checkGuard(ctx.caller, "secret", refusal);
+        const entity = ctx.records.entity(ctx.params.entity!);
+        checkEntityAccess(ctx.caller, entity, route.access);
+        if (refusal !== undefined && !(route.unlessRuled !== undefined && entity.rls?.[route.unlessRuled] !== undefined)) checkGuard(ctx.caller, "secret", refusal);
         return then(operation(ctx, mount), ({ result, change }) => ({ reply: present(mount.presenter, result, ctx), change }));
       };
       router.add(route.method, mount.collection + route.path, Object.assign(handler, { takesUpload: route.takesUpload === true, isHeavy: route.heavy === true, takesOneRecord: route.oneRecord === true }));

@@ -10,7 +10,8 @@ import { isPlainObject } from "../schema/load.ts";
 import { validateChanges, validateCreate } from "../schema/validate.ts";
 import type { MatchCheck, Put, Row } from "../store/store.ts";
 import type { Caller } from "../keys/caller.ts";
-import { allows, checkCreate, checkUpdated, checkUpdateOf, grantsOf, narrowedFilter } from "../rules/grants.ts";
+import { allows, checkCreate, checkUpdated, checkUpdateOf, grantsOf, hiddenFieldsOf, narrowedFilter } from "../rules/grants.ts";
+import { hiddenField } from "../query/filter.ts";
 import type { Change, Records } from "./records.ts";
 
 export const MAX_BATCH_RECORDS = 5000;
@@ -107,7 +108,11 @@ export async function upsert(
 ): Promise<Change<UpsertResult[]>> {
   const fields = matchFields(entity, match, keyName);
   const items = batchItems(recordsToWrite, `"records": an array of ${entity.name} records`);
-  const { existing, rows: matched, check } = await liveRowsByMatch(records, entity, fields, items);
+  // A hidden field cannot be a match field: whether a record matches would tell its value (docs/rules.md).
+  const hidden = hiddenFieldsOf(entity, caller);
+  const unseen = fields.find((field) => hidden?.has(field));
+  if (unseen !== undefined) throw hiddenField(entity, unseen);
+  const { existing, rows: matched, check } = await liveRowsByMatch(records, entity, fields, items, caller);
   const versions = new BatchVersions(entity);
   const now = Date.now();
   const result = items.map((item, index) =>
@@ -272,7 +277,8 @@ interface MatchedRows {
  * Live records grouped by the JSON of their match values, for the values the batch names: one
  * filtered pass over the entity (or its value index) instead of one per record.
  */
-async function liveRowsByMatch(records: Records, entity: EntityDef, match: string[], items: unknown[]): Promise<MatchedRows> {
+/** The live records the caller may read that hold the items' match values: under rules, one it may not read is as if absent (docs/rules.md). */
+async function liveRowsByMatch(records: Records, entity: EntityDef, match: string[], items: unknown[], caller: Caller): Promise<MatchedRows> {
   const first = match[0]!;
   const wanted = items.flatMap((item) => (isPlainObject(item) && item[first] != null ? [item[first]] : []));
   const groups = new Map<string, string[]>();
@@ -289,7 +295,7 @@ async function liveRowsByMatch(records: Records, entity: EntityDef, match: strin
     }
   });
   const node: CompareNode = { type: "compare", field: first, path: [first], kind: kindOf(field), isArray: false, op: "$in", value: values };
-  const filter: FilterNode = values.length === 1 ? { ...node, op: "$eq", value: values[0] } : node;
+  const filter = narrowedFilter(entity, caller, values.length === 1 ? { ...node, op: "$eq", value: values[0] } : node)!;
   for (const row of await matchingRows(records, entity, filter)) {
     rows.set(row.id, row);
     const key = JSON.stringify(match.map((name) => row.data[name]));

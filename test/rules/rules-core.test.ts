@@ -148,3 +148,26 @@ test("adding, changing or dropping a rule is a schema change the start-up names,
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("update-many and delete-many, open to users where the entity rules them, touch only what the caller may change", async () => {
+  const ann = await signUp("ann@example.com", "user", "ops");
+  const N = "/api/entities/Note";
+  const own = await as(ann, "POST", N, { title: "ann 1", owner_email: "ann@example.com", department: "ops" });
+  const other = await server.call("POST", N, { body: { title: "ops other", owner_email: "zed@example.com", department: "ops" } });
+  assert.equal(own.status, 201);
+  // Ann may read both (same department), change only her own.
+  const q = { department: "ops" };
+  const updated = await as(ann, "PATCH", `${N}/update-many`, { q, set: { title: "changed" } });
+  assert.equal(updated.status, 200, updated.text);
+  assert.deepEqual(updated.body.ids, [own.body.id]);
+  assert.equal((await server.call("GET", `${N}/${other.body.id}`)).body.title, "ops other");
+  // Deleting is for admins: nothing of Ann's filter is hers to delete.
+  const deleted = await as(ann, "DELETE", `${N}?q=${encodeURIComponent(JSON.stringify(q))}`);
+  assert.equal(deleted.status, 200, deleted.text);
+  assert.equal(deleted.body.count, 0);
+  assert.equal((await server.call("GET", `${N}/count?q=${encodeURIComponent(JSON.stringify(q))}`)).body.count, 2);
+  // An update-many may not move records out of reach either: all or nothing.
+  const moved = await as(ann, "PATCH", `${N}/update-many`, { q, set: { owner_email: "zed@example.com" } });
+  assert.equal(moved.status, 403, moved.text);
+  assert.equal((await server.call("GET", `${N}/${own.body.id}`)).body.owner_email, "ann@example.com");
+});
