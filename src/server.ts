@@ -88,6 +88,8 @@ export interface TabulaServer extends Public.TabulaServer {
   readonly users: { readonly signup: Signup; codeEndpoints(): Promise<ReadonlyArray<{ readonly id: string; readonly events: readonly UserEventType[] }>> };
   /** For the banner: the stored webhook endpoints whose URL is refused now (docs/webhooks.md, "Safety"). */
   refusedWebhooks(): Promise<readonly RefusedEndpoint[]>;
+  /** Folds the file store's log into a snapshot now, so that the next start reads no long log (tabula import). */
+  compact(): Promise<void>;
 }
 
 export async function createServer(options: ServerOptions): Promise<TabulaServer> {
@@ -141,7 +143,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     await accessLog?.close();
     throw error;
   }
-  const { store, description: storeDescription, keyVault, dataDir, loaded, backup } = opened;
+  const { store, description: storeDescription, keyVault, dataDir, loaded, backup, compact } = opened;
   let closeKeys = async () => {};
   let closeWebhooks = async () => {};
   try {
@@ -253,6 +255,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
             .filter((endpoint) => endpoint.events.length > 0),
       },
       refusedWebhooks: () => webhooks.refusedEndpoints(),
+      compact,
       loaded,
       seeded,
       async reset() {

@@ -21,6 +21,10 @@ export const TARGET_HELP = `  --url URL        a running tabula, such as http://
 export interface Target {
   readonly url: string;
   readonly key: string;
+  /** Whether the server is one the command opened itself (--data, --store), in this process. */
+  readonly isOpenedHere: boolean;
+  /** Folds the log of a data folder the command opened into a snapshot; a running server (--url) compacts its own. */
+  compact(): Promise<void>;
   /** Stops the server the command started, if it started one. */
   close(): Promise<void>;
 }
@@ -36,7 +40,7 @@ export async function openTarget(args: CommandArgs, mustExist: boolean, env: Nod
     if (local.length > 0) throw new UsageError(`--url reaches a running server: leave out --${local[0]}, which is for a store the command opens itself.`);
     const key = args.values.get("key") ?? env.TABULA_SECRET_KEY;
     if (key === undefined || key === "") throw new UsageError("--url needs --key K (or TABULA_SECRET_KEY): the server's secret key.");
-    return { url: checkUrl(url), key, close: async () => {} };
+    return { url: checkUrl(url), key, isOpenedHere: false, compact: async () => {}, close: async () => {} };
   }
   if (args.values.has("key")) throw new UsageError("--key goes with --url; a data folder the command opens needs none.");
   if (args.values.has("data") && args.values.has("store")) throw new UsageError("Give --data DIR or --store URL, not both.");
@@ -67,7 +71,7 @@ export async function openTarget(args: CommandArgs, mustExist: boolean, env: Nod
     if (/lock|in use/i.test(message)) throw new Error(`${message} Ask the running server instead: --url http://HOST:PORT --key K.`);
     throw error;
   }
-  return { url: server.url, key: server.secretKey, close: () => server.close() };
+  return { url: server.url, key: server.secretKey, isOpenedHere: true, compact: () => server.compact(), close: () => server.close() };
 }
 
 function checkUrl(text: string): string {

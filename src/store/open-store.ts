@@ -124,7 +124,11 @@ export interface OpenedStore {
    * words saying what backs them up instead.
    */
   readonly backup: ((to: string) => Promise<BackupSummary>) | string;
+  /** Folds the file store's log into a snapshot now (tabula import ends with it); nothing for the others. */
+  readonly compact: () => Promise<void>;
 }
+
+const NOTHING_TO_COMPACT = async (): Promise<void> => {};
 
 const MEMORY_BACKUP =
   "The memory store keeps nothing on disk, so there is no folder to copy: save its records with tabula export (or GET /api/entities/<Entity>/export), and load them back with tabula import.";
@@ -148,20 +152,20 @@ export interface OpenStoreOptions {
 export async function openStore(location: StoreLocation, options: OpenStoreOptions): Promise<OpenedStore> {
   switch (location.kind) {
     case "memory":
-      return { store: new MemoryStore(options.valueIndexed, uniqueFieldsOf(options.schema), options.changesKeep, options.idempotencyMemoryBytes), description: "in memory only: nothing is kept on disk", keyVault: null, dataDir: null, loaded: null, backup: MEMORY_BACKUP };
+      return { store: new MemoryStore(options.valueIndexed, uniqueFieldsOf(options.schema), options.changesKeep, options.idempotencyMemoryBytes), description: "in memory only: nothing is kept on disk", keyVault: null, dataDir: null, loaded: null, backup: MEMORY_BACKUP, compact: NOTHING_TO_COMPACT };
     case "file": {
       const openedAt = performance.now();
       await prepareDataFolder(location.dir);
       const store = await FileStore.open({ dir: location.dir, ...options, unique: uniqueFieldsOf(options.schema) });
       const { records, deletedRecords, snapshotBytes, logBytes } = store.describe();
       const loaded = { records, deletedRecords, bytes: snapshotBytes + logBytes, ms: performance.now() - openedAt };
-      return { store, description: `${location.dir} (write-ahead log, fsync before every answer)`, keyVault: keysFileVault(location.dir), dataDir: location.dir, loaded, backup: (to) => store.backup(to) };
+      return { store, description: `${location.dir} (write-ahead log, fsync before every answer)`, keyVault: keysFileVault(location.dir), dataDir: location.dir, loaded, backup: (to) => store.backup(to), compact: () => store.compactAll() };
     }
     case "postgres": {
       const { schema, valueIndexed, changesKeep } = options;
       const pgSchema = options.pgSchema ?? DEFAULT_PG_SCHEMA;
       const store = await PostgresStore.open({ url: location.url, schema, valueIndexed, pgSchema, changesKeep });
-      return { store, description: `PostgreSQL ${store.describe()}, schema ${pgSchema} (a write is answered once committed)`, keyVault: store.keyVault(), dataDir: null, loaded: null, backup: POSTGRES_BACKUP };
+      return { store, description: `PostgreSQL ${store.describe()}, schema ${pgSchema} (a write is answered once committed)`, keyVault: store.keyVault(), dataDir: null, loaded: null, backup: POSTGRES_BACKUP, compact: NOTHING_TO_COMPACT };
     }
   }
 }

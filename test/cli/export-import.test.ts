@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -107,6 +107,25 @@ describe("tabula export and import", () => {
       assert.deepEqual(record.tags, from.tags);
       assert.deepEqual(record.meta, from.meta);
     }
+  });
+
+  test("import --data ends with its records in a snapshot, the log after it holding none, and a restart serves them all", async () => {
+    const exported = await run(["export", "--url", source.url, "--key", KEY, "--entity", "Task"]);
+    assert.equal(exported.code, 0, exported.stderr);
+    writeFileSync(join(dir, "to-compact.ndjson"), exported.stdout);
+    const imported = await run(["import", "to-compact.ndjson", "--entity", "Task", "--data", "compacted", "--schema", "entities", "--keep-ids"]);
+    assert.equal(imported.code, 0, imported.stderr);
+    const files = readdirSync(join(dir, "compacted"));
+    const snapshots = files.filter((name) => /^snapshot-\d+$/.test(name));
+    assert.equal(snapshots.length, 1, `one snapshot in ${files.join(", ")}`);
+    const covered = Number(snapshots[0]!.slice("snapshot-".length));
+    // Every log segment left starts at or after the snapshot's seq, and none holds a record.
+    for (const name of files.filter((file) => file.startsWith("log-"))) {
+      assert.ok(Number(name.slice("log-".length)) >= covered, `${name} is covered by ${snapshots[0]}`);
+      assert.doesNotMatch(readFileSync(join(dir, "compacted", name), "utf8"), /"e":"Task"/, `${name} holds no Task record`);
+    }
+    const restarted = await serve("compacted");
+    assert.equal(await call(restarted, "GET", "/api/entities/Task/export"), exported.stdout);
   });
 
   test("a bad record stops the import: its line and field named, nothing of its batch stored, the batches before it kept", async () => {

@@ -26,7 +26,7 @@ function plain(entry: LogEntry): unknown {
 const record = (id: string, extra: Record<string, unknown> = {}) => ({ id, title: `title of ${id}`, ...extra, created_date: "2026-11-28T10:00:00.000Z" });
 const put = (id: string, data: Record<string, unknown> = record(id), rev = 1, deleted = false): LogPut => ({ e: "Task", row: { id, rev, deleted, data } });
 
-describe("reading a log line's puts as text", () => {
+describe("reading a log line's puts as their bytes", () => {
   const read: Array<[string, number, Omit<LogEntry, "seq">]> = [
     ["one put", 7, { puts: [put("a1")] }],
     ["several puts, one deleted, one a migration's rewrite", 8, { puts: [put("a1", record("a1"), 3), put("b2", record("b2"), 4, true), { ...put("c3"), s: 1 }] }],
@@ -39,9 +39,9 @@ describe("reading a log line's puts as text", () => {
     ["an entity name and ids with other characters", 15, { puts: [{ e: "Ünïcode Entity", row: { id: "id-ü", rev: 2, deleted: false, data: record("id-ü") } }] }],
   ];
   for (const [name, seq, fields] of read) {
-    test(`${name}: the entry JSON.parse gives, each row kept as text`, () => {
+    test(`${name}: the entry JSON.parse gives, each row kept as its bytes`, () => {
       const head = headOf(seq, fields);
-      const entry = readLogLine(head);
+      const entry = readLogLine(Buffer.from(head));
       assert.ok(entry, "read");
       // Before anything reads row.data, which parses it.
       for (const { row } of entry.puts ?? []) assert.ok(row instanceof StoredRow && row.isUnparsed);
@@ -62,13 +62,13 @@ describe("reading a log line's puts as text", () => {
   ];
   for (const [name, head] of leftToJsonParse) {
     test(`${name}: answers undefined, left to JSON.parse`, () => {
-      assert.equal(readLogLine(head), undefined);
+      assert.equal(readLogLine(Buffer.from(head)), undefined);
     });
   }
 
   test("a row read as text parses, when first read, into the data it was written with", () => {
     const data = record("a1", { priority: 3, done: false, tags: ["x"] });
-    const row = readLogLine(headOf(4, { puts: [put("a1", data, 9)] }))!.puts![0]!.row as StoredRow;
+    const row = readLogLine(Buffer.from(headOf(4, { puts: [put("a1", data, 9)] })))!.puts![0]!.row as StoredRow;
     assert.equal(row.unparsedJson, JSON.stringify(data));
     assert.deepEqual(row.data, data);
     assert.equal(row.unparsedJson, undefined);
@@ -87,7 +87,7 @@ describe("where a JSON object ends", () => {
     ['{"a":{}', -1],
   ];
   for (const [text, end] of cases) {
-    test(`${text} ends at ${end}`, () => assert.equal(objectEnd(text, 0), end));
+    test(`${text} ends at ${end}`, () => assert.equal(objectEnd(Buffer.from(text), 0), end));
   }
 });
 

@@ -104,3 +104,22 @@ test("a big log left by the last run is compacted after start-up, without waitin
     await store.close();
   }
 });
+
+test("a compaction that ends with the log grown past its new snapshot again compacts again, with no write to prompt it", async () => {
+  const dir = await mkdtemp(join(root, "data-"));
+  const store = await FileStore.open({ dir, valueIndexed: new Map(), warn: () => {} });
+  const compactions = (): number => store.metrics().files!.compactions;
+  try {
+    // Past the minimum with no snapshot yet: this write's flush starts a compaction of it.
+    await writeBytes(store, COMPACTION_MIN_LOG_BYTES + 1024);
+    // Written behind that compaction, into the new segment, and on disk before it ends: over twice
+    // the snapshot it is writing.
+    await writeBytes(store, 2 * (COMPACTION_MIN_LOG_BYTES + 1024));
+    assert.equal(compactions(), 0, "the second write was on disk before the first compaction ended");
+    // No write comes after it: the end of the first compaction is what starts the second.
+    assert.ok(await waitFor(async () => compactions() >= 2, COMPACTION_WAIT_MS), "compacted again");
+    assert.ok(store.describe().logBytes < COMPACTION_MIN_LOG_BYTES, "the second write is in the snapshot");
+  } finally {
+    await store.close();
+  }
+});

@@ -190,6 +190,9 @@ export class FileStore extends MemoryStore {
         this.compaction = null;
         this.compactions++;
         this.stopSpaceRetry();
+        // Writes went on into the log while the snapshot was written: it may have outgrown the
+        // snapshot again already, and no flush may come to say so (docs/architecture.md, "The data folder").
+        this.maybeCompact();
       },
       (error: Error) => {
         this.compaction = null;
@@ -200,6 +203,17 @@ export class FileStore extends MemoryStore {
       },
     );
     return this.compaction;
+  }
+
+  /**
+   * Folds every write committed so far into a snapshot: waits for a compaction under way, then
+   * compacts what came after it. `tabula import` ends with it, so that the next start reads a
+   * snapshot rather than replaying the whole import from the log.
+   */
+  async compactAll(): Promise<void> {
+    // A compaction under way covers only the writes before it began; its failure is compact()'s to report.
+    await this.compaction?.catch(() => undefined);
+    if (this.wal.nextSeq > this.snapshotSeq) await this.compact();
   }
 
   /**
@@ -278,9 +292,10 @@ export class FileStore extends MemoryStore {
     this.settleUniqueIndexes();
     // Everything loaded is durable, the snapshot's events too: they may be read.
     this.window.markDurable(nextSeq - 1);
-    // A log left big by the last run is compacted now (or at the first quiet moment), not only
-    // after the next write: a server that only reads would otherwise replay it at every start.
-    this.maybeCompact();
+    // A log left big by the last run is compacted at the first quiet moment (once start-up is done,
+    // so that it never delays the server's start), not only after the next write: a server that
+    // only reads would otherwise replay it at every start.
+    this.maybeCompact(true);
   }
 
   private async loadSnapshot(seq: number, loader: RowLoader): Promise<void> {
@@ -349,11 +364,12 @@ export class FileStore extends MemoryStore {
   }
 
   /**
-   * Called after every log flush and once at start-up: compacts at once when the log has outgrown
-   * the live data twice over, or, once it is as big as the last snapshot, at the first quiet
-   * moment, so that a burst of requests is seldom slowed by a snapshot being written.
+   * Called after every log flush, after every compaction and once at start-up: compacts at once
+   * when the log has outgrown the live data twice over, or, once it is as big as the last snapshot,
+   * at the first quiet moment, so that a burst of requests is seldom slowed by a snapshot being
+   * written. At start-up (`isStartUp`) it waits for a quiet moment either way.
    */
-  private maybeCompact(): void {
+  private maybeCompact(isStartUp = false): void {
     if (this.compaction || this.isClosed) return;
     const logBytes = this.wal.logBytes;
     if (this.spaceRetryAt !== null) {
@@ -361,7 +377,7 @@ export class FileStore extends MemoryStore {
       return;
     }
     if (logBytes < COMPACTION_MIN_LOG_BYTES || logBytes < this.compactionRetryBytes) return;
-    if (logBytes >= COMPACTION_LOG_RATIO * this.snapshotBytes) this.startCompaction(logBytes);
+    if (logBytes >= COMPACTION_LOG_RATIO * this.snapshotBytes && !isStartUp) this.startCompaction(logBytes);
     else if (logBytes >= QUIET_COMPACTION_LOG_RATIO * this.snapshotBytes) this.watchForQuiet();
   }
 

@@ -56,6 +56,17 @@ export async function readLineRuns(path: string, holdLastLine: boolean, onRun: (
   }
 }
 
+/**
+ * Where the next newline at or after `from` is, -1 if none: Uint8Array's indexOf, a builtin of V8,
+ * which finds a byte several times faster than Buffer's (a call into node's C++ each time), and a
+ * start-up asks once per line.
+ */
+export function newlineAt(bytes: Uint8Array, from: number): number {
+  return U8_INDEX_OF.call(bytes, NEWLINE, from);
+}
+
+const U8_INDEX_OF = Uint8Array.prototype.indexOf;
+
 function readInto(handle: FileHandle, buffer: Buffer, offset: number, position: number, size: number): Promise<number> {
   const length = Math.min(READ_BYTES, buffer.length - offset, size - position);
   return handle.read(buffer, offset, length, position).then(({ bytesRead }) => bytesRead);

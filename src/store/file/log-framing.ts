@@ -195,16 +195,15 @@ export function parseFramedLine(line: Buffer, text?: string): Record<string, unk
 }
 
 /**
- * The entry a framed log line holds, as start-up replays it: like parseFramedLine, but the rows of
- * its puts kept as text, unparsed (log-line.ts), unless the line is in a shape that reader leaves
- * to JSON.parse.
+ * The entry the framed log line at `bytes[from, to)` (without its newline) holds, as start-up
+ * replays it: like parseFramedLine, but the rows of its puts kept as their bytes, unparsed
+ * (log-line.ts), unless the line is in a shape that reader leaves to JSON.parse. `bytes` must never
+ * be reused: the rows point into it.
  */
-export function readFramedLogLine(line: Buffer, text: string | undefined): Record<string, unknown> | undefined {
-  if (!isFrameWhole(line)) return undefined;
-  const whole = text ?? line.toString("utf8");
-  // The suffix is ASCII: as many characters as bytes.
-  const entry = readLogLine(whole.slice(0, whole.length - CRC_SUFFIX_BYTES));
-  return entry ? (entry as unknown as Record<string, unknown>) : parseObjectText(whole);
+export function readFramedLogLine(bytes: Buffer, from: number, to: number): Record<string, unknown> | undefined {
+  if (!isFrameWhole(bytes.subarray(from, to))) return undefined;
+  const entry = readLogLine(bytes, from, to - CRC_SUFFIX_BYTES);
+  return entry ? (entry as unknown as Record<string, unknown>) : parseObjectText(bytes.toString("utf8", from, to));
 }
 
 /** Whether a line (without its newline) ends with a well-formed checksum that its bytes match. */

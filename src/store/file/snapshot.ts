@@ -30,7 +30,7 @@ import { parseSeqFileName, seqFileName } from "./wal.ts";
 import { crcHex, frameLine, parseFramedLine, scanLines } from "./log-framing.ts";
 import type { RowImage } from "./log-entry.ts";
 import { replaceFile, TEMPORARY_SUFFIX, writeFully } from "../../disk/durable-file.ts";
-import { readLineRuns } from "./line-runs.ts";
+import { newlineAt, readLineRuns } from "./line-runs.ts";
 import { MemberNames } from "../member-names.ts";
 import { dataJsonOf, isUnparsed, unparsedDataJson } from "../../rows/stored-row.ts";
 import { DATA_OPENING, type CapturedRows } from "../memory/loaded-rows.ts";
@@ -471,7 +471,7 @@ async function readLineSnapshot(path: string, header: Record<string, unknown>, r
   const { size, rest } = await readLineRuns(path, true, (run) => {
     checksum = crc32(run, checksum);
     for (let from = 0; from < run.length; ) {
-      const to = run.indexOf(NEWLINE, from);
+      const to = newlineAt(run, from);
       line++;
       onLine(run, from, to);
       from = to + 1;

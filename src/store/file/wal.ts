@@ -12,7 +12,8 @@ import { DATA_FILE_MODE } from "./folder-modes.ts";
 import { FSYNC_BUCKETS, Histogram } from "../../metrics/histogram.ts";
 import { isOutOfSpace, StorageFullError } from "../store.ts";
 import type { LogEntry } from "./log-entry.ts";
-import { frameEntryPieces, MAX_LOG_LINE_CHARS, PartJoiner, readFramedLogLine, scanLines } from "./log-framing.ts";
+import { frameEntryPieces, MAX_LOG_LINE_CHARS, PartJoiner, readFramedLogLine } from "./log-framing.ts";
+import { newlineAt, readLineRuns } from "./line-runs.ts";
 
 const SEGMENT_PREFIX = "log-";
 const SEQ_DIGITS = 16;
@@ -113,9 +114,11 @@ export async function readSegment(path: string, options: ReadSegmentOptions): Pr
   let seq = options.firstSeq;
   let validEnd = 0;
   let damagedAt = -1;
+  let runOffset = 0;
   const parts = new PartJoiner();
-  const { size, tailOffset, tailIsZeros } = await scanLines(path, (line, offset, text) => {
-    const value = readFramedLogLine(line, text);
+  const onLine = (run: Buffer, from: number, to: number): void => {
+    const offset = runOffset + from;
+    const value = readFramedLogLine(run, from, to);
     if (!value || typeof value.seq !== "number") {
       if (damagedAt < 0) damagedAt = offset;
       return;
@@ -130,10 +133,20 @@ export async function readSegment(path: string, options: ReadSegmentOptions): Pr
     if (entry === null || entry === "orphaned") return;
     options.onEntry(entry);
     seq++;
-    validEnd = offset + line.length + 1;
+    validEnd = offset + to - from + 1;
+  };
+  // Read into buffers never reused (line-runs.ts): the rows of the puts keep their data as those bytes.
+  const { size, rest } = await readLineRuns(path, false, (run) => {
+    for (let from = 0; from < run.length; ) {
+      const to = newlineAt(run, from);
+      onLine(run, from, to);
+      from = to + 1;
+    }
+    runOffset += run.length;
   });
+  const tailOffset = size - rest.length;
   if (validEnd < size) {
-    if (validEnd === tailOffset && tailIsZeros) {
+    if (validEnd === tailOffset && isAllZeros(rest)) {
       await truncateFile(path, validEnd); // the room a crash left preallocated, not damage
       return { bytes: validEnd, nextSeq: seq };
     }
@@ -143,6 +156,11 @@ export async function readSegment(path: string, options: ReadSegmentOptions): Pr
     options.warn(`${path}: dropped ${size - validEnd} bytes of a torn or damaged tail at byte ${validEnd}${batch} (a write cut short by a crash, never acknowledged); kept ${seq - options.firstSeq} entries before it.`);
   }
   return { bytes: validEnd, nextSeq: seq };
+}
+
+function isAllZeros(bytes: Buffer): boolean {
+  for (let i = 0; i < bytes.length; i++) if (bytes[i] !== 0) return false;
+  return true;
 }
 
 function damagedMiddle(path: string, damagedAt: number, validAt: number): Error {
