@@ -20,7 +20,7 @@ import { errorReply } from "./http/response.ts";
 import { buildRouter } from "./http/routes.ts";
 import { nativeMount, sdkMount } from "./http/mounts.ts";
 import { loadKeys, type KeyRing } from "./keys/api-keys.ts";
-import type { Caller, KeyRef } from "./keys/caller.ts";
+import type { Caller, KeyRef, SessionUser } from "./keys/caller.ts";
 import { addKeyRoutes } from "./http/keys-routes.ts";
 import { DEFAULT_RECORD_LIMITS, Records, type RecordLimits } from "./records/records.ts";
 import { loadSeed } from "./records/seed.ts";
@@ -185,7 +185,9 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     // A key gone or a user's session ended (docs/users.md): its long polls are refused, and its
     // streams and sockets end within a second, here and when another process ended it.
     const isCallerLive = (caller: Caller) => (caller.keyId === "" || keys.isLive(caller.keyId)) && (caller.user === undefined || users.isLiveNow(caller.user));
-    feed.checkCallersWith(isCallerLive);
+    // Rules read a user's role and fields as they are now, on a stream opened before they changed (docs/rules.md).
+    const currentCaller = (caller: Caller): Caller => (caller.user === undefined ? caller : withUser(caller, users.currentUser(caller.user)));
+    feed.checkCallersWith(isCallerLive, currentCaller);
     const hasEndedSession = (caller: Caller) => caller.user !== undefined && !users.isLiveNow(caller.user);
     const sessionSweep = setInterval(() => {
       feed.endStreamsWhere(hasEndedSession);
@@ -390,3 +392,7 @@ function stopListening(http: ReturnType<typeof createHttpServer>): Promise<void>
   });
 }
 
+/** `caller` acting as `user`: itself when that is its user already. */
+function withUser(caller: Caller, user: SessionUser): Caller {
+  return caller.user === user ? caller : { ...caller, user };
+}

@@ -17,6 +17,7 @@ import type { Predicate } from "../query/predicate.ts";
 import { compareFeedPositions, isAfter, type Row, type FeedEvent, type FeedPosition, type FeedRead, type FeedState, type FeedSource } from "../store/store.ts";
 import { Turns } from "../turns/loop-share.ts";
 import { changeJson } from "./events.ts";
+import { allows, grantsOf } from "../rules/grants.ts";
 import type { FeedEnd, FeedSink } from "./feed-sink.ts";
 
 export interface FeedLimits {
@@ -40,9 +41,10 @@ export interface FeedSubscription {
   /** Equal for subscriptions that receive the same bytes: key kind, entities and q, and the user where rules narrow. */
   readonly key: string;
   /**
-   * Where read rules narrow the feed (docs/rules.md): the records a stream has been sent, by
-   * entity and id, so that one leaving the reader's view arrives as a delete, and no other record
-   * is named to it.
+   * Where rules narrow the feed (docs/rules.md): the records a stream has been sent, by entity and
+   * id, so that one leaving the reader's view arrives as a delete, and no other record is named to
+   * it. Such a subscription's rules are those of its user as it is now (currentCaller), not as it
+   * was when the stream opened: a user made an admin, or no longer one, is sent accordingly.
    */
   readonly shown?: Set<string>;
 }
@@ -114,6 +116,8 @@ export class ChangeFeed {
   private readonly heartbeat: NodeJS.Timeout;
   /** Whether a caller's key (and user's session) is still accepted: a long poll whose key went is answered 401 (set by the server). */
   private isCallerLive: (caller: Caller) => boolean = () => true;
+  /** The caller with its user as the store holds it now (its role and fields, which rules read). */
+  private currentCaller: (caller: Caller) => Caller = (caller) => caller;
 
   static async open(store: FeedSource, schema: Schema, limits: FeedLimits, warn: (message: string) => void): Promise<ChangeFeed> {
     const { head } = await store.feedState();
@@ -224,12 +228,13 @@ export class ChangeFeed {
 
   /** The change's JSON object for `sub`'s key kind. */
   changeJson(event: FeedEvent, sub: FeedSubscription): string {
-    return changeJson(this.schema.entities.get(event.entity)!, event, sub.caller);
+    return changeJson(this.schema.entities.get(event.entity)!, event, sub.shown === undefined ? sub.caller : this.currentCaller(sub.caller));
   }
 
   /** How the feed learns that a key is no longer accepted (the server's KeyRing), or a user's session has ended. */
-  checkCallersWith(isCallerLive: (caller: Caller) => boolean): void {
+  checkCallersWith(isCallerLive: (caller: Caller) => boolean, currentCaller: (caller: Caller) => Caller = (caller) => caller): void {
     this.isCallerLive = isCallerLive;
+    this.currentCaller = currentCaller;
   }
 
   /**
@@ -270,6 +275,8 @@ export class ChangeFeed {
 
   private matches(sub: FeedSubscription, event: FeedEvent): boolean {
     if (!sub.entities.has(event.entity)) return false;
+    // Under rules, what the reader may read as its user is now (docs/rules.md).
+    if (sub.shown !== undefined && !allows(grantsOf(this.schema.entities.get(event.entity)!, this.currentCaller(sub.caller)).read, event.row)) return false;
     const filter = sub.filters?.get(event.entity);
     if (filter === undefined) return true;
     try {
@@ -285,7 +292,7 @@ export class ChangeFeed {
   /** The sink's bytes of the events `stream` follows; null when it follows none of them. */
   private encode(events: readonly FeedEvent[], stream: Stream): string | Buffer | null {
     const matched = stream.sub.shown === undefined ? events.filter((event) => this.matches(stream.sub, event)) : this.narrowed(events, stream.sub, stream.sub.shown);
-    return matched.length === 0 ? null : stream.sink.encode(matched, stream.sub.caller);
+    return matched.length === 0 ? null : stream.sink.encode(matched, stream.sub.shown === undefined ? stream.sub.caller : this.currentCaller(stream.sub.caller));
   }
 
   /** The events a narrowed stream is sent: those it may read, and a delete for each record it was sent that leaves its view. */

@@ -12,7 +12,7 @@ import type { Schema } from "../schema/load.ts";
 import { compileFilter, type Predicate } from "../query/predicate.ts";
 import type { FeedPosition, FeedState } from "../store/store.ts";
 import { accessOf } from "./list-params.ts";
-import { hiddenFieldsOf, readFilterOf } from "../rules/grants.ts";
+import { hasRules } from "../rules/grants.ts";
 
 export const DEFAULT_FEED_LIMIT = 100;
 export const MAX_FEED_LIMIT = 1000;
@@ -70,26 +70,19 @@ function entitiesOf(schema: Schema, caller: Caller, text: string | null): Entity
 /** What `caller` follows of `entities`: their events that `q` and its read rules match; `prefix` sets apart streams whose bytes differ (Socket.IO rooms). */
 export function subscriptionOf(entities: readonly EntityDef[], caller: Caller, q: string | null, prefix = ""): FeedSubscription {
   let filters: Map<string, Predicate> | null = null;
-  let isNarrowed = false;
-  // A filter of q alone is kept for each entity q narrows.
-  for (const entity of entities) {
-    // The caller's read rule narrows its feed as it narrows its lists (docs/rules.md).
-    const rule = readFilterOf(entity, caller);
-    const node = q === null ? null : parseFilterText(entity, q, accessOf(caller, entity));
-    const filter = rule === null ? node : node === null ? rule : { type: "and" as const, nodes: [rule, node] };
-    if (rule !== null) isNarrowed = true;
-    if (filter !== null) (filters ??= new Map()).set(entity.name, compileFilter(filter));
+  if (q !== null) {
+    for (const entity of entities) {
+      const node = parseFilterText(entity, q, accessOf(caller, entity));
+      if (node !== null) (filters ??= new Map()).set(entity.name, compileFilter(node));
+    }
   }
   const names = entities.map((entity) => entity.name).sort();
-  // Streams of one key share their bytes, unless rules make what each user is sent its own.
-  const reader = isNarrowed || needsOwnBytes(entities, caller) ? `\nuser:${caller.user?.id ?? ""}:${caller.user?.role ?? ""}` : "";
+  // The feed applies rules as they stand for the caller's user at each event (change-feed.ts);
+  // streams of one key share their bytes, unless rules make what each user is sent its own.
+  const isRuled = caller.kind !== "secret" && entities.some(hasRules);
+  const reader = isRuled ? `\nuser:${caller.user?.id ?? ""}` : "";
   const key = `${prefix}${caller.kind}${reader}\n${names.join(",")}\n${q ?? ""}`;
-  return { caller, entities: new Set(names), filters, key, ...(isNarrowed ? { shown: new Set<string>() } : {}) };
-}
-
-/** Whether fields hidden by rules make an event's bytes differ per user. */
-function needsOwnBytes(entities: readonly EntityDef[], caller: Caller): boolean {
-  return entities.some((entity) => hiddenFieldsOf(entity, caller) !== null);
+  return { caller, entities: new Set(names), filters, key, ...(isRuled ? { shown: new Set<string>() } : {}) };
 }
 
 function limitOf(text: string | null): number {

@@ -21,6 +21,8 @@ export interface SessionUser {
   readonly sid: string;
   /** The user's record as it stood when the token was checked: what rules' {{user.data.<field>}} read (docs/rules.md). */
   readonly fields?: Readonly<Record<string, unknown>>;
+  /** The revision of that record (Row.rev): a later version means the user changed. */
+  readonly rev?: number;
 }
 
 /** A key by its id and kind, without the key: who acts for the seed and server.changes(). */

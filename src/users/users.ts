@@ -6,6 +6,7 @@
 
 import { randomBytes } from "node:crypto";
 import { ApiError, forbidden, invalidField, invalidJson } from "../errors.ts";
+import { checkFieldWrites } from "../rules/grants.ts";
 import type { Caller, SessionUser } from "../keys/caller.ts";
 import type { UserEventType } from "../views.ts";
 import { then, type Maybe } from "../maybe.ts";
@@ -116,6 +117,8 @@ export class Users {
   private readonly checkedTokens = new Map<string, TokenClaims>();
   /** Plain reads' answer to "who is this token" for VERDICT_MS, forgotten at any change of a user made here. */
   private readonly verdicts = new Map<string, { user: SessionUser; until: number }>();
+  /** Per session, its user as last found changed (currentUser). */
+  private readonly currentUsers = new Map<string, SessionUser>();
   /** On a shared store: each user's row and sessions as last read, and when (SESSION_CHECK_MS). */
   private readonly liveCache = new Map<string, { at: number; row: Row | undefined; sessions: readonly Session[] }>();
   private readonly failures = new FailureLimit(FAILURES_PER_MINUTE);
@@ -197,7 +200,7 @@ export class Users {
     return then(this.liveState(claims.sub), ({ row, sessions }) => {
       const why = this.refusalOf(row, sessions, claims);
       if (why !== null) throw sessionEnded(why);
-      const user: SessionUser = { id: claims.sub, email: String(row!.data.email), role: roleOf(row!), sid: claims.sid, fields: row!.data };
+      const user: SessionUser = { id: claims.sub, email: String(row!.data.email), role: roleOf(row!), sid: claims.sid, fields: row!.data, rev: row!.rev };
       if (this.verdicts.size >= MAX_CHECKED_TOKENS) this.verdicts.delete(this.verdicts.keys().next().value!);
       this.verdicts.set(token, { user, until: performance.now() + VERDICT_MS });
       return user;
@@ -218,6 +221,29 @@ export class Users {
       state = cached;
     }
     return this.refusalOf(state.row, state.sessions, { sid: user.sid, exp: Infinity }) === null;
+  }
+
+  /**
+   * `user` as its record stands now, as this process knows it (see isLiveNow): for streams and
+   * sockets, whose rules read the user's role and fields at each event (docs/rules.md). The same
+   * object while the record is unchanged, so that rules bound for it are bound once.
+   */
+  currentUser(user: SessionUser): SessionUser {
+    let state = this.liveState(user.id);
+    if (state instanceof Promise) {
+      state.catch(() => {});
+      const cached = this.liveCache.get(user.id);
+      if (cached === undefined) return user;
+      state = cached;
+    }
+    const row = state.row;
+    if (row === undefined || row.deleted || row.rev === user.rev) return user;
+    const known = this.currentUsers.get(user.sid);
+    if (known !== undefined && known.rev === row.rev) return known;
+    const current: SessionUser = { id: user.id, email: String(row.data.email), role: roleOf(row), sid: user.sid, fields: row.data, rev: row.rev };
+    if (this.currentUsers.size >= MAX_CHECKED_TOKENS) this.currentUsers.delete(this.currentUsers.keys().next().value!);
+    this.currentUsers.set(user.sid, current);
+    return current;
   }
 
   private refusalOf(row: Row | undefined, sessions: readonly Session[], claims: Pick<TokenClaims, "sid" | "exp">): string | null {
@@ -438,7 +464,10 @@ export class Users {
     const writable = Object.fromEntries(Object.entries(members).filter(([name]) => !SHOWN_NOT_STORED.has(name)));
     for (;;) {
       const row = await this.rowOf(user.id);
-      const updated = this.records.changedRow(this.entity, row, validateChanges(this.entity, writable, this.records.limits), Date.now());
+      const changes = validateChanges(this.entity, writable, this.records.limits);
+      const updated = this.records.changedRow(this.entity, row, changes, Date.now());
+      // A field of User whose "rls"."write" the user does not meet (an admin-set department) stays as it is (docs/rules.md).
+      checkFieldWrites(this.entity, { keyId: "", kind: "publishable", user }, changes.keys(), updated);
       try {
         await this.records.store.commit({ puts: [{ entity: USER_ENTITY, row: updated, replaces: row.rev }] });
         return this.viewWithCredentials(updated);
