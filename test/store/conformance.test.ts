@@ -11,7 +11,7 @@ import { after, describe, test } from "node:test";
 import type { FilterNode } from "../../src/query/filter-tree.ts";
 import { loadSchemaObject } from "../../src/schema/load.ts";
 import { openStore, type StoreLocation } from "../../src/store/open-store.ts";
-import { ConflictError, FEED_START, type Commit, type IdempotentAnswer, type Row, type Store, type WriteBatch } from "../../src/store/store.ts";
+import { compareFeedPositions, ConflictError, FEED_START, type Commit, type FeedPosition, type IdempotentAnswer, type Row, type Store, type WriteBatch } from "../../src/store/store.ts";
 import { dropPgSchema, freshPgSchema, isPostgresRequired, MISSING_PG_URL, pgTestUrl } from "../support/postgres.ts";
 
 const ENTITY = "Task";
@@ -201,6 +201,9 @@ for (const storeCase of CASES) {
         const a4 = rowOf(store, { title: "a2" }, a.id);
         commits.push(await store.commit({ puts: [{ entity: ENTITY, row: a4, replaces: a3.rev }] }));
         assert.ok(commits.every((commit, i) => i === 0 || commit.seq > commits[i - 1]!.seq), "seqs grow");
+        // As a feed reader does: read once the head has reached the writes. On PostgreSQL a write is
+        // readable once every older transaction of the cluster has ended, another test's included.
+        await headReaching(store, { seq: commits[3]!.seq, index: 0 });
         const { events, through } = await store.readChanges(FEED_START, null, 100);
         assert.deepEqual(
           events.map((event) => [event.entity, event.type, event.row.id, event.row.seq, event.row.index]),
@@ -247,6 +250,7 @@ for (const storeCase of CASES) {
       withStore(async (store) => {
         const rows = Array.from({ length: 8 }, (_, i) => rowOf(store, { title: String(i) }));
         const commits = await Promise.all(rows.map((row) => store.commit({ puts: [{ entity: ENTITY, row, replaces: 0 }] })));
+        await headReaching(store, { seq: Math.max(...commits.map((commit) => commit.seq)), index: 0 });
         const { events } = await store.readChanges(FEED_START, null, 100);
         assert.deepEqual(events.map((event) => event.row.id).sort(), rows.map((row) => row.id).sort());
         const seqs = events.map((event) => event.row.seq!);
@@ -296,4 +300,13 @@ for (const storeCase of CASES) {
         assert.equal(store.readCache(ENTITY, newMap)?.get(updated.id), undefined, "nothing cached survives a reset");
       }));
   });
+}
+
+/** Waits (at most 30 s) until the store's feed head reaches `position`. */
+async function headReaching(store: Store, position: FeedPosition): Promise<void> {
+  for (const giveUpAt = Date.now() + 30_000; ; ) {
+    const { head } = await store.feedState();
+    if (compareFeedPositions(head, position) >= 0 || Date.now() > giveUpAt) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
