@@ -200,7 +200,9 @@ export class Users {
     return then(this.liveState(claims.sub), ({ row, sessions }) => {
       const why = this.refusalOf(row, sessions, claims);
       if (why !== null) throw sessionEnded(why);
-      const user: SessionUser = { id: claims.sub, email: String(row!.data.email), role: roleOf(row!), sid: claims.sid, fields: row!.data, rev: row!.rev };
+      // The same object while the user's record is unchanged: rules bound for it are bound once (rules/grants.ts).
+      const known = this.verdicts.get(token)?.user;
+      const user: SessionUser = known !== undefined && known.rev === row!.rev ? known : { id: claims.sub, email: String(row!.data.email), role: roleOf(row!), sid: claims.sid, fields: row!.data, rev: row!.rev };
       if (this.verdicts.size >= MAX_CHECKED_TOKENS) this.verdicts.delete(this.verdicts.keys().next().value!);
       this.verdicts.set(token, { user, until: performance.now() + VERDICT_MS });
       return user;
