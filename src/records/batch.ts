@@ -70,8 +70,9 @@ export async function bulkUpdate(records: Records, entity: EntityDef, body: unkn
       const { id, ...changes } = item;
       const row = versions.latest(id) ?? stored.get(id);
       if (!row) throw recordNotFound(entity.name, id);
-      const validated = validateChanges(entity, changes, records.limits);
+      // An unreadable record is absent before anything is said of the changes (docs/rules.md).
       checkUpdateOf(entity, caller, row);
+      const validated = validateChanges(entity, changes, records.limits);
       const updated = records.changedRow(entity, row, validated, now);
       checkUpdated(entity, caller, validated.keys(), updated);
       versions.set(updated, row);

@@ -212,8 +212,8 @@ export class Records {
 
   /** `row` changed by `body`; `caller`'s rules checked on the record before (404, 403) and after (403), docs/rules.md. */
   update(entity: EntityDef, row: Row, body: unknown, caller: Caller): Change<Row> {
-    const changes = validateChanges(entity, body, this.limits);
     checkUpdateOf(entity, caller, row);
+    const changes = validateChanges(entity, body, this.limits);
     const updated = this.changedRow(entity, row, changes, Date.now());
     checkUpdated(entity, caller, changes.keys(), updated);
     return { entity, puts: [{ entity: entity.name, row: updated, replaces: row.rev }], result: updated };

@@ -91,6 +91,9 @@ test("an owner rule narrows every read and guards every write; a field rule hide
   assert.equal((await as(bob, "DELETE", `${N}/${bobs}`)).status, 403);
   const bulk = await as(ada, "PUT", `${N}/bulk`, [{ id: mine.body.id, title: "ok" }, { id: bobs, title: "x" }]);
   assert.equal(bulk.status, 404, bulk.text);
+  // Absent before anything is said of the changes: a wrong value is no probe of existence.
+  assert.equal((await as(ada, "PUT", `${N}/bulk`, [{ id: bobs, title: 12345 }])).status, 404);
+  assert.equal((await as(ada, "PATCH", `${N}/${bobs}`, { title: 12345 })).status, 404);
   assert.equal((await server.call("GET", `${N}/${bobs}`)).body.title, "renamed");
 
   // Salary: hidden from users, naming it is 403, admins see it.
