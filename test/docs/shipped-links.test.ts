@@ -28,6 +28,20 @@ function referencesOf(text: string): string[] {
   return [...markdown, ...html];
 }
 
+/** The anchors of a page's headings, as GitHub makes them: lower case, punctuation dropped, spaces as "-", repeats numbered. */
+function anchorsOf(text: string): Set<string> {
+  const anchors = new Set<string>();
+  const seen = new Map<string, number>();
+  for (const [, heading] of text.replace(/^```[^]*?^```/gm, "").matchAll(/^#{1,6}\s+(.+?)\s*#*$/gm)) {
+    const words = heading!.replace(/`/g, "").replace(/\[([^\]]*)\]\([^)]*\)/g, "$1");
+    const slug = words.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, "").replace(/\s/g, "-");
+    const count = seen.get(slug) ?? 0;
+    seen.set(slug, count + 1);
+    anchors.add(count === 0 ? slug : `${slug}-${count}`);
+  }
+  return anchors;
+}
+
 test("every page the package ships refers only to files the package holds", { skip: !hasNpm && "npm is not available" }, () => {
   const shipped = shippedFiles();
   const pages = [...shipped].filter((path) => path.endsWith(".md"));
@@ -42,4 +56,20 @@ test("every page the package ships refers only to files the package holds", { sk
     }
   }
   assert.deepEqual(missing, []);
+});
+
+test("every link to a place on a shipped page names a heading that page has", { skip: !hasNpm && "npm is not available" }, () => {
+  const shipped = shippedFiles();
+  const pages = [...shipped].filter((path) => path.endsWith(".md"));
+  const broken: string[] = [];
+  for (const page of pages) {
+    for (const reference of referencesOf(readFileSync(join(ROOT, page), "utf8"))) {
+      if (/^[a-z][a-z0-9+.-]*:/i.test(reference) || !reference.includes("#")) continue;
+      const [file, anchor] = reference.split("#") as [string, string];
+      const target = file === "" ? page : normalize(join(dirname(page), decodeURIComponent(file))).replaceAll("\\", "/");
+      if (!target.endsWith(".md") || !shipped.has(target)) continue;
+      if (!anchorsOf(readFileSync(join(ROOT, target), "utf8")).has(decodeURIComponent(anchor))) broken.push(`${page} links to ${reference}: ${target} has no heading "#${anchor}"`);
+    }
+  }
+  assert.deepEqual(broken, []);
 });
