@@ -16,6 +16,7 @@ import { SIGNUPS, type Signup } from "./users/users.ts";
 import { MIN_SECRET_BYTES } from "./users/tokens.ts";
 import { USER_EVENT_TYPES } from "./views.ts";
 import type { EntityDef } from "./schema/fields.ts";
+import { findBase44Project, type Base44Project } from "./base44-project.ts";
 
 /** npx tabula-server <command> ...; without one (or with serve), it serves. */
 // Each loaded when named: in the bundle (one file, build.mjs) each import() is a function run on its
@@ -45,7 +46,8 @@ Usage: npx tabula-server [serve] [options]   serve the entities of --schema
        npx tabula-server <command> --help    export, import, backup, verify, migrate, schema, keys, users: each one's help
        npx tabula-server help [command]
 
-  --schema PATH            folder of <Entity>.json declarations, or one JSON file   [TABULA_SCHEMA, default ./entities]
+  --schema PATH            folder of <Entity>.json(c) declarations, or one file      [TABULA_SCHEMA, default ./entities,
+                                                                                     or base44/'s in a Base44 project]
   --migrations DIR         migrations run before serving, each once (see            [TABULA_MIGRATIONS, default migrations/
                            docs/schema-changes.md)                                   beside the schema]
   --demo                   serve the bundled example entities (Task, Note) in memory
@@ -110,7 +112,7 @@ DATABASE_URL when it is a postgres:// URL (read last, as other programs set it t
 Every request under /api/ carries X-Api-Key (or Authorization: Bearer). Docs: GET /api/openapi.json,
 and the docs/ folder of the package (node_modules/tabula-server/docs).`;
 
-/** Without --schema (or TABULA_SCHEMA) and without ./entities: how to begin. */
+/** Without --schema (or TABULA_SCHEMA), a Base44 project or ./entities: how to begin. */
 const FIRST_RUN = `tabula: there is no ./entities folder here, so there is nothing to serve yet. Either
   npx tabula-server init     writes entities/ with one example entity to edit, then serve it, or
   npx tabula-server --demo   serves the bundled example entities (Task, Note) in memory.
@@ -287,13 +289,13 @@ function storeUrl(url: string, source: string): StoreChoice {
   return { store: url, source };
 }
 
-function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv): ServerOptions & { readonly storeSource: string } {
+function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv, project: Base44Project | null): ServerOptions & { readonly storeSource: string } {
   const { values } = parsed;
   const [port, portSource] =
     values.port !== undefined ? [values.port, "--port"] : env.TABULA_PORT !== undefined ? [env.TABULA_PORT, "TABULA_PORT"] : [env.PORT, "PORT"];
   const { source: storeSource, ...store } = chooseStore(parsed, env);
   return {
-    schema: parsed.demo ? demoSchema(values.schema) : (values.schema ?? env.TABULA_SCHEMA ?? "./entities"),
+    schema: parsed.demo ? demoSchema(values.schema) : (values.schema ?? env.TABULA_SCHEMA ?? project?.entitiesDir ?? "./entities"),
     ...store,
     storeSource,
     pgSchema: values["pg-schema"] ?? env.TABULA_PG_SCHEMA,
@@ -310,7 +312,7 @@ function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv): ServerOptions & { re
     ...sizeOf("maxRecordBytes", values["max-record-size"], env.TABULA_MAX_RECORD_SIZE, ["--max-record-size", "TABULA_MAX_RECORD_SIZE"]),
     ...sizeOf("idempotencyMemoryBytes", values["idempotency-memory"], env.TABULA_IDEMPOTENCY_MEMORY, ["--idempotency-memory", "TABULA_IDEMPOTENCY_MEMORY"]),
     cors: values.cors ?? env.TABULA_CORS ?? "*",
-    appId: values["app-id"] ?? env.TABULA_APP_ID,
+    appId: values["app-id"] ?? env.TABULA_APP_ID ?? project?.appId,
     ...rateLimitOf(values["rate-limit"] ?? env.TABULA_RATE_LIMIT, values["rate-limit"] !== undefined ? "--rate-limit" : "TABULA_RATE_LIMIT"),
     trustProxy: parsed["trust-proxy"] || env.TABULA_TRUST_PROXY === "1",
     ui: !parsed["no-ui"],
@@ -334,9 +336,21 @@ function demoSchema(given: string | undefined): ServerOptions["schema"] {
   return DEMO_SCHEMA;
 }
 
-/** No schema named, and none where the default looks: how to begin, rather than a missing folder. */
-function isFirstRun(parsed: Parsed, env: NodeJS.ProcessEnv): boolean {
-  return !parsed.demo && parsed.values.schema === undefined && env.TABULA_SCHEMA === undefined && !existsSync("./entities");
+function isSchemaNamed(parsed: Parsed, env: NodeJS.ProcessEnv): boolean {
+  return parsed.demo || parsed.values.schema !== undefined || env.TABULA_SCHEMA !== undefined;
+}
+
+/**
+ * With no schema named, a Base44 project here (base44/config.jsonc) is served as it is, before
+ * ./entities (docs/base44-sdk.md): its entities, and its app id unless --app-id names one.
+ */
+function projectHere(parsed: Parsed, env: NodeJS.ProcessEnv): Base44Project | null {
+  return isSchemaNamed(parsed, env) ? null : findBase44Project();
+}
+
+/** No schema named, and none where the defaults look: how to begin, rather than a missing folder. */
+function isFirstRun(parsed: Parsed, env: NodeJS.ProcessEnv, project: Base44Project | null): boolean {
+  return !isSchemaNamed(parsed, env) && project === null && !existsSync("./entities");
 }
 
 /** The data folder as the user named it (--data DIR, TABULA_DATA=DIR, the default), for a message about it. */
@@ -375,8 +389,9 @@ async function usersLine(server: TabulaServer): Promise<string> {
   return `${mode}; codes of ${asked.join(", ")} ${sent}, the others printed here`;
 }
 
-async function printBanner(server: TabulaServer, options: ServerOptions, isDemo: boolean): Promise<void> {
+async function printBanner(server: TabulaServer, options: ServerOptions, isDemo: boolean, project: Base44Project | null): Promise<void> {
   const lines = [isDemo ? `tabula ${VERSION} (demo: the example entities, in memory; nothing is kept)` : `tabula ${VERSION}`];
+  if (project) lines.push(bannerLine("project", projectWords(project, options.appId)));
   const entities = [...server.schema.entities.values()].filter((e) => !e.isBuiltIn).map((e) => `${e.name} (${e.fieldNames.length} field${e.fieldNames.length === 1 ? "" : "s"}${rulesWords(e)})`);
   lines.push(bannerLine("schema", `${typeof options.schema === "string" ? options.schema : DEMO_SCHEMA_NAME}: ${entities.join(", ")}`));
   lines.push(bannerLine("data", server.storeDescription));
@@ -404,6 +419,15 @@ async function printBanner(server: TabulaServer, options: ServerOptions, isDemo:
   if (options.ui !== false) lines.push(bannerLine("browser", `${server.url}/ (the data browser: paste a key)`));
   lines.push(`listening on ${server.url}`);
   process.stdout.write(lines.join("\n") + "\n");
+}
+
+/** "base44/ (entities from base44/entities, app id 64f…)": what was found, and the app id served. */
+function projectWords(project: Base44Project, appId: string | undefined): string {
+  const app =
+    appId === undefined ? "any app id (no base44/.app.jsonc)"
+    : appId === project.appId ? `app id ${appId} from ${project.appFile}`
+    : `app id ${appId}, as given`;
+  return `${project.folder} (entities from ${project.entitiesDir}, ${app})`;
 }
 
 /**
@@ -439,18 +463,20 @@ async function main(): Promise<void> {
   keepServingWhenOutputCloses();
   let options: ReturnType<typeof toOptions>;
   let isDemo: boolean;
+  let project: Base44Project | null;
   let pidFile: string | undefined;
   try {
     const parsed = parseArgs(first === "serve" ? rest : process.argv.slice(2));
     if (parsed.help) return void process.stdout.write(HELP + "\n");
     if (parsed.version) return void process.stdout.write(VERSION + "\n");
-    if (isFirstRun(parsed, process.env)) {
+    project = projectHere(parsed, process.env);
+    if (isFirstRun(parsed, process.env, project)) {
       process.stderr.write(FIRST_RUN);
       process.exit(1);
     }
     isDemo = parsed.demo;
     pidFile = parsed.values["pid-file"];
-    options = toOptions(parsed, process.env);
+    options = toOptions(parsed, process.env, project);
   } catch (error) {
     return usageFailure(error as Error);
   }
@@ -507,7 +533,7 @@ async function main(): Promise<void> {
       process.exit(1);
     }
   }
-  await printBanner(server, options, isDemo);
+  await printBanner(server, options, isDemo, project);
 }
 
 /**

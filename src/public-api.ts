@@ -91,7 +91,7 @@ export interface ApiKey {
 }
 
 export interface StartOptions {
-  /** A schema folder of <Entity>.json files, one JSON file of them all, or the declarations themselves. */
+  /** A schema folder of <Entity>.json (or .jsonc) files, one such file of them all, or the declarations themselves. */
   readonly schema: string | Declarations;
   /** Keep nothing on disk. The default, unless `data` or `store` is given. */
   readonly memory?: boolean;

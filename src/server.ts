@@ -19,6 +19,7 @@ import { RateLimiter } from "./http/rate-limit.ts";
 import { errorReply } from "./http/response.ts";
 import { buildRouter } from "./http/routes.ts";
 import { nativeMount, sdkMount } from "./http/mounts.ts";
+import { addAnalyticsRoute } from "./http/analytics-route.ts";
 import { loadKeys, type KeyRing } from "./keys/api-keys.ts";
 import type { Caller, KeyRef, SessionUser } from "./keys/caller.ts";
 import { addKeyRoutes } from "./http/keys-routes.ts";
@@ -158,7 +159,8 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     const seedBy = keys.first("secret");
     const applySeed = async () => (seed ? seed.apply(records, seedBy) : 0);
     const seeded = await applySeed();
-    const mounts = [nativeMount, sdkMount(options.appId ?? null)];
+    const sdk = sdkMount(options.appId ?? null);
+    const mounts = [nativeMount, sdk];
     const limiter = options.rateLimit === undefined ? null : new RateLimiter(checkRateLimit(options.rateLimit));
     const feed = await ChangeFeed.open(store, schema, feedLimits, warn);
     // A key revoked or expired, here or by another process: its streams and long polls end (docs/change-feed.md).
@@ -209,6 +211,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     addBackupRoute(router, backup);
     if (options.ui ?? true) addUiRoute(router);
     addPollingRefusal(router);
+    addAnalyticsRoute(router, sdk);
     // The Host check is App's, so that its refusal is JSON like every other.
     const ready = new App({
       version: VERSION,

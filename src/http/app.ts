@@ -18,6 +18,7 @@ import { countCheap, enqueueFirst, settle } from "../turns/loop-share.ts";
 import { then, type Maybe } from "../maybe.ts";
 import type { Users } from "../users/users.ts";
 import { isSignInPath } from "./users-routes.ts";
+import { isAnalyticsPath } from "./analytics-route.ts";
 import { BodyBudget, HEAVY_BODY_BYTES, type Release } from "./body-budget.ts";
 import { refusedStatusOf } from "./client-error.ts";
 import { MIN_COMPRESSED_BYTES } from "./compression.ts";
@@ -255,8 +256,8 @@ export class App {
     // A preflight carries no key: it asks whether the request that follows (with one) may be sent.
     if (this.cors && isPreflight(req)) return preflightReply(req);
     // Under /api/ the key comes first: a request without a valid one learns nothing of the routes.
-    // Signing up and in needs none (docs/users.md).
-    const isApi = path.startsWith("/api/") && !isSignInPath(path);
+    // Signing up and in needs none (docs/users.md), nor the SDK's analytics (docs/base44-sdk.md).
+    const isApi = path.startsWith("/api/") && !isSignInPath(path) && !isAnalyticsPath(path);
     const caller = isApi ? this.authenticate(req, path, query, note) : null;
     if (caller instanceof Promise) return caller.then((found) => this.route(req, note, path, query, method, found));
     return this.route(req, note, path, query, method, caller);

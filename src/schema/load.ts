@@ -1,13 +1,14 @@
-// Loads entity declarations (docs/entities.md) from a folder of <Entity>.json files, one JSON file
-// holding { "<Entity>": declaration }, or objects given by an embedding program. Every refusal
-// names the file, the entity and the field at fault.
+// Loads entity declarations (docs/entities.md) from a folder of <Entity>.json or .jsonc files, one
+// such file holding { "<Entity>": declaration }, or objects given by an embedding program. Every
+// refusal names the file, the entity and the field at fault.
 
 import { readdirSync, readFileSync, statSync } from "node:fs";
-import { basename, join } from "node:path";
+import { basename, extname, join } from "node:path";
 import { ACCESS_OPERATIONS, isPlatformField, type AccessOperation, type RuleSource, type EntityDef, type FieldDef, type FieldType, type StringFormat } from "./fields.ts";
 import { checkFieldValue } from "./validate.ts";
 import { USER_ENTITY, userDeclaration } from "./user-entity.ts";
 import { settingName } from "../option-names.ts";
+import { parseJsonc, placeOf } from "./jsonc.ts";
 
 export interface Schema {
   readonly entities: ReadonlyMap<string, EntityDef>;
@@ -21,6 +22,8 @@ export type Declarations = Record<string, unknown>;
 
 const FIELD_TYPES: readonly FieldType[] = ["string", "number", "integer", "boolean", "array", "object"];
 const STRING_FORMATS: readonly StringFormat[] = ["date", "date-time", "email", "uri"];
+/** A schema file's endings; both are read as JSONC (comments and trailing commas allowed), as Base44 reads them. */
+const SCHEMA_FILE_EXTENSIONS = [".json", ".jsonc"];
 const ENTITY_NAME_RE = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 const FIELD_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** Keywords that document a declaration without changing what it accepts. */
@@ -37,20 +40,20 @@ export function loadSchemaPath(path: string): Schema {
   try {
     isFolder = statSync(path).isDirectory();
   } catch {
-    throw new SchemaError(`Schema not found: ${path} does not exist. Give ${settingName("schema")} a folder of <Entity>.json files or one JSON file.`);
+    throw new SchemaError(`Schema not found: ${path} does not exist. Give ${settingName("schema")} a folder of <Entity>.json (or .jsonc) files or one such file.`);
   }
   if (!isFolder) {
     const declarations = readJson(path);
     if (!isPlainObject(declarations)) throw new SchemaError(`${path}: a schema file must be a JSON object { "<Entity>": <declaration>, ... }.`);
     // One entity's <Entity>.json, given on its own, is a schema of that entity.
-    if (isOneDeclaration(declarations)) return buildSchema([{ file: path, fallbackName: basename(path, ".json"), declaration: declarations }]);
+    if (isOneDeclaration(declarations)) return buildSchema([{ file: path, fallbackName: entityNameOf(path), declaration: declarations }]);
     return buildSchema(Object.entries(declarations).map(([name, declaration]) => ({ file: path, fallbackName: name, declaration })));
   }
-  const files = readdirSync(path).filter((file) => file.endsWith(".json")).sort();
-  if (files.length === 0) throw new SchemaError(`Schema folder ${path} holds no <Entity>.json files.`);
+  const files = readdirSync(path).filter((file) => SCHEMA_FILE_EXTENSIONS.includes(extname(file))).sort();
+  if (files.length === 0) throw new SchemaError(`Schema folder ${path} holds no <Entity>.json or <Entity>.jsonc files.`);
   // Every file is read before any refusal: one start-up names every file at fault.
   const problems = new Problems();
-  const sources = files.flatMap((file) => problems.collect(() => [{ file: join(path, file), fallbackName: basename(file, ".json"), declaration: readJson(join(path, file)) }]) ?? []);
+  const sources = files.flatMap((file) => problems.collect(() => [{ file: join(path, file), fallbackName: entityNameOf(file), declaration: readJson(join(path, file)) }]) ?? []);
   return buildSchema(sources, problems);
 }
 
@@ -97,6 +100,13 @@ function isOneDeclaration(value: Record<string, unknown>): boolean {
   return isPlainObject(value.properties) && (value.type === "object" || typeof value.name === "string");
 }
 
+/** The entity a file declares when its declaration has no "name": the file's name, less its ending. */
+function entityNameOf(file: string): string {
+  const ending = extname(file);
+  return basename(file, SCHEMA_FILE_EXTENSIONS.includes(ending) ? ending : undefined);
+}
+
+/** A schema file, read as JSONC (jsonc.ts); a syntax error names its file:line:column, for an editor to jump to. */
 function readJson(file: string): unknown {
   let text: string;
   try {
@@ -105,21 +115,11 @@ function readJson(file: string): unknown {
     throw new SchemaError(`${file}: cannot be read (${(error as Error).message}).`);
   }
   try {
-    return JSON.parse(text);
+    return parseJsonc(text);
   } catch (error) {
-    throw new SchemaError(`${file}${placeOf(text, (error as Error).message)}: not valid JSON (${(error as Error).message}).`);
+    const kind = extname(file) === ".jsonc" ? "JSONC" : "JSON";
+    throw new SchemaError(`${file}${placeOf(text, error as Error)}: not valid ${kind} (${(error as Error).message}).`);
   }
-}
-
-/** ":line:column" of the place JSON.parse names ("at position N", or the end of the text), for an editor to jump to. */
-function placeOf(text: string, message: string): string {
-  const found = /at position (\d+)/.exec(message);
-  const position = found ? Number(found[1]) : /end of JSON input/.test(message) ? text.length : null;
-  if (position === null) return "";
-  const before = text.slice(0, position);
-  const line = before.split("\n").length;
-  const column = position - before.lastIndexOf("\n");
-  return `:${line}:${column}`;
 }
 
 interface Source {

@@ -318,7 +318,7 @@ test("a busy port rejects with PortInUseError (code EADDRINUSE) before the data 
 
 test("start-up errors name the option, not the command line's flag", async () => {
   const cases: Array<[options: Parameters<typeof startServer>[0], message: RegExp]> = [
-    [{ schema: "./no-such-folder" }, /Give the schema option a folder of <Entity>\.json files/],
+    [{ schema: "./no-such-folder" }, /Give the schema option a folder of <Entity>\.json \(or \.jsonc\) files/],
     [{ schema: { Task: TASK }, seed: "./no-such-seed.json" }, /check the path given to the seed option/],
     [{ schema: { Task: TASK }, cors: "ftp://x" }, /^the cors option takes \*, off, or origins/],
     [{ schema: { Task: TASK }, changesKeep: -1 }, /\(the changesKeep option\)/],

@@ -1,0 +1,133 @@
+// A Base44 project, as it is (docs/base44-sdk.md, issue 57): `npx tabula-server` with no schema
+// named, in a folder holding base44/config.jsonc, serves base44/entities/*.jsonc (or the config's
+// entitiesDir) under the app id of base44/.app.jsonc, and the banner says so. An explicit --schema
+// still wins; a broken config file is named with its line and column, exit 1.
+
+import assert from "node:assert/strict";
+import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { cliInTempFolder, killSpawned, spawnCli, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
+
+const START_TIMEOUT_MS = 30_000;
+const APP_ID = "6745f0c2a1b2c3d4e5f60718";
+let root: string;
+let cli: string;
+before(async () => ({ root, cli } = await cliInTempFolder("tabula-base44-project-")));
+after(killSpawned);
+
+/** As the Base44 CLI writes them: comments, kebab-case file names with the entity's name inside, trailing commas. */
+const CONFIG = `// Base44 Project Configuration
+{
+  "name": "Task Manager", // shown in the dashboard
+  "description": "A task list: see https://docs.base44.com/ // not a comment",
+  "site": { "buildCommand": "npm run build", "outputDirectory": "dist", },
+  /* entitiesDir left out: "entities" */
+}
+`;
+const APP = `// Base44 App Configuration
+// This file links your local project to your Base44 app.
+{
+  "id": "${APP_ID}"
+}
+`;
+const TASK = `{
+  "name": "Task",
+  "type": "object",
+  "properties": {
+    // what the task is
+    "title": { "type": "string", "description": "Task title, e.g. \\"Buy milk\\", /* or */ // anything" },
+    "completed": { "type": "boolean", "default": false, },
+  },
+  "required": ["title",],
+}
+`;
+const TEAM_MEMBER = `/* one more entity */ { "name": "TeamMember", "type": "object", "properties": { "email": { "type": "string", "format": "email" } } }`;
+
+async function project(files: Record<string, string>): Promise<string> {
+  const cwd = await mkdtemp(join(root, "app-"));
+  for (const [path, text] of Object.entries(files)) {
+    await mkdir(join(cwd, path, ".."), { recursive: true });
+    await writeFile(join(cwd, path), text);
+  }
+  return cwd;
+}
+
+function serve(args: readonly string[], cwd: string): Promise<SpawnedServer> {
+  return startSpawnedServer(cli, args, START_TIMEOUT_MS, { cwd, env: { PATH: process.env.PATH ?? "" } });
+}
+
+async function stop(server: SpawnedServer): Promise<number | null> {
+  server.child.kill("SIGTERM");
+  return server.exited;
+}
+
+function printedSecretKey(output: string): string {
+  const match = /^secret key +(\S+)  id /m.exec(output);
+  assert.ok(match, output);
+  return match[1]!;
+}
+
+describe("a Base44 project folder", () => {
+  test("served with no schema flag: the banner names the project, its entities and app id; the SDK's paths serve them", async () => {
+    const cwd = await project({ "base44/config.jsonc": CONFIG, "base44/.app.jsonc": APP, "base44/entities/task.jsonc": TASK, "base44/entities/team-member.jsonc": TEAM_MEMBER });
+    const server = await serve(["--port", "0"], cwd);
+    try {
+      const output = server.output();
+      assert.match(output, new RegExp(`^project {10}base44/ \\(entities from base44/entities, app id ${APP_ID} from base44/\\.app\\.jsonc\\)$`, "m"));
+      assert.match(output, /^schema {11}base44\/entities: Task \(2 fields\), TeamMember \(1 field\)$/m);
+      const headers = { "X-Api-Key": printedSecretKey(output), "Content-Type": "application/json" };
+      const base = `${server.url}/api/apps/${APP_ID}/entities`;
+      const created = await fetch(`${base}/Task`, { method: "POST", headers, body: JSON.stringify({ title: "Buy milk" }) });
+      assert.equal(created.status, 201, await created.clone().text());
+      const listed = await fetch(`${base}/Task`, { headers });
+      assert.equal(listed.status, 200);
+      const tasks = (await listed.json()) as Array<{ title: string; completed: boolean }>;
+      assert.deepEqual(tasks.map(({ title, completed }) => ({ title, completed })), [{ title: "Buy milk", completed: false }]);
+      assert.equal((await fetch(`${base}/TeamMember`, { headers })).status, 200);
+      // The app id is the project's: another is not this server's app.
+      const other = await fetch(`${server.url}/api/apps/some-other-app/entities/Task`, { headers });
+      assert.equal(other.status, 404);
+      assert.equal(((await other.json()) as { error: { code: string } }).error.code, "app_not_found");
+    } finally {
+      assert.equal(await stop(server), 0);
+    }
+  });
+
+  test("the config's entitiesDir names the folder, relative to base44/; with no .app.jsonc any app id is served", async () => {
+    const config = `{ "name": "x", "entitiesDir": "models", // moved\n}`;
+    const cwd = await project({ "base44/config.jsonc": config, "base44/models/task.jsonc": TASK });
+    const server = await serve(["--port", "0", "--memory"], cwd);
+    try {
+      const output = server.output();
+      assert.match(output, /^project {10}base44\/ \(entities from base44\/models, any app id \(no base44\/\.app\.jsonc\)\)$/m);
+      const answer = await fetch(`${server.url}/api/apps/whatever/entities/Task`, { headers: { "X-Api-Key": printedSecretKey(output) } });
+      assert.equal(answer.status, 200);
+    } finally {
+      assert.equal(await stop(server), 0);
+    }
+  });
+
+  test("an explicit --schema wins over the project, and no project line is printed", async () => {
+    const cwd = await project({ "base44/config.jsonc": CONFIG, "base44/.app.jsonc": APP, "base44/entities/task.jsonc": TASK, "mine/Note.json": '{ "properties": { "body": { "type": "string" } } }' });
+    const server = await serve(["--port", "0", "--memory", "--schema", "mine"], cwd);
+    try {
+      const output = server.output();
+      assert.doesNotMatch(output, /^project/m);
+      assert.match(output, /^schema {11}mine: Note \(1 field\)$/m);
+    } finally {
+      assert.equal(await stop(server), 0);
+    }
+  });
+
+  test("a config file that is not valid JSONC: one line naming it with its line and column, exit 1", async () => {
+    const cwd = await project({ "base44/config.jsonc": '{\n  // the name\n  "name": "x"\n  "entitiesDir": "entities"\n}\n', "base44/entities/task.jsonc": TASK });
+    const child = spawnCli(cli, ["--port", "0", "--memory"], { cwd, env: { PATH: process.env.PATH ?? "" } });
+    let stderr = "";
+    child.stderr!.on("data", (text: string) => (stderr += text));
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    assert.equal(code, 1);
+    assert.match(stderr, /^tabula: base44\/config\.jsonc:4:3: not valid JSONC \(/);
+    assert.equal(stderr.trimEnd().split("\n").length, 1, stderr);
+  });
+});
