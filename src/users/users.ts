@@ -215,13 +215,8 @@ export class Users {
    * SESSION_CHECK_MS ago, and a read is started when it is older, for the next check.
    */
   isLiveNow(user: SessionUser): boolean {
-    let state = this.liveState(user.id);
-    if (state instanceof Promise) {
-      state.catch(() => {});
-      const cached = this.liveCache.get(user.id);
-      if (cached === undefined) return true;
-      state = cached;
-    }
+    const state = this.liveStateNow(user.id);
+    if (state === undefined) return true;
     return this.refusalOf(state.row, state.sessions, { sid: user.sid, exp: Infinity }) === null;
   }
 
@@ -231,14 +226,7 @@ export class Users {
    * object while the record is unchanged, so that rules bound for it are bound once.
    */
   currentUser(user: SessionUser): SessionUser {
-    let state = this.liveState(user.id);
-    if (state instanceof Promise) {
-      state.catch(() => {});
-      const cached = this.liveCache.get(user.id);
-      if (cached === undefined) return user;
-      state = cached;
-    }
-    const row = state.row;
+    const row = this.liveStateNow(user.id)?.row;
     if (row === undefined || row.deleted || row.rev === user.rev) return user;
     const known = this.currentUsers.get(user.sid);
     if (known !== undefined && known.rev === row.rev) return known;
@@ -271,6 +259,17 @@ export class Users {
       throw sessionEnded("This token has expired.");
     }
     return claims;
+  }
+
+  /**
+   * The user's row and sessions as this process knows them now: read at once where the store
+   * answers at once; else as last read (a read is started for the next ask), undefined if never.
+   */
+  private liveStateNow(userId: string): { row: Row | undefined; sessions: readonly Session[] } | undefined {
+    const state = this.liveState(userId);
+    if (!(state instanceof Promise)) return state;
+    state.catch(() => {});
+    return this.liveCache.get(userId);
   }
 
   /** The user's row and sessions: from the store each time where it answers at once, else as read at most SESSION_CHECK_MS ago. */
