@@ -51,6 +51,11 @@ export function findBase44Project(cwd = "."): Base44Project | null {
   return { folder: `${PROJECT_FOLDER}/`, entitiesDir: join(PROJECT_FOLDER, entitiesDir), appId: appId as string | undefined, appFile };
 }
 
+/** The schema a command reads when none is named: a Base44 project's entities here, else ./entities. */
+export function defaultSchemaPath(): string {
+  return findBase44Project()?.entitiesDir ?? "./entities";
+}
+
 /** The first of `names` in the project folder, as a path relative to `cwd`. */
 function firstExisting(cwd: string, names: readonly string[]): string | undefined {
   return names.map((name) => join(PROJECT_FOLDER, name)).find((file) => existsSync(join(cwd, file)));

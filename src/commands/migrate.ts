@@ -14,8 +14,9 @@ import type { MigrationPlan } from "../migrations/plan.ts";
 import { openStore, parseStoreUrl, type StoreLocation } from "../store/open-store.ts";
 import { DataFolderError } from "../store/file/lock.ts";
 import { UsageError, type Command, type CommandArgs } from "./command.ts";
+import { defaultSchemaPath } from "../base44-project.ts";
 
-const STORE_HELP = `  --schema PATH       the schema to serve                                  [TABULA_SCHEMA, default ./entities]
+const STORE_HELP = `  --schema PATH       the schema to serve                                  [TABULA_SCHEMA, default ./entities or base44/'s]
   --migrations DIR    the migrations                  [TABULA_MIGRATIONS, default migrations/ beside the schema]
   --data DIR          the data folder (no server may be using it)          [TABULA_DATA, default ./data]
   --store URL         instead of --data: file:DIR or postgres://...         [TABULA_STORE]
@@ -67,7 +68,7 @@ export const schemaCommand: Command = {
 };
 
 async function settleCommand(args: CommandArgs, dryRun: boolean, what: string, env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const schemaPath = args.values.get("schema") ?? env.TABULA_SCHEMA ?? "./entities";
+  const schemaPath = args.values.get("schema") ?? env.TABULA_SCHEMA ?? defaultSchemaPath();
   const schema = loadSchemaPath(schemaPath);
   const migrationsDir = migrationsDirOf(args.values.get("migrations") ?? env.TABULA_MIGRATIONS, schemaPath);
   const location = locationOf(args, env);

@@ -8,6 +8,7 @@ import { createServer, type TabulaServer } from "../server.ts";
 import { DataFolderError } from "../store/file/lock.ts";
 import { parseStoreUrl } from "../store/open-store.ts";
 import { UsageError, type CommandArgs } from "./command.ts";
+import { defaultSchemaPath } from "../base44-project.ts";
 
 /** The options every command that reads or writes records takes. */
 export const TARGET_VALUES = ["url", "key", "data", "store", "schema"] as const;
@@ -16,7 +17,7 @@ export const TARGET_HELP = `  --url URL        a running tabula, such as http://
   --key K          its secret key (or a publishable one, where that may do this)   [TABULA_SECRET_KEY]
   --data DIR       instead of --url: a data folder no server is using               [TABULA_DATA, default ./data]
   --store URL      instead of --data: file:DIR or postgres://... (which several processes may share)
-  --schema PATH    with --data or --store: the schema it was written with          [TABULA_SCHEMA, default ./entities]`;
+  --schema PATH    with --data or --store: the schema it was written with          [TABULA_SCHEMA, default ./entities or base44/'s]`;
 
 export interface Target {
   readonly url: string;
@@ -52,7 +53,7 @@ export async function openTarget(args: CommandArgs, mustExist: boolean, env: Nod
   let server: TabulaServer;
   try {
     server = await createServer({
-      schema: args.values.get("schema") ?? env.TABULA_SCHEMA ?? "./entities",
+      schema: args.values.get("schema") ?? env.TABULA_SCHEMA ?? defaultSchemaPath(),
       ...(args.values.has("store") ? { store: args.values.get("store")! } : { data: dataDir! }),
       host: "127.0.0.1",
       port: 0,

@@ -2,7 +2,8 @@
 // Loading declarations is load.ts's job; checking written values is validate.ts's.
 
 export type FieldType = "string" | "number" | "integer" | "boolean" | "array" | "object";
-export type StringFormat = "date" | "date-time" | "email" | "uri";
+/** `richtext` is Base44's: text holding HTML, kept and compared as any text. */
+export type StringFormat = "date" | "date-time" | "email" | "uri" | "richtext";
 
 /** How values of a field compare: dates chronologically, numbers numerically, and so on. */
 export type ValueKind = "string" | "number" | "boolean" | "date" | "json";
@@ -19,6 +20,8 @@ export interface FieldDef {
   readonly required: boolean;
   /** Element declaration of an array field, when it declares `items`. */
   readonly items?: FieldDef;
+  /** Declared members of an object field (`properties`): each checked where a value holds it; others are let through. */
+  readonly properties?: ReadonlyMap<string, FieldDef>;
   readonly minimum?: number;
   readonly maximum?: number;
   readonly minLength?: number;

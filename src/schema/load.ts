@@ -21,7 +21,7 @@ export class SchemaError extends Error {
 export type Declarations = Record<string, unknown>;
 
 const FIELD_TYPES: readonly FieldType[] = ["string", "number", "integer", "boolean", "array", "object"];
-const STRING_FORMATS: readonly StringFormat[] = ["date", "date-time", "email", "uri"];
+const STRING_FORMATS: readonly StringFormat[] = ["date", "date-time", "email", "uri", "richtext"];
 /** A schema file's endings; both are read as JSONC (comments and trailing commas allowed), as Base44 reads them. */
 const SCHEMA_FILE_EXTENSIONS = [".json", ".jsonc"];
 const ENTITY_NAME_RE = /^[A-Za-z_][A-Za-z0-9_-]*$/;
@@ -30,7 +30,7 @@ const FIELD_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const ANNOTATIONS = ["title", "description", "examples", "$comment", "$schema", "$id"];
 const ENTITY_KEYWORDS = ["name", "type", "properties", "required", "additionalProperties", "access", "unique", "rls", ...ANNOTATIONS];
 const FIELD_KEYWORDS = [
-  "type", "format", "enum", "default", "items", "minimum", "maximum", "minLength", "maxLength", "pattern", "rls",
+  "type", "format", "enum", "default", "items", "properties", "required", "minimum", "maximum", "minLength", "maxLength", "pattern", "rls",
   ...ANNOTATIONS,
 ];
 
@@ -247,6 +247,10 @@ function buildField(name: string, spec: unknown, required: boolean, at: string):
     if (type !== "array") throw new SchemaError(`${at}: "items" is only for array fields.`);
     field.items = buildField(name, spec.items, false, `${at} (items)`);
   }
+  if (spec.properties !== undefined || spec.required !== undefined) {
+    if (type !== "object") throw new SchemaError(`${at}: "properties" and "required" inside a field are only for object fields.`);
+    field.properties = buildMembers(spec.properties ?? {}, spec.required ?? [], at);
+  }
   for (const bound of ["minimum", "maximum"] as const) {
     if (spec[bound] === undefined) continue;
     if ((type !== "number" && type !== "integer") || typeof spec[bound] !== "number") throw new SchemaError(`${at}: "${bound}" must be a number, on a number or integer field.`);
@@ -300,6 +304,20 @@ function parseRuleShape(rls: unknown, operations: readonly string[], where: stri
     }
   }
   return rls as Record<string, RuleSource>;
+}
+
+/** An object field's declared members (as Base44's "array of objects" declares its items'), each a field declaration. */
+function buildMembers(properties: unknown, required: unknown, at: string): ReadonlyMap<string, FieldDef> {
+  if (!isPlainObject(properties)) throw new SchemaError(`${at}: "properties" must be an object of member declarations, such as {"name": {"type": "string"}}.`);
+  if (!Array.isArray(required) || !required.every((member) => typeof member === "string" && member in properties)) {
+    throw new SchemaError(`${at}: "required" must list members declared in "properties".`);
+  }
+  return new Map(Object.entries(properties).map(([member, spec]) => [member, buildMember(member, spec, required.includes(member), `${at}, member "${member}"`)]));
+}
+
+/** A member of an object field: a field declaration whose name may be any JSON member name. */
+function buildMember(name: string, spec: unknown, required: boolean, at: string): FieldDef {
+  return buildField(FIELD_NAME_RE.test(name) && !isPlatformField(name) ? name : "member", spec, required, at);
 }
 
 function declaredType(type: unknown, at: string): FieldType {

@@ -32,8 +32,20 @@ function checkType(field: FieldDef, value: unknown): string | null {
       return null;
     case "boolean":
       return typeof value === "boolean" ? null : "must be true or false";
-    case "object":
-      return typeof value === "object" && value !== null && !Array.isArray(value) ? null : "must be a JSON object";
+    case "object": {
+      if (typeof value !== "object" || value === null || Array.isArray(value)) return "must be a JSON object";
+      if (!field.properties) return null;
+      for (const [name, member] of field.properties) {
+        const held = (value as Record<string, unknown>)[name];
+        if (held === undefined || held === null) {
+          if (member.required) return `lacks its member "${name}", which the declaration requires`;
+          continue;
+        }
+        const problem = checkFieldValue(member, held);
+        if (problem) return `member "${name}" ${problem}`;
+      }
+      return null;
+    }
     case "array": {
       if (!Array.isArray(value)) return "must be an array";
       if (!field.items) return null;

@@ -94,6 +94,24 @@ describe("a Base44 project folder", () => {
     }
   });
 
+  test("the commands that open a data folder read the project's entities too, with no schema flag", async () => {
+    const cwd = await project({ "base44/config.jsonc": CONFIG, "base44/.app.jsonc": APP, "base44/entities/task.jsonc": TASK });
+    const server = await serve(["--port", "0"], cwd);
+    try {
+      const headers = { "X-Api-Key": printedSecretKey(server.output()), "Content-Type": "application/json" };
+      const created = await fetch(`${server.url}/api/entities/Task`, { method: "POST", headers, body: JSON.stringify({ title: "Buy bread" }) });
+      assert.equal(created.status, 201);
+    } finally {
+      assert.equal(await stop(server), 0);
+    }
+    const child = spawnCli(cli, ["export", "--data", "data", "--entity", "Task"], { cwd, env: { PATH: process.env.PATH ?? "" } });
+    let output = "";
+    child.stdout!.on("data", (text: string) => (output += text));
+    child.stderr!.on("data", (text: string) => (output += text));
+    assert.equal(await new Promise<number | null>((resolve) => child.on("close", resolve)), 0, output);
+    assert.match(output, /"title":"Buy bread"/);
+  });
+
   test("the config's entitiesDir names the folder, relative to base44/; with no .app.jsonc any app id is served", async () => {
     const config = `{ "name": "x", "entitiesDir": "models", // moved\n}`;
     const cwd = await project({ "base44/config.jsonc": config, "base44/models/task.jsonc": TASK });

@@ -45,6 +45,10 @@ function fieldDeclarationOf(field: FieldDef): Record<string, unknown> {
   if (field.enum !== undefined) declaration.enum = field.enum;
   if (field.default !== undefined) declaration.default = field.default;
   if (field.items !== undefined) declaration.items = fieldDeclarationOf(field.items);
+  if (field.properties !== undefined) {
+    declaration.properties = Object.fromEntries([...field.properties].map(([name, member]) => [name, fieldDeclarationOf(member)]));
+    declaration.required = [...field.properties].filter(([, member]) => member.required).map(([name]) => name);
+  }
   for (const bound of ["minimum", "maximum", "minLength", "maxLength"] as const) if (field[bound] !== undefined) declaration[bound] = field[bound];
   if (field.pattern !== undefined) declaration.pattern = field.pattern.source;
   if (field.rls !== undefined) declaration.rls = field.rls;
