@@ -185,7 +185,8 @@ export class ChangeFeed {
       for (;;) {
         const from = await turns.idle(this.readFrom(position, sub, limit, isCatchingUp));
         const { read, state } = from;
-        const events = read.events.filter((event) => this.matches(sub, event));
+        const reader = this.readerOf(sub);
+        const events = read.events.filter((event) => this.matches(sub, event, reader));
         const progressed = compareFeedPositions(read.through, position) > 0;
         if (progressed) position = read.through;
         isCatchingUp = from.isCatchingUp;
@@ -228,7 +229,7 @@ export class ChangeFeed {
 
   /** The change's JSON object for `sub`'s key kind. */
   changeJson(event: FeedEvent, sub: FeedSubscription): string {
-    return changeJson(this.schema.entities.get(event.entity)!, event, sub.shown === undefined ? sub.caller : this.currentCaller(sub.caller));
+    return changeJson(this.schema.entities.get(event.entity)!, event, this.readerOf(sub));
   }
 
   /** How the feed learns that a key is no longer accepted (the server's KeyRing), or a user's session has ended. */
@@ -273,10 +274,15 @@ export class ChangeFeed {
     return { read, state, isCatchingUp: compareFeedPositions(read.through, state.head) < 0 };
   }
 
-  private matches(sub: FeedSubscription, event: FeedEvent): boolean {
+  /** Who a subscription reads as: under rules, its user as it is now (one look-up per batch of events, not per event). */
+  private readerOf(sub: FeedSubscription): Caller {
+    return sub.shown === undefined ? sub.caller : this.currentCaller(sub.caller);
+  }
+
+  private matches(sub: FeedSubscription, event: FeedEvent, reader: Caller): boolean {
     if (!sub.entities.has(event.entity)) return false;
     // Under rules, what the reader may read as its user is now (docs/rules.md).
-    if (sub.shown !== undefined && !allows(grantsOf(this.schema.entities.get(event.entity)!, this.currentCaller(sub.caller)).read, event.row)) return false;
+    if (sub.shown !== undefined && !allows(grantsOf(this.schema.entities.get(event.entity)!, reader).read, event.row)) return false;
     const filter = sub.filters?.get(event.entity);
     if (filter === undefined) return true;
     try {
@@ -291,17 +297,18 @@ export class ChangeFeed {
 
   /** The sink's bytes of the events `stream` follows; null when it follows none of them. */
   private encode(events: readonly FeedEvent[], stream: Stream): string | Buffer | null {
-    const matched = stream.sub.shown === undefined ? events.filter((event) => this.matches(stream.sub, event)) : this.narrowed(events, stream.sub, stream.sub.shown);
-    return matched.length === 0 ? null : stream.sink.encode(matched, stream.sub.shown === undefined ? stream.sub.caller : this.currentCaller(stream.sub.caller));
+    const reader = this.readerOf(stream.sub);
+    const matched = stream.sub.shown === undefined ? events.filter((event) => this.matches(stream.sub, event, reader)) : this.narrowed(events, stream.sub, stream.sub.shown, reader);
+    return matched.length === 0 ? null : stream.sink.encode(matched, reader);
   }
 
   /** The events a narrowed stream is sent: those it may read, and a delete for each record it was sent that leaves its view. */
-  private narrowed(events: readonly FeedEvent[], sub: FeedSubscription, shown: Set<string>): FeedEvent[] {
+  private narrowed(events: readonly FeedEvent[], sub: FeedSubscription, shown: Set<string>, reader: Caller): FeedEvent[] {
     const out: FeedEvent[] = [];
     for (const event of events) {
       if (!sub.entities.has(event.entity)) continue;
       const name = `${event.entity}\n${event.row.id}`;
-      if (this.matches(sub, event)) {
+      if (this.matches(sub, event, reader)) {
         shown.delete(name);
         if (event.type !== "delete" && !event.row.deleted) {
           if (shown.size >= MAX_SHOWN) shown.delete(shown.values().next().value!);
