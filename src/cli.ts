@@ -31,6 +31,7 @@ const COMMANDS: ReadonlyArray<{ readonly name: string; load(): Promise<Command> 
   { name: "schema", load: async () => (await import("./commands/migrate.ts")).schemaCommand },
   { name: "keys", load: async () => (await import("./commands/keys.ts")).keysCommand },
   { name: "users", load: async () => (await import("./commands/users.ts")).usersCommand },
+  { name: "types", load: async () => (await import("./commands/types.ts")).typesCommand },
 ];
 const COMMAND_NAMES = ["serve", ...COMMANDS.map((command) => command.name), "help"];
 
@@ -43,7 +44,8 @@ Usage: npx tabula-server [serve] [options]   serve the entities of --schema
        npx tabula-server schema diff         what a start-up would do to the stored schema
        npx tabula-server keys list|create|revoke|roll   manage API keys, even while servers run
        npx tabula-server users create|list|disable|enable|set-role|end-sessions   manage users (docs/users.md)
-       npx tabula-server <command> --help    export, import, backup, verify, migrate, schema, keys, users: each one's help
+       npx tabula-server types [--out FILE]  TypeScript types of the entities, for the SDK too (docs/base44-sdk.md)
+       npx tabula-server <command> --help    export, import, backup, verify, migrate, schema, keys, users, types: each one's help
        npx tabula-server help [command]
 
   --schema PATH            folder of <Entity>.json(c) declarations, or one file      [TABULA_SCHEMA, default ./entities,

@@ -183,12 +183,12 @@ describe("refused in one line, with nothing written", () => {
   test("a mistyped command or option suggests the nearest", async () => {
     const cwd = await emptyFolder();
     const cases: Array<[args: string[], message: string]> = [
-      [["exprot"], 'tabula: No command is named "exprot". Did you mean export? Commands: serve, init, export, import, backup, verify, migrate, schema, keys, users, help; without one, tabula serves. (npx tabula-server --help lists the options)\n'],
+      [["exprot"], 'tabula: No command is named "exprot". Did you mean export? Commands: serve, init, export, import, backup, verify, migrate, schema, keys, users, types, help; without one, tabula serves. (npx tabula-server --help lists the options)\n'],
       [["--shema", "x"], "tabula: Unknown option --shema. Did you mean --schema? (npx tabula-server --help lists the options)\n"],
       [["--demo", "--prot", "0"], "tabula: Unknown option --prot. Did you mean --port? (npx tabula-server --help lists the options)\n"],
       [["--wholly-unknown"], "tabula: Unknown option --wholly-unknown. (npx tabula-server --help lists the options)\n"],
       [["export", "--entitty", "Task"], "tabula export: Unknown option --entitty. Did you mean --entity? (npx tabula-server export --help)\n"],
-      [["help", "exprot"], 'tabula: No command is named "exprot". Did you mean export? Commands: serve, init, export, import, backup, verify, migrate, schema, keys, users, help. (npx tabula-server --help lists the options)\n'],
+      [["help", "exprot"], 'tabula: No command is named "exprot". Did you mean export? Commands: serve, init, export, import, backup, verify, migrate, schema, keys, users, types, help. (npx tabula-server --help lists the options)\n'],
     ];
     for (const [args, message] of cases) {
       const exit = await run(args, cwd);
