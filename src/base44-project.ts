@@ -27,6 +27,10 @@ export interface Base44Project {
   readonly appId: string | undefined;
   /** The file the app id came from, for the banner. */
   readonly appFile: string | undefined;
+  /** The config's "visibility": "public" lets visitors in with no key, as Base44 serves a public app. */
+  readonly isPublic: boolean;
+  /** The config's site.outputDirectory (where the app's build goes), relative to the folder served from; undefined when unsaid. */
+  readonly siteDir: string | undefined;
 }
 
 /** A project's config file that cannot be read or says something unusable: exit 1, naming the file. */
@@ -48,7 +52,21 @@ export function findBase44Project(cwd = "."): Base44Project | null {
   if (appFile !== undefined && (typeof appId !== "string" || appId === "")) {
     throw new ProjectError(`${appFile}: "id" must be the app's id, as in { "id": "<app id>" }.`);
   }
-  return { folder: `${PROJECT_FOLDER}/`, entitiesDir: join(PROJECT_FOLDER, entitiesDir), appId: appId as string | undefined, appFile };
+  const visibility = config.visibility ?? "private";
+  if (typeof visibility !== "string") throw new ProjectError(`${configFile}: "visibility" must be "public" or "private".`);
+  const site = config.site ?? {};
+  const siteDir = isPlainObject(site) ? site.outputDirectory : undefined;
+  if (!isPlainObject(site) || (siteDir !== undefined && (typeof siteDir !== "string" || siteDir === ""))) {
+    throw new ProjectError(`${configFile}: "site" must be an object whose "outputDirectory" names the app's build folder, such as "./dist".`);
+  }
+  return {
+    folder: `${PROJECT_FOLDER}/`,
+    entitiesDir: join(PROJECT_FOLDER, entitiesDir),
+    appId: appId as string | undefined,
+    appFile,
+    isPublic: visibility === "public",
+    siteDir: siteDir as string | undefined,
+  };
 }
 
 /** The schema a command reads when none is named: a Base44 project's entities here, else ./entities. */

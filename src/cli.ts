@@ -2,6 +2,7 @@
 // A bad flag, schema, seed or key file exits 1 before listening, with a message naming the fault.
 
 import { existsSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { nameSettingsAsFlags } from "./option-names.ts";
 import { createServer, VERSION, type ServerOptions, type TabulaServer } from "./server.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./http/request.ts";
@@ -104,7 +105,11 @@ Usage: npx tabula-server [serve] [options]   serve the entities of --schema
   --session-days N         how long a user's session (its token) lasts, in days     [TABULA_SESSION_DAYS, default 7]
   --auth-secret S          the secret that signs users' tokens, 32 bytes or more;   [TABULA_AUTH_SECRET, default made once
                            the same for every server of one store                    and kept in the store]
-  --no-ui                  serve no data browser at GET / (then a 404, as any unknown path)
+  --anonymous              a request with neither key nor token acts as a           [TABULA_ANONYMOUS=1, default on where
+                           publishable key (a public app's visitors)                base44/config.jsonc says "visibility": "public"]
+  --app-dir DIR            serve a built app (a folder with index.html) at /, its   [TABULA_APP_DIR, default the Base44 config's
+                           pages falling back to index.html; the API stays at /api/ site.outputDirectory, else dist/, if built]
+  --no-ui                  serve no data browser at GET /_/ (and /)
   -h, --help               this help
   -v, --version            the version
 
@@ -136,10 +141,10 @@ const STOP_DEADLINE_MS = 1800;
 
 class UsageError extends Error {}
 
-const VALUE_FLAGS = ["schema", "migrations", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "max-memory", "idempotency-memory", "cors", "app-id", "rate-limit", "changes-keep", "max-streams", "max-connections", "max-groups", "max-array-items", "max-object-keys", "max-record-size", "log", "pid-file", "webhook-retry-scale", "signup", "session-days", "auth-secret"] as const;
+const VALUE_FLAGS = ["schema", "migrations", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "max-memory", "idempotency-memory", "cors", "app-id", "rate-limit", "changes-keep", "max-streams", "max-connections", "max-groups", "max-array-items", "max-object-keys", "max-record-size", "log", "pid-file", "webhook-retry-scale", "signup", "session-days", "auth-secret", "app-dir"] as const;
 type ValueFlag = (typeof VALUE_FLAGS)[number];
 
-const SWITCHES = ["memory", "demo", "trust-proxy", "no-ui", "webhooks-allow-private", "help", "version"] as const;
+const SWITCHES = ["memory", "demo", "trust-proxy", "no-ui", "anonymous", "webhooks-allow-private", "help", "version"] as const;
 type Switch = (typeof SWITCHES)[number];
 const SHORT_SWITCHES: Readonly<Record<string, Switch>> = { "-h": "help", "-v": "version" };
 
@@ -148,7 +153,7 @@ interface Parsed extends Record<Switch, boolean> {
 }
 
 function parseArgs(argv: string[]): Parsed {
-  const parsed: Parsed = { values: {}, memory: false, demo: false, "trust-proxy": false, "no-ui": false, "webhooks-allow-private": false, help: false, version: false };
+  const parsed: Parsed = { values: {}, memory: false, demo: false, "trust-proxy": false, "no-ui": false, anonymous: false, "webhooks-allow-private": false, help: false, version: false };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const short = SHORT_SWITCHES[arg];
@@ -285,13 +290,16 @@ function holdsDataFolder(dir: string): boolean {
   }
 }
 
+/** The server's options, and where the command line found what the banner names. */
+type CommandLineOptions = ServerOptions & { readonly storeSource: string; readonly anonymousSource: string | null };
+
 /** Checked here, so that a malformed URL is a usage error like any bad flag. */
 function storeUrl(url: string, source: string): StoreChoice {
   parseStoreUrl(url, source);
   return { store: url, source };
 }
 
-function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv, project: Base44Project | null): ServerOptions & { readonly storeSource: string } {
+function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv, project: Base44Project | null): CommandLineOptions {
   const { values } = parsed;
   const [port, portSource] =
     values.port !== undefined ? [values.port, "--port"] : env.TABULA_PORT !== undefined ? [env.TABULA_PORT, "TABULA_PORT"] : [env.PORT, "PORT"];
@@ -318,6 +326,9 @@ function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv, project: Base44Projec
     ...rateLimitOf(values["rate-limit"] ?? env.TABULA_RATE_LIMIT, values["rate-limit"] !== undefined ? "--rate-limit" : "TABULA_RATE_LIMIT"),
     trustProxy: parsed["trust-proxy"] || env.TABULA_TRUST_PROXY === "1",
     ui: !parsed["no-ui"],
+    anonymousSource: anonymousSource(parsed, env, project),
+    anonymous: anonymousSource(parsed, env, project) !== null,
+    appDir: values["app-dir"] ?? env.TABULA_APP_DIR ?? (parsed.demo ? undefined : builtAppDir(project)),
     webhooksAllowPrivate: parsed["webhooks-allow-private"] || env.TABULA_WEBHOOKS_ALLOW_PRIVATE === "1",
     ...retryScaleOf(values["webhook-retry-scale"] ?? env.TABULA_WEBHOOK_RETRY_SCALE, values["webhook-retry-scale"] !== undefined ? "--webhook-retry-scale" : "TABULA_WEBHOOK_RETRY_SCALE"),
     ...wholeNumberOf("changesKeep", values["changes-keep"] ?? env.TABULA_CHANGES_KEEP, values["changes-keep"] !== undefined ? "--changes-keep" : "TABULA_CHANGES_KEEP", 0, "events"),
@@ -331,6 +342,12 @@ function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv, project: Base44Projec
     ...wholeNumberOf("maxArrayItems", values["max-array-items"] ?? env.TABULA_MAX_ARRAY_ITEMS, values["max-array-items"] !== undefined ? "--max-array-items" : "TABULA_MAX_ARRAY_ITEMS", 1, "items"),
     ...wholeNumberOf("maxObjectKeys", values["max-object-keys"] ?? env.TABULA_MAX_OBJECT_KEYS, values["max-object-keys"] !== undefined ? "--max-object-keys" : "TABULA_MAX_OBJECT_KEYS", 1, "keys"),
   };
+}
+
+/** Without --app-dir: the Base44 project's site.outputDirectory, else dist/, when it holds a built app. */
+function builtAppDir(project: Base44Project | null): string | undefined {
+  const dir = project?.siteDir ?? "dist";
+  return existsSync(join(dir, "index.html")) ? dir : undefined;
 }
 
 function demoSchema(given: string | undefined): ServerOptions["schema"] {
@@ -391,7 +408,7 @@ async function usersLine(server: TabulaServer): Promise<string> {
   return `${mode}; codes of ${asked.join(", ")} ${sent}, the others printed here`;
 }
 
-async function printBanner(server: TabulaServer, options: ServerOptions, isDemo: boolean, project: Base44Project | null): Promise<void> {
+async function printBanner(server: TabulaServer, options: CommandLineOptions, isDemo: boolean, project: Base44Project | null): Promise<void> {
   const lines = [isDemo ? `tabula ${VERSION} (demo: the example entities, in memory; nothing is kept)` : `tabula ${VERSION}`];
   if (project) lines.push(bannerLine("project", projectWords(project, options.appId)));
   const entities = [...server.schema.entities.values()].filter((e) => !e.isBuiltIn).map((e) => `${e.name} (${e.fieldNames.length} field${e.fieldNames.length === 1 ? "" : "s"}${rulesWords(e)})`);
@@ -418,9 +435,18 @@ async function printBanner(server: TabulaServer, options: ServerOptions, isDemo:
   }
   lines.push(bannerLine("users", await usersLine(server)));
   for (const { id, origin, refusal } of await server.refusedWebhooks()) lines.push(bannerLine("webhook", `${id} (${origin}) is refused, so its deliveries fail: ${refusal}; --webhooks-allow-private would allow it`));
-  if (options.ui !== false) lines.push(bannerLine("browser", `${server.url}/ (the data browser: paste a key)`));
+  if (options.appDir !== undefined) lines.push(bannerLine("app", `${server.url}/ (the app built in ${options.appDir})`));
+  if (options.anonymousSource !== null) lines.push(bannerLine("visitors", `anonymous: a request with no key acts as a publishable key (${options.anonymousSource})`));
+  if (options.ui !== false) lines.push(bannerLine("browser", `${server.url}/_/ (the data browser: paste a key)`));
   lines.push(`listening on ${server.url}`);
   process.stdout.write(lines.join("\n") + "\n");
+}
+
+/** Who let anonymous visitors in, for the banner; null when nobody did. */
+function anonymousSource(parsed: Parsed, env: NodeJS.ProcessEnv, project: Base44Project | null): string | null {
+  if (parsed.anonymous) return "--anonymous";
+  if (env.TABULA_ANONYMOUS !== undefined) return env.TABULA_ANONYMOUS === "1" ? "TABULA_ANONYMOUS=1" : null;
+  return project?.isPublic ? `"visibility": "public" in ${project.folder}config.jsonc` : null;
 }
 
 /** "base44/ (entities from base44/entities, app id 64f…)": what was found, and the app id served. */

@@ -238,7 +238,7 @@ export const unauthorized = (hasKey: boolean) =>
     "unauthorized",
     hasKey
       ? "The API key sent is not known, or was revoked or has expired. Use a key printed when it was made (at first start, or by POST /api/keys)."
-      : "Send an API key in the X-Api-Key header or as Authorization: Bearer <key>; the server printed its keys at start-up.",
+      : "Send an API key in the X-Api-Key header or as Authorization: Bearer <key>; the server printed its keys at start-up. (A public app's visitors need none where the server lets anonymous visitors in: --anonymous, or a Base44 project's \"visibility\": \"public\".)",
   );
 
 export const tooManyStreams = (max: number) =>

@@ -22,6 +22,7 @@ const FLAGS = {
   sessionDays: "--session-days",
   signup: "--signup",
   authSecret: "--auth-secret",
+  appDir: "--app-dir",
 } as const;
 
 export type OptionName = keyof typeof FLAGS;

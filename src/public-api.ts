@@ -159,8 +159,15 @@ export interface StartOptions {
   readonly webhooksAllowPrivate?: boolean;
   /** The webhook retry schedule's delays multiplied by this, above 0 and at most 1 (tests shorten it). Default 1. */
   readonly webhookRetryScale?: number;
-  /** The data browser at GET /. Default true. */
+  /** The data browser at GET /_/ (and at GET / when no app is served). Default true. */
   readonly ui?: boolean;
+  /**
+   * A request with neither key nor token acts as an anonymous visitor, with a publishable key's
+   * limits (a Base44 app's "visibility": "public"). Default false: such a request is 401.
+   */
+  readonly anonymous?: boolean;
+  /** A built single-page app (a folder holding index.html) served at GET /, the API beside it. Default none. */
+  readonly appDir?: string;
   /** Who may sign up as a user (docs/users.md): anyone, invited emails only, or no one. Default "open". */
   readonly signup?: "open" | "invite" | "off";
   /** How long a user's session (its token) lasts, in days. Default 7. */

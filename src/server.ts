@@ -44,6 +44,7 @@ import { renderMetrics } from "./http/server-metrics.ts";
 import { App } from "./http/app.ts";
 import { addBackupRoute, addHealthRoute, addMetricsRoute } from "./http/admin-routes.ts";
 import { addUiRoute } from "./ui/page.ts";
+import { AppSite } from "./http/app-site.ts";
 import { settingName } from "./option-names.ts";
 import { Webhooks, type RefusedEndpoint } from "./webhooks/webhooks.ts";
 import { addWebhookRoutes } from "./http/webhooks-routes.ts";
@@ -99,6 +100,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
   keepTickShape();
   const schema = resolveSchema(options.schema);
   checkRules(schema);
+  const site = options.appDir === undefined ? null : AppSite.open(options.appDir);
   const cors = parseCorsPolicy(options.cors ?? "*");
   const warn = options.warn ?? ((message: string) => process.stderr.write(`warning: ${message}\n`));
   // The store first: it creates the data folder and takes its lock before keys.json is written.
@@ -183,7 +185,8 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
       print: options.printCode ?? ((line) => process.stdout.write(`${line}\n`)),
       appId: options.appId ?? null,
     });
-    const sockets = new Realtime({ feed, keys, users, schema, appId: options.appId ?? null, cors, heartbeatMs: feedLimits.heartbeatMs, streamBufferBytes: feedLimits.streamBufferBytes });
+    const anonymous = options.anonymous ?? false;
+    const sockets = new Realtime({ feed, keys, users, schema, appId: options.appId ?? null, anonymous, cors, heartbeatMs: feedLimits.heartbeatMs, streamBufferBytes: feedLimits.streamBufferBytes });
     // A key gone or a user's session ended (docs/users.md): its long polls are refused, and its
     // streams and sockets end within a second, here and when another process ended it.
     const isCallerLive = (caller: Caller) => (caller.keyId === "" || keys.isLive(caller.keyId)) && (caller.user === undefined || users.isLiveNow(caller.user));
@@ -209,7 +212,8 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     addHealthRoute(router);
     addMetricsRoute(router, metrics);
     addBackupRoute(router, backup);
-    if (options.ui ?? true) addUiRoute(router);
+    // The data browser is always at /_/; at / too when no app is served there (docs/data-browser.md).
+    if (options.ui ?? true) addUiRoute(router, site === null);
     addPollingRefusal(router);
     addAnalyticsRoute(router, sdk);
     // The Host check is App's, so that its refusal is JSON like every other.
@@ -228,6 +232,8 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
       observability: { requests, log: accessLog },
       memory,
       users,
+      anonymous,
+      site,
     });
     app = ready;
     realtime = sockets;

@@ -8,7 +8,7 @@ import { performance } from "node:perf_hooks";
 import { ApiError, databaseUnreachable, insufficientStorage, internalError, invalidRequest, methodNotAllowed, notFound, storeUnavailable, uniqueViolation, withoutHolder, writeContended } from "../errors.ts";
 import type { ChangeFeed } from "../feed/change-feed.ts";
 import type { KeyRing } from "../keys/api-keys.ts";
-import type { Caller } from "../keys/caller.ts";
+import { NO_KEY, type Caller } from "../keys/caller.ts";
 import type { AccessLog } from "../metrics/access-log.ts";
 import type { RequestMetrics, SeriesHandle } from "../metrics/request-metrics.ts";
 import type { ImportFile } from "../records/import-file.ts";
@@ -23,7 +23,8 @@ import { BodyBudget, HEAVY_BODY_BYTES, type Release } from "./body-budget.ts";
 import { refusedStatusOf } from "./client-error.ts";
 import { MIN_COMPRESSED_BYTES } from "./compression.ts";
 import { hasRules } from "../rules/grants.ts";
-import { checkGuard, Context, feedKeyOf, mayAccess, NO_KEY, type Handler, type RequestContext } from "./context.ts";
+import type { AppSite } from "./app-site.ts";
+import { checkGuard, Context, feedKeyOf, mayAccess, type Handler, type RequestContext } from "./context.ts";
 import { addCorsHeaders, isPreflight, preflightReply, type CorsPolicy } from "./cors.ts";
 import { hashBody, IdempotencyGuard, idempotentRequest, type IdempotentRequest } from "./idempotency.ts";
 import { sendReplyLingering } from "./linger.ts";
@@ -59,6 +60,10 @@ export interface AppOptions {
   readonly memory: MemoryGuard;
   /** Who signs in (docs/users.md): a user's token is checked here. */
   readonly users: Users;
+  /** A request with neither key nor token is an anonymous visitor, with a publishable key's limits (docs/base44-sdk.md). */
+  readonly anonymous: boolean;
+  /** The app's front end (http/app-site.ts): a GET or HEAD off /api/ that no route takes. */
+  readonly site: AppSite | null;
 }
 
 const READ_METHODS = new Set(["GET", "HEAD"]);
@@ -81,6 +86,8 @@ function declaredBodyBytes(req: IncomingMessage, maxBodyBytes: number): number {
 
 /** The route template of a request no route served, in metrics and logs. */
 const NO_ROUTE = "(none)";
+/** The route of every file of the app's front end, in metrics and logs. */
+const APP_SITE_ROUTE = "/*app";
 /** nginx's status for a request whose client closed the connection before the answer. */
 const CLIENT_CLOSED = 499;
 
@@ -123,9 +130,11 @@ export class App {
   private readonly observability: Observability;
   private readonly memory: MemoryGuard;
   private readonly users: Users;
+  private readonly anonymous: boolean;
+  private readonly site: AppSite | null;
 
   constructor(options: AppOptions) {
-    ({ records: this.records, feed: this.feed, keys: this.keys, router: this.router, maxBodyBytes: this.maxBodyBytes, cors: this.cors, onFatal: this.onFatal, limiter: this.limiter, trustProxy: this.trustProxy, observability: this.observability, memory: this.memory, users: this.users } = options);
+    ({ records: this.records, feed: this.feed, keys: this.keys, router: this.router, maxBodyBytes: this.maxBodyBytes, cors: this.cors, onFatal: this.onFatal, limiter: this.limiter, trustProxy: this.trustProxy, observability: this.observability, memory: this.memory, users: this.users, anonymous: this.anonymous, site: this.site } = options);
     this.idempotency = new IdempotencyGuard(this.records);
     const schema = this.records.schema;
     const mounts = options.mounts;
@@ -267,7 +276,11 @@ export class App {
   private route(req: IncomingMessage, note: RequestNote, path: string, query: string, method: string, authenticated: Caller | null): Reply | Promise<Reply> {
     let caller = authenticated;
     const match = this.router.match(method, path);
-    if (!match) throw notFound(path);
+    if (!match) {
+      if (this.site === null || (method !== "GET" && method !== "HEAD") || path.startsWith("/api/")) throw notFound(path);
+      note.route = APP_SITE_ROUTE;
+      return this.site.answer(req, path);
+    }
     note.route = match.route;
     if ("allowed" in match) throw methodNotAllowed(method, match.allowed);
     const { handler } = match;
@@ -304,7 +317,7 @@ export class App {
     // The change feed's ?key= may carry a user's token (an EventSource sends no headers).
     const token = presented.token ?? (feedKey !== undefined && isUserToken(feedKey) ? feedKey : undefined);
     const key = presented.key ?? (token === feedKey ? undefined : feedKey);
-    if (token === undefined) return this.limited(req, note, this.keys.authenticate(key));
+    if (token === undefined) return this.limited(req, note, key === undefined && this.anonymous ? NO_KEY : this.keys.authenticate(key));
     const app = key === undefined ? null : this.keys.authenticate(key);
     if (app?.kind === "secret") {
       throw invalidRequest("A user's token came with a secret key: a secret key acts as the service and a token as a user. Send one of them (an app signing people in sends its publishable key, or none).");
@@ -313,7 +326,7 @@ export class App {
   }
 
   private limited(req: IncomingMessage, note: RequestNote, caller: Caller): Caller {
-    note.keyId = caller.keyId || (caller.user ? `user:${caller.user.id}` : null);
+    note.keyId = caller.keyId || (caller.user ? `user:${caller.user.id}` : "anonymous");
     if (this.limiter && caller.kind === "publishable") {
       const wait = this.limiter.take(clientAddress(req, this.trustProxy));
       if (wait > 0) throw rateLimited(this.limiter.perSecond, wait);

@@ -97,9 +97,6 @@ export function secretOnly(handler: (ctx: RequestContext) => Maybe<Outcome>, ref
   return Object.assign(handler, { guard: "secret" as const, refusal, ...options });
 }
 
-/** The caller of an open route, which needs no key: the least a key may do, with no key's id. */
-export const NO_KEY: Caller = { keyId: "", kind: "publishable" };
-
 /** A route anyone may call, with no key: its handler's caller is NO_KEY. */
 export function openRoute(handler: (ctx: RequestContext) => Maybe<Outcome>): Handler {
   return Object.assign(handler, { guard: "none" as const, readsNoRecord: true });

@@ -12,6 +12,12 @@ export interface Caller {
   readonly user?: SessionUser;
 }
 
+/**
+ * The caller of an open route, and an anonymous visitor where the server lets them in (docs/base44-sdk.md):
+ * the least a publishable key may do, with no key's id and no user.
+ */
+export const NO_KEY: Caller = { keyId: "", kind: "publishable" };
+
 /** A signed-in user, as a caller carries it (users/users.ts makes them). */
 export interface SessionUser {
   readonly id: string;

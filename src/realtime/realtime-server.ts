@@ -14,7 +14,7 @@ import { LINGER_MS } from "../http/linger.ts";
 import { headerOf, isUserToken, presentedCredentials } from "../http/request.ts";
 import { errorReply, replyMessage } from "../http/response.ts";
 import type { KeyRing } from "../keys/api-keys.ts";
-import type { Caller, SessionUser } from "../keys/caller.ts";
+import { NO_KEY, type Caller, type SessionUser } from "../keys/caller.ts";
 import type { Maybe } from "../maybe.ts";
 import type { Users } from "../users/users.ts";
 import type { Schema } from "../schema/load.ts";
@@ -33,6 +33,8 @@ export interface RealtimeOptions {
   readonly users: Users;
   readonly schema: Schema;
   readonly appId: string | null;
+  /** A handshake with no key and no token is an anonymous visitor's (docs/base44-sdk.md). */
+  readonly anonymous: boolean;
   readonly cors: CorsPolicy | null;
   /** Engine.IO's ping interval, and its timeout: the feed's heartbeat. */
   readonly heartbeatMs: number;
@@ -180,7 +182,7 @@ export class Realtime {
     }
     const value = header ?? token;
     if (userToken !== undefined) return this.userCredentials(userToken, value);
-    const caller = value === undefined ? undefined : this.options.keys.find(value);
+    const caller = value === undefined ? (this.options.anonymous ? NO_KEY : undefined) : this.options.keys.find(value);
     if (caller !== undefined) return { caller };
     const message = value === undefined ? "Send an API key: createClient's token (the token query parameter), X-Api-Key, or Authorization: Bearer <key>." : unauthorized(true).message;
     return { refusal: { code: "unauthorized", message } };

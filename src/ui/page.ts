@@ -1,4 +1,4 @@
-// GET / (docs/data-browser.md): the data browser's page as a Reply, with its Content-Security-Policy.
+// GET /_/ and / (docs/data-browser.md): the data browser's page as a Reply, with its Content-Security-Policy.
 // The bundle has the page built in (build.mjs defines __TABULA_UI_PAGE__); run from source (the
 // tests, under tsx) it is built by build-page.ts on the first request. The page holds no data, so
 // it needs no key: the page asks for one, and sends it with each API request.
@@ -47,7 +47,9 @@ function replyOf(page: UiPage): Reply {
   return { status: 200, headers, body: page.html };
 }
 
-/** GET /: the data browser's page; it needs no key (the page asks for one). */
-export function addUiRoute(router: Router<Handler>): void {
-  router.add("GET", "/", openRoute(() => uiPageReply("GET").then((reply) => ({ reply }))));
+/** GET /_/, and GET / unless an app is served there: the data browser's page; it needs no key (the page asks for one). */
+export function addUiRoute(router: Router<Handler>, atRoot: boolean): void {
+  const page = openRoute(() => uiPageReply("GET").then((reply) => ({ reply })));
+  router.add("GET", "/_", page);
+  if (atRoot) router.add("GET", "/", page);
 }

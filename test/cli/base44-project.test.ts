@@ -148,4 +148,40 @@ describe("a Base44 project folder", () => {
     assert.match(stderr, /^tabula: base44\/config\.jsonc:4:3: not valid JSONC \(/);
     assert.equal(stderr.trimEnd().split("\n").length, 1, stderr);
   });
+  test('"visibility": "public" and a built app: served with no flag, the app at /, visitors with no key, the data browser at /_/', async () => {
+    const config = `{ "name": "x", "visibility": "public", "site": { "outputDirectory": "./build" } }`;
+    const index = "<!doctype html><title>the app</title>";
+    const cwd = await project({ "base44/config.jsonc": config, "base44/.app.jsonc": APP, "base44/entities/task.jsonc": TASK, "build/index.html": index });
+    const server = await serve(["--port", "0", "--memory"], cwd);
+    try {
+      const output = server.output();
+      assert.match(output, /^app {14}http:\/\/\S+\/ \(the app built in \.\/build\)$/m);
+      assert.match(output, /^visitors {9}anonymous: a request with no key acts as a publishable key \("visibility": "public" in base44\/config\.jsonc\)$/m);
+      assert.match(output, /^browser {10}http:\/\/\S+\/_\/ /m);
+      assert.equal(await (await fetch(`${server.url}/tasks/1`, { headers: { Accept: "text/html" } })).text(), index);
+      const created = await fetch(`${server.url}/api/apps/${APP_ID}/entities/Task`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ title: "no key" }) });
+      assert.equal(created.status, 201, await created.clone().text());
+    } finally {
+      assert.equal(await stop(server), 0);
+    }
+  });
+
+  test("a private project needs a key; --anonymous lets visitors in anyway, and --app-dir names the app", async () => {
+    const cwd = await project({ "base44/config.jsonc": `{ "name": "x" }`, "base44/entities/task.jsonc": TASK, "web/index.html": "<!doctype html>" });
+    const closed = await serve(["--port", "0", "--memory"], cwd);
+    try {
+      assert.doesNotMatch(closed.output(), /^(visitors|app) /m);
+      assert.equal((await fetch(`${closed.url}/api/entities/Task`)).status, 401);
+    } finally {
+      assert.equal(await stop(closed), 0);
+    }
+    const open = await serve(["--port", "0", "--memory", "--anonymous", "--app-dir", "web"], cwd);
+    try {
+      assert.match(open.output(), /^visitors {9}anonymous: .*\(--anonymous\)$/m);
+      assert.match(open.output(), /^app {14}\S+ \(the app built in web\)$/m);
+      assert.equal((await fetch(`${open.url}/api/entities/Task`)).status, 200);
+    } finally {
+      assert.equal(await stop(open), 0);
+    }
+  });
 });

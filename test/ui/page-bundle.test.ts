@@ -44,6 +44,8 @@ test("dist/tabula.mjs serves the page src/ui builds, with its CSP, in at most 60
     assert.equal(got.headers.get("x-content-type-options"), "nosniff");
     const html = await got.text();
     assert.ok(html === page.html, "dist/tabula.mjs holds another page than src/ui builds: run node build.mjs");
+    // Its own address, where an app served at / leaves it (docs/data-browser.md).
+    assert.equal(await (await fetch(`${server.url}/_/`)).text(), html);
     const bytes = Buffer.byteLength(page.html) + Buffer.byteLength(page.csp);
     assert.ok(bytes <= MAX_PAGE_BYTES, `the page is ${bytes} bytes, over ${MAX_PAGE_BYTES}`);
     assert.equal((await fetch(`${server.url}/api/entities`, { headers: { "X-Api-Key": "sk_page_bundle_k" } })).status, 200);
@@ -53,12 +55,12 @@ test("dist/tabula.mjs serves the page src/ui builds, with its CSP, in at most 60
   }
 });
 
-test("--no-ui serves nothing at /: a JSON 404 as for any unknown path, and the API as before", async () => {
+test("--no-ui serves nothing at / nor /_/: a JSON 404 as for any unknown path, and the API as before", async () => {
   const server = await serve(["--no-ui"]);
   try {
-    for (const method of ["GET", "HEAD"]) {
-      const got = await fetch(`${server.url}/`, { method });
-      assert.equal(got.status, 404, method);
+    for (const [method, path] of [["GET", "/"], ["HEAD", "/"], ["GET", "/_/"]]) {
+      const got = await fetch(`${server.url}${path}`, { method });
+      assert.equal(got.status, 404, `${method} ${path}`);
       assert.equal(got.headers.get("content-type"), "application/json; charset=utf-8");
       assert.equal(got.headers.get("content-security-policy"), null);
       if (method === "GET") assert.equal(((await got.json()) as { error: { code: string } }).error.code, "not_found");
@@ -73,9 +75,11 @@ test("--no-ui serves nothing at /: a JSON 404 as for any unknown path, and the A
 test("ui: false (the embedding API's option) serves nothing at / either", async () => {
   const server = await startTestServer({ memory: true, ui: false });
   try {
-    const got = await server.call("GET", "/", { apiKey: null });
-    assert.equal(got.status, 404);
-    assert.equal(got.body.error.code, "not_found");
+    for (const path of ["/", "/_/"]) {
+      const got = await server.call("GET", path, { apiKey: null });
+      assert.equal(got.status, 404, path);
+      assert.equal(got.body.error.code, "not_found");
+    }
   } finally {
     await server.close();
   }
