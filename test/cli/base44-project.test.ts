@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { createClient } from "@base44/sdk";
 import { cliInTempFolder, killSpawned, spawnCli, startSpawnedServer, type SpawnedServer } from "../support/spawned-server.ts";
 
 const START_TIMEOUT_MS = 30_000;
@@ -161,6 +162,16 @@ describe("a Base44 project folder", () => {
       assert.equal(await (await fetch(`${server.url}/tasks/1`, { headers: { Accept: "text/html" } })).text(), index);
       const created = await fetch(`${server.url}/api/apps/${APP_ID}/entities/Task`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ title: "no key" }) });
       assert.equal(created.status, 201, await created.clone().text());
+      // The real SDK's entities calls, with no token, as the project's app makes them.
+      const Task = createClient({ serverUrl: server.url, appId: APP_ID }).entities.Task;
+      const made = await Task.bulkCreate([{ title: "Buy bread" }, { title: "Bake" }]);
+      assert.deepEqual(made.map((task) => task.title), ["Buy bread", "Bake"]);
+      const updated = await Task.update(made[0]!.id, { completed: true });
+      assert.equal(updated.completed, true);
+      assert.deepEqual((await Task.filter({ completed: true })).map((task) => task.title), ["Buy bread"]);
+      assert.equal((await Task.get(made[1]!.id)).title, "Bake");
+      await Task.delete(made[1]!.id);
+      assert.deepEqual((await Task.list("title")).map((task) => task.title), ["Buy bread", "no key"]);
     } finally {
       assert.equal(await stop(server), 0);
     }
