@@ -32,11 +32,13 @@ export interface Grants {
   readonly delete: Verdict;
   /** Fields the caller may not read on every record: never named in a request, left out of answers where unreadable. */
   readonly unreadable: ReadonlyMap<string, Verdict> | null;
-  /** Fields the caller may not write on every record. */
-  readonly unwritable: ReadonlyMap<string, Verdict> | null;
+  /** Fields the caller may not set on every record it creates ("rls"."create", else "write"). */
+  readonly uncreatable: ReadonlyMap<string, Verdict> | null;
+  /** Fields the caller may not change on every record it updates ("rls"."update", else "write"). */
+  readonly unupdatable: ReadonlyMap<string, Verdict> | null;
 }
 
-const OPEN: Grants = { create: true, read: true, update: true, delete: true, unreadable: null, unwritable: null };
+const OPEN: Grants = { create: true, read: true, update: true, delete: true, unreadable: null, uncreatable: null, unupdatable: null };
 
 /** Grants per entity for a key with no user, and per signed-in user (the object a token's check returns, reused for a while). */
 const anonymousGrants = new WeakMap<EntityDef, Grants>();
@@ -110,14 +112,14 @@ export function checkWrite(entity: EntityDef, caller: Caller, operation: "create
   throw forbidden(`${what} is not allowed by ${entity.name}'s "rls"."${operation}" rule for ${caller.user === undefined ? "a caller who is not signed in" : "this user"} (docs/rules.md).`);
 }
 
-/** Refuses sent values of fields the caller may not write on the record they would make (403 naming the field). */
-export function checkFieldWrites(entity: EntityDef, caller: Caller, sent: Iterable<string>, row: Row): void {
-  const unwritable = grantsOf(entity, caller).unwritable;
+/** Refuses sent values of fields the caller may not write, at `operation`, on the record they would make (403 naming the field). */
+export function checkFieldWrites(entity: EntityDef, caller: Caller, operation: "create" | "update", sent: Iterable<string>, row: Row): void {
+  const unwritable = grantsOf(entity, caller)[operation === "create" ? "uncreatable" : "unupdatable"];
   if (unwritable === null) return;
   for (const name of sent) {
     const verdict = unwritable.get(name);
     if (verdict !== undefined && !allows(verdict, row)) {
-      throw forbidden(`${entity.name}.${name} may not be written by ${caller.user === undefined ? "a caller who is not signed in" : "this user"}: its "rls"."write" rule does not allow it (docs/rules.md). Leave "${name}" out of the body.`);
+      throw forbidden(`${entity.name}.${name} may not be written by ${caller.user === undefined ? "a caller who is not signed in" : "this user"}: its "rls" rule for ${operation === "create" ? "a create" : "an update"} does not allow it (docs/rules.md). Leave "${name}" out of the body.`);
     }
   }
 }
@@ -139,7 +141,8 @@ function bindGrants(entity: EntityDef, user: SessionUser | undefined): Grants {
     update: verdictOf(rules.record.get("update")),
     delete: verdictOf(rules.record.get("delete")),
     unreadable: fieldVerdicts("read"),
-    unwritable: fieldVerdicts("write"),
+    uncreatable: fieldVerdicts("create"),
+    unupdatable: fieldVerdicts("update"),
   };
 }
 
@@ -258,7 +261,7 @@ class Binder {
 /** A create of `row` (as it would be stored) from `body`: every field sent writable, and the create rule met (403). */
 export function checkCreate(entity: EntityDef, caller: Caller, body: unknown, row: Row, what: string): void {
   if (caller.kind === "secret" || !hasRules(entity)) return;
-  if (typeof body === "object" && body !== null) checkFieldWrites(entity, caller, Object.keys(body), row);
+  if (typeof body === "object" && body !== null) checkFieldWrites(entity, caller, "create", Object.keys(body), row);
   checkWrite(entity, caller, "create", row, what);
 }
 
@@ -273,7 +276,7 @@ export function checkUpdateOf(entity: EntityDef, caller: Caller, row: Row): void
 /** The record an update would make: each changed field writable, and still within the update rule (403: no update moves a record out of its writer's reach). */
 export function checkUpdated(entity: EntityDef, caller: Caller, changed: Iterable<string>, updated: Row): void {
   if (caller.kind === "secret" || !hasRules(entity)) return;
-  checkFieldWrites(entity, caller, changed, updated);
+  checkFieldWrites(entity, caller, "update", changed, updated);
   if (allows(grantsOf(entity, caller).update, updated)) return;
   throw forbidden(`This change would move ${entity.name} ${updated.id} out of what its "rls"."update" rule lets this caller change; no update may do that (docs/rules.md).`);
 }

@@ -82,14 +82,31 @@ function readRules(entity: EntityDef, schema: Schema | undefined): EntityRules {
   if (entity.rls === undefined && fieldRules.length === 0) return NO_RULES;
   const reader = new RuleReader(entity, schema);
   const record = new Map<string, RuleNode>();
-  for (const [operation, source] of Object.entries(entity.rls ?? {})) record.set(operation, reader.rule(source, `"rls"."${operation}"`));
+  for (const [operation, [source, named]] of ruleByOperation(entity.rls ?? {}, RECORD_OPERATIONS)) record.set(operation, reader.rule(source, `"rls"."${named}"`));
   const fields = new Map<string, Map<string, RuleNode>>();
   for (const field of fieldRules) {
     const operations = new Map<string, RuleNode>();
-    for (const [operation, source] of Object.entries(field.rls!)) operations.set(operation, reader.rule(source, `field "${field.name}": "rls"."${operation}"`));
-    fields.set(field.name, operations);
+    for (const [operation, [source, named]] of ruleByOperation(field.rls!, FIELD_OPERATIONS)) operations.set(operation, reader.rule(source, `field "${field.name}": "rls"."${named}"`));
+    if (operations.size > 0) fields.set(field.name, operations);
   }
   return { record, fields };
+}
+
+/** What each rule decides: a record's create, read, update and delete; a field's read, and its writes at create and at update. */
+const RECORD_OPERATIONS = ["create", "read", "update", "delete"];
+const FIELD_OPERATIONS = ["read", "create", "update"];
+
+/**
+ * Each operation's rule, and the name it was declared under: its own, else Base44's "write", which
+ * stands for every writing operation not given a rule of its own (docs/rules.md).
+ */
+function ruleByOperation(declared: Readonly<Record<string, RuleSource>>, operations: readonly string[]): Map<string, [RuleSource, string]> {
+  const rules = new Map<string, [RuleSource, string]>();
+  for (const operation of operations) {
+    if (declared[operation] !== undefined) rules.set(operation, [declared[operation], operation]);
+    else if (operation !== "read" && declared.write !== undefined) rules.set(operation, [declared.write, "write"]);
+  }
+  return rules;
 }
 
 class RuleReader {
@@ -141,8 +158,8 @@ class RuleReader {
   }
 
   private fieldRule(key: string, operand: unknown, where: string): FieldRule {
-    // Base44 writes a declared field as data.<field>, as its records hold them.
-    const field = key.startsWith("data.") ? key.slice(5) : key;
+    // Base44 writes a declared field as data.<field>, as its records hold them, and the id as _id too.
+    const field = key === "_id" ? "id" : key.startsWith("data.") ? key.slice(5) : key;
     const root = field.split(".")[0]!;
     if (!this.entity.fields.has(root) && !PLATFORM_FIELD_DEFS.has(root)) {
       this.fail(where, `the condition names "${key}", which ${this.entity.name} does not have; name a declared field (${this.entity.fieldNames.join(", ") || "none"}) or id, created_by, created_by_id, created_date, updated_date.`);

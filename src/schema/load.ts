@@ -28,9 +28,11 @@ const ENTITY_NAME_RE = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 const FIELD_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** Keywords that document a declaration without changing what it accepts. */
 const ANNOTATIONS = ["title", "description", "examples", "$comment", "$schema", "$id"];
+/** Base44's labels of an enum's values, for its forms: checked, then only documentation here. */
+const ENUM_NAMES = "enumNames";
 const ENTITY_KEYWORDS = ["name", "type", "properties", "required", "additionalProperties", "access", "unique", "rls", ...ANNOTATIONS];
 const FIELD_KEYWORDS = [
-  "type", "format", "enum", "default", "items", "properties", "required", "minimum", "maximum", "minLength", "maxLength", "pattern", "rls",
+  "type", "format", "enum", ENUM_NAMES, "default", "items", "properties", "required", "minimum", "maximum", "minLength", "maxLength", "pattern", "rls",
   ...ANNOTATIONS,
 ];
 
@@ -278,6 +280,10 @@ function buildField(name: string, spec: unknown, required: boolean, at: string):
       if (problem) throw new SchemaError(`${at}: enum value ${JSON.stringify(value)} ${problem}.`);
     }
   }
+  const names = spec[ENUM_NAMES];
+  if (names !== undefined && (!Array.isArray(names) || !Array.isArray(spec.enum) || names.length !== spec.enum.length || !names.every((label) => typeof label === "string"))) {
+    throw new SchemaError(`${at}: "enumNames" labels the values of "enum": an array of as many strings, such as ["To do", "Done"] for ["todo", "done"].`);
+  }
   if (spec.default !== undefined) {
     const problem = spec.default === null ? null : checkFieldValue(field, spec.default);
     if (problem) throw new SchemaError(`${at}: "default" ${JSON.stringify(spec.default)} ${problem}.`);
@@ -286,24 +292,31 @@ function buildField(name: string, spec: unknown, required: boolean, at: string):
   return field;
 }
 
-const RECORD_RULE_OPERATIONS = ["create", "read", "update", "delete"];
-const FIELD_RULE_OPERATIONS = ["read", "write"];
+// "write" is Base44's: the rule of each of create, update and delete that is not given its own
+// (rules/rule-tree.ts reads it so). A field's "create" and "update" rules are its "write" rule split
+// in two; its "delete" rule, which Base44 also takes, decides nothing (a field is not deleted alone).
+const RECORD_RULE_OPERATIONS = ["create", "read", "update", "delete", "write"];
+const FIELD_RULE_OPERATIONS = ["read", "write", "create", "update", "delete"];
 
 /**
  * `"rls": { "read": <rule>, ... }` (docs/rules.md): its shape only, each rule true, false or a
- * condition object; what a condition says is checked against the whole schema by rules/, at start-up.
+ * condition object (null or "", as Base44 writes no rule, is left out); what a condition says is
+ * checked against the whole schema by rules/, at start-up.
  */
 function parseRuleShape(rls: unknown, operations: readonly string[], where: string): Readonly<Record<string, RuleSource>> | undefined {
   if (rls === undefined) return undefined;
-  const example = operations.length === 2 ? `{"read": {"user_condition": {"role": "admin"}}, "write": false}` : `{"read": {"created_by": "{{user.email}}"}, "create": true}`;
+  const example = operations === RECORD_RULE_OPERATIONS ? `{"read": {"created_by": "{{user.email}}"}, "create": true}` : `{"read": {"user_condition": {"role": "admin"}}, "write": false}`;
   if (!isPlainObject(rls)) throw new SchemaError(`${where}: "rls" must be an object of rules by operation, such as ${example}.`);
+  const rules: Record<string, RuleSource> = {};
   for (const [operation, rule] of Object.entries(rls)) {
     if (!operations.includes(operation)) throw new SchemaError(`${where}: "rls" names "${operation}", which is no operation here; use ${operations.map((op) => `"${op}"`).join(", ")}.`);
+    if (rule === null || rule === "") continue;
     if (typeof rule !== "boolean" && !isPlainObject(rule)) {
-      throw new SchemaError(`${where}: "rls"."${operation}" must be true (anyone), false (the secret key only) or a condition object, such as {"created_by": "{{user.email}}"}.`);
+      throw new SchemaError(`${where}: "rls"."${operation}" must be true (anyone), false (the secret key only), a condition object, such as {"created_by": "{{user.email}}"}, or null (no rule).`);
     }
+    rules[operation] = rule;
   }
-  return rls as Record<string, RuleSource>;
+  return rules;
 }
 
 /** An object field's declared members (as Base44's "array of objects" declares its items'), each a field declaration. */

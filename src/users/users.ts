@@ -468,7 +468,7 @@ export class Users {
       const changes = validateChanges(this.entity, writable, this.records.limits);
       const updated = this.records.changedRow(this.entity, row, changes, Date.now());
       // A field of User whose "rls"."write" the user does not meet (an admin-set department) stays as it is (docs/rules.md).
-      checkFieldWrites(this.entity, { keyId: "", kind: "publishable", user }, changes.keys(), updated);
+      checkFieldWrites(this.entity, { keyId: "", kind: "publishable", user }, "update", changes.keys(), updated);
       try {
         await this.records.store.commit({ puts: [{ entity: USER_ENTITY, row: updated, replaces: row.rev }] });
         return this.viewWithCredentials(updated);

@@ -413,7 +413,7 @@ test("a malformed rule stops the start-up, naming the entity, the operation and 
     ["an unknown template", entity({ read: { owner_email: "{{user.password}}" } }), ["Ticket", "read", "user.password"]],
     ["a template naming a field users lack", entity({ read: { owner_email: "{{user.data.shoe_size}}" } }), ["Ticket", "read", "shoe_size"]],
     ["a user_condition on a field users lack", entity({ delete: { user_condition: { shoe_size: 42 } } }), ["Ticket", "delete", "shoe_size"]],
-    ["an operation a field has not", entity(undefined, { delete: true }), ["Ticket", "title", "delete"]],
+    ["an operation a field has not", entity(undefined, { list: true }), ["Ticket", "title", "list"]],
   ];
   for (const [what, declaration, named] of cases) {
     await assert.rejects(startTestServer({ schema: { Ticket: declaration as any } }), (error: Error) => {
