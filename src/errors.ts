@@ -49,7 +49,9 @@ export type ErrorCode =
   | "last_secret_key"
   | "key_not_managed"
   | "webhook_not_found"
-  | "invalid_webhook_url";
+  | "invalid_webhook_url"
+  | "file_not_found"
+  | "range_not_satisfiable";
 
 export type ErrorDetails = Record<string, unknown>;
 
@@ -311,3 +313,13 @@ export const keyFromFlagRefused = (id: string, source: "flag" | "process") =>
       : `Key ${id} was made for one process and ends with it; it cannot be revoked or rolled.`,
     { id, source },
   );
+
+/** An uploaded file over --max-file-size: reading stops, and the connection closes after the answer. */
+export const fileTooLarge = (maxBytes: number) =>
+  new ApiError(413, "payload_too_large", `The file is larger than ${maxBytes} bytes, the most this server keeps (--max-file-size). Send a smaller file, or start the server with a larger --max-file-size.`, { maxBytes }, { Connection: "close" });
+
+export const fileNotFound = (id: string) =>
+  new ApiError(404, "file_not_found", `No file has the id "${id}" (it may have been deleted). GET /api/files lists the files, with a secret key.`, { id });
+
+export const rangeNotSatisfiable = (size: number) =>
+  new ApiError(416, "range_not_satisfiable", `The Range asked starts past the file's end: it holds ${size} bytes. Ask for bytes=0-${Math.max(size - 1, 0)} or less, or leave Range out.`, { size }, { "Content-Range": `bytes */${size}` });

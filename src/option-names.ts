@@ -14,6 +14,7 @@ const FLAGS = {
   maxArrayItems: "--max-array-items",
   maxObjectKeys: "--max-object-keys",
   maxRecordBytes: "--max-record-size",
+  maxFileBytes: "--max-file-size",
   log: "--log",
   pgSchema: "--pg-schema",
   store: "--store",

@@ -147,6 +147,8 @@ export interface StartOptions {
   readonly maxObjectKeys?: number;
   /** Bytes of one record's JSON; a write making a bigger record is refused with 413 payload_too_large. Default 1 MiB. */
   readonly maxRecordBytes?: number;
+  /** The largest uploaded file, in bytes (docs/api.md, "Files"): one over it is refused 413. Default 50 MiB. */
+  readonly maxFileBytes?: number;
   /** Unsent bytes after which a stream is closed with event: overflow (a realtime socket with close 1008). Default 1 MiB. */
   readonly streamBufferBytes?: number;
   /** How often a stream gets a keep-alive comment, and a realtime socket a ping, in ms. Default 15,000. */

@@ -52,6 +52,9 @@ import { addPollingRefusal, isRealtimeUpgrade, Realtime } from "./realtime/realt
 import { DEFAULT_SESSION_DAYS, SIGNUPS, Users, type Signup } from "./users/users.ts";
 import { USER_EVENT_TYPES, type UserEventType } from "./views.ts";
 import { addUserRoutes } from "./http/users-routes.ts";
+import { addFileRoutes } from "./http/file-routes.ts";
+import { DEFAULT_MAX_FILE_BYTES, Files } from "./files/files.ts";
+import { FileSigning } from "./files/file-signing.ts";
 
 export const VERSION = "0.1.0";
 /** How often open streams and sockets are checked for sessions that ended (docs/users.md: refused within a second). */
@@ -146,7 +149,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     await accessLog?.close();
     throw error;
   }
-  const { store, description: storeDescription, keyVault, dataDir, loaded, backup, compact } = opened;
+  const { store, description: storeDescription, keyVault, dataDir, loaded, backup, compact, files: fileStorage } = opened;
   let closeKeys = async () => {};
   let closeWebhooks = async () => {};
   try {
@@ -216,6 +219,8 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     if (options.ui ?? true) addUiRoute(router, site === null);
     addPollingRefusal(router);
     addAnalyticsRoute(router, sdk);
+    const files = new Files(fileStorage, new FileSigning(store), checkCount(`The largest file (${settingName("maxFileBytes")}), in bytes,`, options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES, 1));
+    addFileRoutes(router, files, { sdk, trustProxy: options.trustProxy ?? false });
     // The Host check is App's, so that its refusal is JSON like every other.
     const ready = new App({
       version: VERSION,
@@ -283,6 +288,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
         await stopListening(http);
         await accessLog?.close();
         await keys.close();
+        await fileStorage.close();
         await store.close();
       },
     };
@@ -292,6 +298,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     await closeKeys();
     await stopListening(http);
     await accessLog?.close();
+    await fileStorage.close().catch(() => {});
     await store.close().catch(() => {});
     throw error;
   }

@@ -7,6 +7,7 @@ import { setPriority } from "node:os";
 import { isAbsolute, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { stat } from "node:fs/promises";
+import { copyStoredFiles } from "../files/folder-files.ts";
 import { checkBackupTarget, releaseFiles, writeBackup, type BackupPoint, type BackupSummary } from "../store/file/backup.ts";
 import { checkDataFolder } from "../store/file/folder-check.ts";
 import { holdFolderPoint } from "../store/file/folder-point.ts";
@@ -74,13 +75,13 @@ async function backupFolder(dir: string, to: string): Promise<BackupSummary> {
     // Lowering one's own priority is allowed to anyone; should it fail anyway, the copy runs as it is.
   }
   const lock = holder === undefined ? await acquireLock(dir).catch(unlessReadOnly) : null;
-  const { point, bytes } = await copyFolder(dir, target, holder !== undefined).finally(() => lock?.release());
+  const { point, bytes, extraNames } = await copyFolder(dir, target, holder !== undefined).finally(() => lock?.release());
   // Read back as a server would start from it: proof that it is whole, and its records.
   const check = await checkDataFolder(target);
   const damage = check.damage[0];
   if (damage) throw new Error(`The backup in ${target} was written but does not read back whole (${damage.file}: ${damage.why}); keep the original and run tabula verify on it.`);
   const records = Object.fromEntries([...check.entities].map(([entity, { live }]) => [entity, live]));
-  const files = [...point.files.map((file) => file.name), ...(point.keysJson ? ["keys.json"] : [])];
+  const files = [...point.files.map((file) => file.name), ...(point.keysJson ? ["keys.json"] : []), ...extraNames];
   return { to: target, seq: point.seq, bytes, files, records, ms: Math.round(performance.now() - startedAt) };
 }
 
@@ -93,11 +94,12 @@ function unlessReadOnly(error: unknown): null {
   return null;
 }
 
-async function copyFolder(dir: string, target: string, isLive: boolean): Promise<{ point: BackupPoint; bytes: number }> {
+async function copyFolder(dir: string, target: string, isLive: boolean): Promise<{ point: BackupPoint; bytes: number; extraNames: readonly string[] }> {
   const point = await holdFolderPoint(dir, isLive);
   try {
     if (point.files.length === 0 && !point.keysJson) throw new Error(`${dir} holds no tabula data (no snapshot-*, log-* or keys.json); is it the folder given to --data?`);
-    return { point, bytes: await writeBackup(point, target) };
+    const { bytes, extraNames } = await writeBackup(point, target, (into) => copyStoredFiles(dir, into));
+    return { point, bytes, extraNames };
   } finally {
     releaseFiles(point.files);
   }

@@ -4,11 +4,13 @@
 
 import { checkDataFolder, type Finding, type FolderReport } from "../store/file/folder-check.ts";
 import type { Command, CommandArgs } from "./command.ts";
+import { checkStoredFiles, FILES_FOLDER } from "../files/folder-files.ts";
 
 const HELP = `Usage: npx tabula-server verify [--data DIR]
 
 Reads every snapshot and log segment of a data folder, checks every line's frame and checksum,
-the order of the log's entries and each snapshot's end marker, and prints the files, the records
+the order of the log's entries and each snapshot's end marker, reads every uploaded file of
+files/ back against its size and SHA-256, and prints the files, the records
 per entity (live and deleted), the last log entry, and any damage with its file and byte offset.
 It writes nothing and takes no lock, so it may run beside a server using the folder.
 
@@ -28,10 +30,19 @@ export const verifyCommand: Command = {
   async run(args: CommandArgs): Promise<number> {
     const dir = args.values.get("data") ?? process.env.TABULA_DATA ?? "./data";
     const report = await checkDataFolder(dir);
+    await addStoredFiles(dir, report);
     process.stdout.write(formatReport(dir, report));
     return report.damage.length > 0 ? 1 : 0;
   },
 };
+
+/** The uploaded files of files/ (docs/operating.md, "Files"), each read back against its size and SHA-256. */
+async function addStoredFiles(dir: string, report: FolderReport): Promise<void> {
+  const check = await checkStoredFiles(dir);
+  if (check.files > 0 || check.damage.length > 0) report.files.push({ name: `${FILES_FOLDER}/`, bytes: check.bytes, holds: `${check.files} uploaded file${check.files === 1 ? "" : "s"}, each read back against its size and SHA-256` });
+  report.damage.push(...check.damage);
+  for (const name of check.leftovers) report.warnings.push({ file: `${FILES_FOLDER}/${name}`, why: "an upload or a delete a crash cut short, never answered; start-up removes it" });
+}
 
 export function formatReport(dir: string, report: FolderReport): string {
   const lines = [`tabula verify ${dir}`];

@@ -19,6 +19,7 @@ import { then, type Maybe } from "../maybe.ts";
 import type { Users } from "../users/users.ts";
 import { isSignInPath } from "./users-routes.ts";
 import { isAnalyticsPath } from "./analytics-route.ts";
+import { isFileContentPath } from "./file-routes.ts";
 import { BodyBudget, HEAVY_BODY_BYTES, type Release } from "./body-budget.ts";
 import { refusedStatusOf } from "./client-error.ts";
 import { MIN_COMPRESSED_BYTES } from "./compression.ts";
@@ -266,7 +267,8 @@ export class App {
     if (this.cors && isPreflight(req)) return preflightReply(req);
     // Under /api/ the key comes first: a request without a valid one learns nothing of the routes.
     // Signing up and in needs none (docs/users.md), nor the SDK's analytics (docs/base44-sdk.md).
-    const isApi = path.startsWith("/api/") && !isSignInPath(path) && !isAnalyticsPath(path);
+    // Nor a file's content (docs/api.md, "Files"): an <img src> sends no key.
+    const isApi = path.startsWith("/api/") && !isSignInPath(path) && !isAnalyticsPath(path) && !isFileContentPath(path);
     const caller = isApi ? this.authenticate(req, path, query, note) : null;
     if (caller instanceof Promise) return caller.then((found) => this.route(req, note, path, query, method, found));
     return this.route(req, note, path, query, method, caller);
@@ -353,7 +355,8 @@ export class App {
 
   private async write(req: IncomingMessage, caller: Caller, handler: Handler, contextOf: (body: unknown, upload?: ImportFile) => Context, isReplayable: boolean): Promise<Reply> {
     const idempotencyKey = isReplayable ? headerOf(req, "idempotency-key") : undefined;
-    const release = await this.admitBody(req);
+    // An upload's body is written out as it arrives, never held: it takes no share of the bodies' budget.
+    const release = handler.readsOwnBody ? NOTHING_HELD : await this.admitBody(req);
     try {
       const { ctx, bodyHash } = await this.readWrite(req, handler, contextOf, idempotencyKey !== undefined);
       if (idempotencyKey === undefined) return await this.run(req, handler, ctx, undefined);
@@ -401,6 +404,7 @@ export class App {
    * dropped once parsed and hashed: nothing holds them while the write runs.
    */
   private async readWrite(req: IncomingMessage, handler: Handler, contextOf: (body: unknown, upload?: ImportFile) => Context, needsHash: boolean): Promise<{ ctx: Context; bodyHash: string | undefined }> {
+    if (handler.readsOwnBody) return { ctx: contextOf(undefined), bodyHash: undefined };
     if (handler.takesUpload && isMultipart(req)) {
       // Read as it arrives; an Idempotency-Key's fingerprint hashes the body's digest (http/upload.ts).
       const upload = await readUpload(req, this.maxBodyBytes);

@@ -3,6 +3,7 @@
 // keys-routes.ts, webhooks-routes.ts and the rest) and the mounts.
 
 import type { IncomingMessage } from "node:http";
+import type { Readable } from "node:stream";
 import { ApiError, forbidden } from "../errors.ts";
 import type { AccessOperation, EntityDef } from "../schema/fields.ts";
 import type { ChangeFeed } from "../feed/change-feed.ts";
@@ -33,6 +34,8 @@ export interface RequestContext extends PresentContext {
   readonly body: unknown;
   /** The file a multipart/form-data body carried, on a route that takes uploads (http/upload.ts). */
   readonly upload?: ImportFile;
+  /** The body as it arrives, on a route that reads it itself (Handler.readsOwnBody): the pipeline read none of it. */
+  readonly bodyStream: Readable;
   readonly documents: { readonly entities: string; readonly openApi: string };
 }
 
@@ -60,6 +63,8 @@ export type Handler = ((ctx: RequestContext) => Maybe<Outcome>) & {
   readonly isReplayable?: boolean;
   /** The route also takes a multipart/form-data body holding a file (http/upload.ts). */
   readonly takesUpload?: boolean;
+  /** The handler reads the body itself, as it arrives (a file upload: http/file-upload.ts); the pipeline reads none. */
+  readonly readsOwnBody?: boolean;
   /** Heavy work: refused while memory is near --max-memory (EntityRoute.heavy). */
   readonly isHeavy?: boolean;
   /** The body is one record's values: at most twice --max-record-size (EntityRoute.oneRecord). */
@@ -136,6 +141,10 @@ export class Context implements RequestContext {
 
   admitHeavy(): void {
     this.memory.admitHeavy();
+  }
+
+  get bodyStream(): Readable {
+    return this.req;
   }
 
   get query(): URLSearchParams {

@@ -30,6 +30,7 @@ const ERROR_CODES = [
   "rate_limited", "unique_violation", "too_many_streams", "too_many_exports", "server_busy", "backup_target_exists", "backup_unsupported",
   "key_not_found", "last_secret_key", "key_not_managed", "webhook_not_found", "invalid_webhook_url",
   "invalid_credentials", "invalid_code", "email_not_verified", "user_disabled", "signup_closed",
+  "file_not_found", "range_not_satisfiable",
 ] as const satisfies readonly ErrorCode[];
 // Fails to compile when errors.ts gains a code that this document does not list.
 const HAS_EVERY_ERROR_CODE: [Exclude<ErrorCode, (typeof ERROR_CODES)[number]>] extends [never] ? true : never = true;

@@ -15,6 +15,10 @@ import { keysFileVault } from "../keys/keys-file.ts";
 import type { BackupSummary } from "./file/backup.ts";
 import { prepareDataFolder } from "./file/lock.ts";
 import type { LoadedData } from "../public-api.ts";
+import type { FileStorage } from "../files/stored-files.ts";
+import { MemoryFiles } from "../files/memory-files.ts";
+import { copyStoredFiles, FolderFiles } from "../files/folder-files.ts";
+import { PostgresFiles } from "../files/postgres-files.ts";
 
 export type StoreLocation =
   | { readonly kind: "memory" }
@@ -126,6 +130,8 @@ export interface OpenedStore {
   readonly backup: ((to: string) => Promise<BackupSummary>) | string;
   /** Folds the file store's log into a snapshot now (tabula import ends with it); nothing for the others. */
   readonly compact: () => Promise<void>;
+  /** Uploaded files (docs/api.md, "Files"): kept as the store keeps records, closed by the caller. */
+  readonly files: FileStorage;
 }
 
 const NOTHING_TO_COMPACT = async (): Promise<void> => {};
@@ -152,20 +158,30 @@ export interface OpenStoreOptions {
 export async function openStore(location: StoreLocation, options: OpenStoreOptions): Promise<OpenedStore> {
   switch (location.kind) {
     case "memory":
-      return { store: new MemoryStore(options.valueIndexed, uniqueFieldsOf(options.schema), options.changesKeep, options.idempotencyMemoryBytes), description: "in memory only: nothing is kept on disk", keyVault: null, dataDir: null, loaded: null, backup: MEMORY_BACKUP, compact: NOTHING_TO_COMPACT };
+      return { store: new MemoryStore(options.valueIndexed, uniqueFieldsOf(options.schema), options.changesKeep, options.idempotencyMemoryBytes), description: "in memory only: nothing is kept on disk", keyVault: null, dataDir: null, loaded: null, backup: MEMORY_BACKUP, compact: NOTHING_TO_COMPACT, files: new MemoryFiles() };
     case "file": {
       const openedAt = performance.now();
       await prepareDataFolder(location.dir);
       const store = await FileStore.open({ dir: location.dir, ...options, unique: uniqueFieldsOf(options.schema) });
       const { records, deletedRecords, snapshotBytes, logBytes } = store.describe();
       const loaded = { records, deletedRecords, bytes: snapshotBytes + logBytes, ms: performance.now() - openedAt };
-      return { store, description: `${location.dir} (write-ahead log, fsync before every answer)`, keyVault: keysFileVault(location.dir), dataDir: location.dir, loaded, backup: (to) => store.backup(to), compact: () => store.compactAll() };
+      const files = await FolderFiles.open(location.dir, options.warn).catch(async (error: unknown) => {
+        await store.close();
+        throw error;
+      });
+      // A backup copies files/ too, into the folder it makes before renaming it into place.
+      const backup = (to: string) => store.backup(to, (into) => copyStoredFiles(location.dir, into));
+      return { store, description: `${location.dir} (write-ahead log, fsync before every answer)`, keyVault: keysFileVault(location.dir), dataDir: location.dir, loaded, backup, compact: () => store.compactAll(), files };
     }
     case "postgres": {
       const { schema, valueIndexed, changesKeep } = options;
       const pgSchema = options.pgSchema ?? DEFAULT_PG_SCHEMA;
       const store = await PostgresStore.open({ url: location.url, schema, valueIndexed, pgSchema, changesKeep });
-      return { store, description: `PostgreSQL ${store.describe()}, schema ${pgSchema} (a write is answered once committed)`, keyVault: store.keyVault(), dataDir: null, loaded: null, backup: POSTGRES_BACKUP, compact: NOTHING_TO_COMPACT };
+      const files = await PostgresFiles.open(location.url, pgSchema).catch(async (error: unknown) => {
+        await store.close();
+        throw error;
+      });
+      return { store, description: `PostgreSQL ${store.describe()}, schema ${pgSchema} (a write is answered once committed)`, keyVault: store.keyVault(), dataDir: null, loaded: null, backup: POSTGRES_BACKUP, compact: NOTHING_TO_COMPACT, files };
     }
   }
 }

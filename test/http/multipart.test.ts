@@ -51,6 +51,14 @@ test("the parts are the same for every place the body is cut in two", () => {
   for (let cut = 0; cut <= BODY.length; cut++) assert.deepEqual(parse(BODY, BOUNDARY, [cut]), PARTS, `cut at ${cut}`);
 });
 
+test("the parts are the same for every two places the body is cut at, a delimiter's length apart or less", () => {
+  // A piece whose head may end a delimiter begun in the bytes held back from the piece before.
+  const delimiterLength = BOUNDARY.length + 4;
+  for (let first = 0; first <= BODY.length; first++) {
+    for (let second = first; second <= Math.min(first + delimiterLength, BODY.length); second++) assert.deepEqual(parse(BODY, BOUNDARY, [first, second]), PARTS, `cuts at ${first} and ${second}`);
+  }
+});
+
 test("the parts are the same when the body arrives a byte at a time", () => {
   assert.deepEqual(parse(BODY, BOUNDARY, Array.from({ length: BODY.length }, (_, i) => i)), PARTS);
 });

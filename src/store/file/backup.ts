@@ -37,6 +37,12 @@ export interface BackupPoint {
   readonly keysJson: Buffer | null;
 }
 
+/**
+ * More of the data folder copied into the backup's temporary folder before it is synced and renamed
+ * (files/, the uploads): the bytes copied, and the names made, for the summary.
+ */
+export type BackupExtra = (into: string) => Promise<{ readonly bytes: number; readonly names: readonly string[] }>;
+
 /** What POST /api/admin/backup answers and tabula backup prints. */
 export interface BackupSummary {
   readonly to: string;
@@ -106,7 +112,7 @@ export async function checkBackupTarget(to: string): Promise<void> {
  * beside it, each file and the folder fsynced, renamed to `to`, and `to`'s parent fsynced, so a
  * crash leaves either no backup or a whole one. Answers the bytes copied.
  */
-export async function writeBackup(point: BackupPoint, to: string): Promise<number> {
+export async function writeBackup(point: BackupPoint, to: string, copyMore?: BackupExtra): Promise<{ bytes: number; extraNames: readonly string[] }> {
   const target = resolve(to);
   const parent = dirname(target);
   const temporary = join(parent, `.${basename(target)}.tmp-${process.pid}-${Date.now()}`);
@@ -119,9 +125,15 @@ export async function writeBackup(point: BackupPoint, to: string): Promise<numbe
     throw unusableTarget(to, error);
   }
   let bytes = 0;
+  let extraNames: readonly string[] = [];
   try {
     for (const file of point.files) bytes += await copyHeld(file, join(temporary, file.name));
     if (point.keysJson) bytes += await writeSynced(join(temporary, KEYS_FILE), point.keysJson, DATA_FILE_MODE);
+    if (copyMore) {
+      const extra = await copyMore(temporary);
+      bytes += extra.bytes;
+      extraNames = extra.names;
+    }
     await syncDirectory(temporary);
     await renameIntoPlace(temporary, target, to);
     await syncDirectory(parent);
@@ -129,7 +141,7 @@ export async function writeBackup(point: BackupPoint, to: string): Promise<numbe
     await rm(temporary, { recursive: true, force: true });
     throw error;
   }
-  return bytes;
+  return { bytes, extraNames };
 }
 
 /** The first `file.bytes` bytes of a held file into a new file, fsynced. */

@@ -15,7 +15,7 @@ import { StoredRow } from "../../rows/stored-row.ts";
 import { RepeatedStrings } from "../../rows/repeated-strings.ts";
 import type { CapturedRows } from "../memory/loaded-rows.ts";
 import { UnsyncedBatches } from "./unsynced-batches.ts";
-import { checkBackupTarget, holdFiles, readKeysJson, releaseFiles, writeBackup, type BackupPoint, type BackupSummary } from "./backup.ts";
+import { checkBackupTarget, holdFiles, readKeysJson, releaseFiles, writeBackup, type BackupExtra, type BackupPoint, type BackupSummary } from "./backup.ts";
 import { WriteAheadLog, parseSegmentName, readSegment, segmentName, type Segment } from "./wal.ts";
 import { MAX_LOG_LINE_CHARS } from "./log-framing.ts";
 import type { LogEntry, LogPut, RowImage } from "./log-entry.ts";
@@ -223,18 +223,19 @@ export class FileStore extends MemoryStore {
    * deleting it meanwhile takes nothing away (an open file keeps its data). The log only grows
    * after the point, so the copy reads bytes nobody changes.
    */
-  async backup(to: string): Promise<BackupSummary> {
+  async backup(to: string, copyMore?: BackupExtra): Promise<BackupSummary> {
     const startedAt = performance.now();
     await checkBackupTarget(to);
     const keysJson = await readKeysJson(this.options.dir);
     const point = this.holdBackupPoint(keysJson);
     let bytes: number;
+    let extraNames: readonly string[];
     try {
-      bytes = await writeBackup(point.held, to);
+      ({ bytes, extraNames } = await writeBackup(point.held, to, copyMore));
     } finally {
       releaseFiles(point.held.files);
     }
-    const files = [...point.held.files.map((file) => file.name), ...(keysJson ? ["keys.json"] : [])];
+    const files = [...point.held.files.map((file) => file.name), ...(keysJson ? ["keys.json"] : []), ...extraNames];
     return { to, seq: point.held.seq, bytes, files, records: point.records, ms: Math.round(performance.now() - startedAt) };
   }
 

@@ -278,6 +278,8 @@ export class RecordsView {
         const text = cellText(row[column]);
         // The id is cut short on screen (title shows it whole); selecting it copies it whole.
         if (column === "id") return h("td", { class: "id", title: text }, h("code", {}, ...idParts(text)), isDeleted ? h("span", { class: "badge" }, "deleted") : null);
+        const file = uploadedFileOf(text);
+        if (file !== null) return h("td", { title: text, "data-column": column }, fileCell(file));
         return h("td", { title: text.length > 40 ? text : undefined, "data-column": column }, text);
       }),
       h("td", { class: "actions" }, h("div", { class: "row-actions" }, ...actions)),
@@ -432,4 +434,25 @@ function nextQueryOf(link: string | null): string | null {
 function idParts(id: string): Array<HTMLElement | string> {
   if (!/^[0-9a-f]{24}$/.test(id)) return [id];
   return [h("span", { class: "id-time" }, id.slice(0, 12)), h("span", { class: "id-tail" }, id.slice(12))];
+}
+
+/** A public file of this server (an UploadFile's file_url): its URL and name, else null. */
+function uploadedFileOf(text: string): { url: string; name: string } | null {
+  if (!text.includes("/api/files/")) return null;
+  let url: URL;
+  try {
+    url = new URL(text, location.href);
+  } catch {
+    return null;
+  }
+  const match = /^\/api\/files\/[0-9a-f]{32}\/([^/]+)$/.exec(url.pathname);
+  if (url.origin !== location.origin || match === null) return null;
+  return { url: url.href, name: decodeURIComponent(match[1]!) };
+}
+
+/** A picture shows small, beside its name; any other file is a link by its name. */
+function fileCell(file: { url: string; name: string }): HTMLElement {
+  const link = h("a", { href: file.url, target: "_blank", rel: "noopener" }, file.name);
+  if (!/\.(png|jpe?g|gif|webp|avif)$/i.test(file.name)) return link;
+  return h("span", { class: "file" }, h("img", { src: file.url, alt: "", loading: "lazy", class: "thumb" }), link);
 }
