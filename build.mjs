@@ -57,7 +57,7 @@ await build({
   // postgres is the one package a user may add (docs/postgresql.md): imported at run time, only by that store.
   external: ["postgres"],
   define: { __TABULA_UI_PAGE__: JSON.stringify(uiPage), __TABULA_IS_BUNDLED__: "true" },
-  // Minified, names too: one file holds all the code the package ships (at most 300 kB packed, the
+  // Minified, names too: one file holds all the code the package ships (at most 350 kB packed, the
   // package test checks it), and keepNames would cost start-up about a tenth more. The source map
   // beside it (not packed: package.json's files) makes a stack trace read as the source again,
   // under node --enable-source-maps or for a trace sent from the same version.
