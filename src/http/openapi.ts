@@ -4,6 +4,7 @@
 
 import { keyPaths } from "./openapi-keys.ts";
 import { webhookPaths } from "./openapi-webhooks.ts";
+import { filePaths } from "./openapi-files.ts";
 import type { ErrorCode } from "../errors.ts";
 import { ACCESS_OPERATIONS, isScalar, kindOf, PLATFORM_FIELD_DEFS, type AccessOperation, type EntityDef, type FieldDef } from "../schema/fields.ts";
 import type { Schema } from "../schema/load.ts";
@@ -46,6 +47,7 @@ const ERROR_RESPONSES: Record<number, [name: string, description: string]> = {
   412: ["PreconditionFailed", "`precondition_failed`: `If-Match` differs from the record's current ETag; read it again and retry."],
   413: ["PayloadTooLarge", "`payload_too_large`: the body is over the server's limit (10 MiB by default). It is answered while the body is still arriving; the server reads and drops the rest (up to 64 MiB or 10 s) before it closes the connection."],
   415: ["UnsupportedMediaType", "`unsupported_media_type`: send the body as `Content-Type: application/json`."],
+  416: ["RangeNotSatisfiable", "`range_not_satisfiable`: a file's `Range` starts past its end; `Content-Range` names its size."],
   422: ["IdempotencyKeyReused", "`idempotency_key_reused`: this Idempotency-Key was used with a different method, path or body."],
   429: ["RateLimited", "`rate_limited`: with `--rate-limit N`, a client sent more than N requests a second with a publishable key, or sign-ins failed 10 times in a minute for one email or client. Wait for `Retry-After` (seconds). Secret keys are never limited."],
   500: ["Internal", "`internal`: the server failed; it has been logged. Never caused by what the client sent."],
@@ -86,7 +88,7 @@ const FILTER_DESCRIPTION = [
 export function buildOpenApi(schema: Schema, serverVersion: string, mounts: readonly Mount[]): Record<string, unknown> {
   // The built-in User is described with the sign-in routes (docs/users.md), unless the app declares its own.
   const entities = [...schema.entities.values()].filter((entity) => !entity.isBuiltIn);
-  const paths: Json = { ...servicePaths(), ...keyPaths({ errors, jsonContent, tag: SERVICE_TAG }), ...webhookPaths({ errors, jsonContent, tag: SERVICE_TAG }) };
+  const paths: Json = { ...servicePaths(), ...keyPaths({ errors, jsonContent, tag: SERVICE_TAG }), ...webhookPaths({ errors, jsonContent, tag: SERVICE_TAG }), ...filePaths({ errors, jsonContent, tag: SERVICE_TAG, sdkTag: SDK_TAG }) };
   for (const mount of mounts) {
     paths[mount.collection.replace("/entities/:entity", "/changes").replace(":appId", "{appId}")] = { get: allChangesOperation(mount) };
     for (const entity of entities) Object.assign(paths, entityPaths(entity, mount));
