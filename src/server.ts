@@ -276,6 +276,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
       seeded,
       async reset() {
         await store.reset();
+        await files.deleteAll();
         await applySeed();
       },
       changes: (options = {}) => followChanges(feed, schema, keys.first("secret"), options),

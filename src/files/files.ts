@@ -100,6 +100,13 @@ export class Files {
     return this.storage.list(offset, limit);
   }
 
+  /** Deletes every file: server.reset() empties the store of its files too (docs/testing.md). */
+  async deleteAll(): Promise<void> {
+    for (let page = await this.storage.list(0, 1000); page.files.length > 0; page = await this.storage.list(0, 1000)) {
+      for (const info of page.files) await this.storage.delete(info.id);
+    }
+  }
+
   async delete(id: string): Promise<void> {
     if (!isFileId(id) || !(await this.storage.delete(id))) throw fileNotFound(id);
   }

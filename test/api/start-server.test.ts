@@ -128,12 +128,17 @@ test("a seed is loaded on start, and reset() empties every entity and loads the 
   }
 });
 
-test("reset() without a seed leaves every entity empty", async () => {
+test("reset() without a seed leaves every entity empty, and no uploaded file", async () => {
   const server = await startServer({ schema: EXAMPLES });
   try {
     await post(`${server.url}/api/entities/Task`, server.secretKey, { title: "gone after reset" });
+    const uploaded = await fetch(`${server.url}/api/files?name=a.txt`, { method: "POST", headers: { "X-Api-Key": server.secretKey, "Content-Type": "text/plain" }, body: "gone too" });
+    assert.equal(uploaded.status, 201);
+    const { url } = (await uploaded.json()) as { url: string };
     await server.reset();
     assert.deepEqual((await get(`${server.url}/api/entities/Task`, server.secretKey)).body, []);
+    assert.deepEqual((await get(`${server.url}/api/files`, server.secretKey)).body, []);
+    assert.equal((await fetch(url)).status, 404);
   } finally {
     await server.close();
   }
