@@ -5,7 +5,8 @@
 // Files have pools of their own, so that slow uploads never hold the records' connections.
 
 import { Readable } from "node:stream";
-import { beginSafely, loadDriver, poolOpener, type Sql, type TransactionSql } from "../store/postgres/connection.ts";
+import { beginSafely, connectionProblem, loadDriver, poolOpener, type Sql, type TransactionSql } from "../store/postgres/connection.ts";
+import { StoreUnreachableError } from "../store/store.ts";
 import { quoteIdent } from "../store/postgres/tables.ts";
 import type { FileDraft, FileInfo, FilePage, FileStorage } from "./stored-files.ts";
 
@@ -28,7 +29,18 @@ export class PostgresFiles implements FileStorage {
     private readonly reads: Sql,
     private readonly files: string,
     private readonly chunks: string,
+    private readonly url: string,
   ) {}
+
+  /** A database gone away is 503, as for the records (docs/postgresql.md), not a 500. */
+  private async reaching<T>(work: Promise<T>): Promise<T> {
+    try {
+      return await work;
+    } catch (error) {
+      const problem = connectionProblem(error, this.url);
+      throw problem === null ? error : new StoreUnreachableError(problem.message);
+    }
+  }
 
   static async open(url: string, pgSchema: string): Promise<PostgresFiles> {
     const postgres = await loadDriver();
@@ -48,7 +60,7 @@ export class PostgresFiles implements FileStorage {
       await Promise.all([uploads.end({ timeout: 1 }), reads.end({ timeout: 1 })]).catch(() => undefined);
       throw error;
     }
-    return new PostgresFiles(uploads, reads, files, chunks);
+    return new PostgresFiles(uploads, reads, files, chunks, url);
   }
 
   async begin(id: string): Promise<FileDraft> {
@@ -104,7 +116,7 @@ export class PostgresFiles implements FileStorage {
         if (filled > 0) await send({ kind: "chunk", data: chunk.subarray(0, filled) });
         await send({ kind: "commit", info });
         const error = await outcome;
-        if (error !== null) throw error;
+        if (error !== null) await this.reaching(Promise.reject(error));
       },
       discard: async () => {
         steps.push({ kind: "discard" });
@@ -119,7 +131,7 @@ export class PostgresFiles implements FileStorage {
   }
 
   async info(id: string): Promise<FileInfo | undefined> {
-    const rows = await this.reads.unsafe(`SELECT ${COLUMNS} FROM ${this.files} WHERE id = $1`, [id]);
+    const rows = await this.reaching(this.reads.unsafe(`SELECT ${COLUMNS} FROM ${this.files} WHERE id = $1`, [id]));
     return rows.length === 0 ? undefined : infoOf(rows[0]!);
   }
 
@@ -140,17 +152,19 @@ export class PostgresFiles implements FileStorage {
   }
 
   async list(offset: number, limit: number): Promise<FilePage> {
-    const rows = await this.reads.unsafe(`SELECT ${COLUMNS}, count(*) OVER () AS total FROM ${this.files} ORDER BY created_date, id LIMIT $1 OFFSET $2`, [limit, offset]);
-    const total = rows.length > 0 ? Number(rows[0]!.total) : Number((await this.reads.unsafe(`SELECT count(*) AS total FROM ${this.files}`))[0]!.total);
+    const rows = await this.reaching(this.reads.unsafe(`SELECT ${COLUMNS}, count(*) OVER () AS total FROM ${this.files} ORDER BY created_date, id LIMIT $1 OFFSET $2`, [limit, offset]));
+    const total = rows.length > 0 ? Number(rows[0]!.total) : Number((await this.reaching(this.reads.unsafe(`SELECT count(*) AS total FROM ${this.files}`)))[0]!.total);
     return { files: rows.map(infoOf), total };
   }
 
   async delete(id: string): Promise<boolean> {
-    return beginSafely(this.reads, "", async (tx) => {
-      const gone = await tx.unsafe(`DELETE FROM ${this.files} WHERE id = $1 RETURNING id`, [id]);
-      await tx.unsafe(`DELETE FROM ${this.chunks} WHERE file_id = $1`, [id]);
-      return gone.length > 0;
-    });
+    return this.reaching(
+      beginSafely(this.reads, "", async (tx) => {
+        const gone = await tx.unsafe(`DELETE FROM ${this.files} WHERE id = $1 RETURNING id`, [id]);
+        await tx.unsafe(`DELETE FROM ${this.chunks} WHERE file_id = $1`, [id]);
+        return gone.length > 0;
+      }),
+    );
   }
 
   async close(): Promise<void> {
