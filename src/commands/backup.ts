@@ -7,7 +7,7 @@ import { setPriority } from "node:os";
 import { isAbsolute, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { stat } from "node:fs/promises";
-import { copyStoredFiles } from "../files/folder-files.ts";
+import { copyStoredFiles } from "../store/file/folder-files.ts";
 import { checkBackupTarget, releaseFiles, writeBackup, type BackupPoint, type BackupSummary } from "../store/file/backup.ts";
 import { checkDataFolder } from "../store/file/folder-check.ts";
 import { holdFolderPoint } from "../store/file/folder-point.ts";

@@ -4,7 +4,7 @@
 
 import { checkDataFolder, type Finding, type FolderReport } from "../store/file/folder-check.ts";
 import type { Command, CommandArgs } from "./command.ts";
-import { checkStoredFiles, FILES_FOLDER } from "../files/folder-files.ts";
+import { checkStoredFiles, FILES_FOLDER } from "../store/file/folder-files.ts";
 
 const HELP = `Usage: npx tabula-server verify [--data DIR]
 

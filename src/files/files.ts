@@ -7,7 +7,7 @@ import { fileNotFound, fileTooLarge, insufficientStorage } from "../errors.ts";
 import { isOutOfSpace } from "../store/store.ts";
 import type { FileSigning } from "./file-signing.ts";
 import { storedContentType, storedFileName } from "./served-types.ts";
-import { isFileId, newFileId, type FileDraft, type FileInfo, type FilePage, type FileStorage } from "./stored-files.ts";
+import { isFileId, newFileId, type FileDraft, type FileInfo, type FilePage, type FileStorage } from "../store/file-storage.ts";
 
 export const DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024;
 /** CreateFileSignedUrl's expires_in when not given, in seconds. */

@@ -8,7 +8,7 @@ import { ApiError, invalidJson, invalidParameter, rangeNotSatisfiable } from "..
 import { parseRange } from "../files/byte-ranges.ts";
 import { DEFAULT_SIGNED_SECONDS, MAX_SIGNED_SECONDS, type Files } from "../files/files.ts";
 import { FILE_SAFETY_HEADERS, servedTypeHeaders } from "../files/served-types.ts";
-import type { FileInfo } from "../files/stored-files.ts";
+import type { FileInfo } from "../store/file-storage.ts";
 import { isPlainObject } from "../schema/load.ts";
 import { openRoute, secretOnly, type Handler, type Outcome, type RequestContext } from "./context.ts";
 import { isFormBody, receiveFile } from "./file-upload.ts";

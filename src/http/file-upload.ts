@@ -5,7 +5,7 @@
 
 import type { Readable } from "node:stream";
 import { fileTooLarge, invalidRequest } from "../errors.ts";
-import type { FileInfo } from "../files/stored-files.ts";
+import type { FileInfo } from "../store/file-storage.ts";
 import type { FileUpload, Files, UploadRequest } from "../files/files.ts";
 import { boundaryOf, invalidMultipart, MultipartParser, type PartHeaders } from "./multipart.ts";
 import { FILE_FIELD } from "./upload.ts";

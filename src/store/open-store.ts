@@ -15,10 +15,10 @@ import { keysFileVault } from "../keys/keys-file.ts";
 import type { BackupSummary } from "./file/backup.ts";
 import { prepareDataFolder } from "./file/lock.ts";
 import type { LoadedData } from "../public-api.ts";
-import type { FileStorage } from "../files/stored-files.ts";
-import { MemoryFiles } from "../files/memory-files.ts";
-import { copyStoredFiles, FolderFiles } from "../files/folder-files.ts";
-import { PostgresFiles } from "../files/postgres-files.ts";
+import type { FileStorage } from "./file-storage.ts";
+import { MemoryFiles } from "./memory/memory-files.ts";
+import { copyStoredFiles, FolderFiles } from "./file/folder-files.ts";
+import { PostgresFiles } from "./postgres/postgres-files.ts";
 
 export type StoreLocation =
   | { readonly kind: "memory" }

@@ -2,7 +2,7 @@
 // A file is at most --max-file-size, which files.ts enforces while it arrives.
 
 import { Readable } from "node:stream";
-import { compareFiles, type FileDraft, type FileInfo, type FilePage, type FileStorage } from "./stored-files.ts";
+import { compareFiles, type FileDraft, type FileInfo, type FilePage, type FileStorage } from "../file-storage.ts";
 
 interface Kept {
   readonly info: FileInfo;

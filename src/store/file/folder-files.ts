@@ -9,10 +9,10 @@ import { createReadStream } from "node:fs";
 import { mkdir, open, readdir, readFile, rename, rm, stat, statfs, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
-import { replaceFileWith, syncDirectory, writeFully } from "../disk/durable-file.ts";
-import { DATA_FILE_MODE, DATA_FOLDER_MODE } from "../store/file/folder-modes.ts";
-import { ApiError } from "../errors.ts";
-import { compareFiles, isFileId, parseFileInfo, type FileDraft, type FileInfo, type FilePage, type FileStorage } from "./stored-files.ts";
+import { replaceFileWith, syncDirectory, writeFully } from "../../disk/durable-file.ts";
+import { DATA_FILE_MODE, DATA_FOLDER_MODE } from "./folder-modes.ts";
+import { ApiError } from "../../errors.ts";
+import { compareFiles, isFileId, parseFileInfo, type FileDraft, type FileInfo, type FilePage, type FileStorage } from "../file-storage.ts";
 
 export const FILES_FOLDER = "files";
 const UPLOAD_PREFIX = ".tmp-";

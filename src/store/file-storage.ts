@@ -1,6 +1,6 @@
 // Where uploaded files are kept (docs/api.md, "Files"): the role each store plays for them, and a
-// file's description. Each store keeps them its own way (memory-files.ts, folder-files.ts,
-// postgres-files.ts); hashing, limits and who may read are files.ts's, serving is http/'s.
+// file's description. Each store keeps them its own way (memory/memory-files.ts, file/folder-files.ts,
+// postgres/postgres-files.ts); hashing, limits and who may read are files/files.ts's, serving is http/'s.
 
 import { randomBytes } from "node:crypto";
 import type { Readable } from "node:stream";

@@ -5,10 +5,10 @@
 // Files have pools of their own, so that slow uploads never hold the records' connections.
 
 import { Readable } from "node:stream";
-import { beginSafely, connectionProblem, loadDriver, poolOpener, type Sql, type TransactionSql } from "../store/postgres/connection.ts";
-import { StoreUnreachableError } from "../store/store.ts";
-import { quoteIdent } from "../store/postgres/tables.ts";
-import type { FileDraft, FileInfo, FilePage, FileStorage } from "./stored-files.ts";
+import { beginSafely, connectionProblem, loadDriver, poolOpener, type Sql, type TransactionSql } from "./connection.ts";
+import { StoreUnreachableError } from "../store.ts";
+import { quoteIdent } from "./tables.ts";
+import type { FileDraft, FileInfo, FilePage, FileStorage } from "../file-storage.ts";
 
 /** The bytes of one $file_chunks row: a read of a range fetches only the rows it needs. */
 export const CHUNK_BYTES = 1024 * 1024;
