@@ -55,6 +55,7 @@ import { addUserRoutes } from "./http/users-routes.ts";
 import { addFileRoutes } from "./http/file-routes.ts";
 import { DEFAULT_MAX_FILE_BYTES, Files } from "./files/files.ts";
 import { FileSigning } from "./files/file-signing.ts";
+import type { FileStorage } from "./store/file-storage.ts";
 
 export const VERSION = "0.1.0";
 /** How often open streams and sockets are checked for sessions that ended (docs/users.md: refused within a second). */
@@ -149,7 +150,8 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     await accessLog?.close();
     throw error;
   }
-  const { store, description: storeDescription, keyVault, dataDir, loaded, backup, compact, files: fileStorage } = opened;
+  const { store, description: storeDescription, keyVault, dataDir, loaded, backup, compact } = opened;
+  let fileStorage: FileStorage | null = null;
   let closeKeys = async () => {};
   let closeWebhooks = async () => {};
   try {
@@ -219,6 +221,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     if (options.ui ?? true) addUiRoute(router, site === null);
     addPollingRefusal(router);
     addAnalyticsRoute(router, sdk);
+    fileStorage = await opened.openFiles();
     const files = new Files(fileStorage, new FileSigning(store), checkCount(`The largest file (${settingName("maxFileBytes")}), in bytes,`, options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES, 1));
     addFileRoutes(router, files, { sdk, trustProxy: options.trustProxy ?? false });
     // The Host check is App's, so that its refusal is JSON like every other.
@@ -289,7 +292,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
         await stopListening(http);
         await accessLog?.close();
         await keys.close();
-        await fileStorage.close();
+        await fileStorage?.close();
         await store.close();
       },
     };
@@ -299,7 +302,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     await closeKeys();
     await stopListening(http);
     await accessLog?.close();
-    await fileStorage.close().catch(() => {});
+    await fileStorage?.close().catch(() => {});
     await store.close().catch(() => {});
     throw error;
   }

@@ -130,8 +130,12 @@ export interface OpenedStore {
   readonly backup: ((to: string) => Promise<BackupSummary>) | string;
   /** Folds the file store's log into a snapshot now (tabula import ends with it); nothing for the others. */
   readonly compact: () => Promise<void>;
-  /** Uploaded files (docs/api.md, "Files"): kept as the store keeps records, closed by the caller. */
-  readonly files: FileStorage;
+  /**
+   * Uploaded files (docs/api.md, "Files"), kept as the store keeps records: opened by a server, and
+   * closed by it (on PostgreSQL they hold connections of their own), never by a command that opens
+   * the store for its records alone.
+   */
+  openFiles(): Promise<FileStorage>;
 }
 
 const NOTHING_TO_COMPACT = async (): Promise<void> => {};
@@ -158,30 +162,22 @@ export interface OpenStoreOptions {
 export async function openStore(location: StoreLocation, options: OpenStoreOptions): Promise<OpenedStore> {
   switch (location.kind) {
     case "memory":
-      return { store: new MemoryStore(options.valueIndexed, uniqueFieldsOf(options.schema), options.changesKeep, options.idempotencyMemoryBytes), description: "in memory only: nothing is kept on disk", keyVault: null, dataDir: null, loaded: null, backup: MEMORY_BACKUP, compact: NOTHING_TO_COMPACT, files: new MemoryFiles() };
+      return { store: new MemoryStore(options.valueIndexed, uniqueFieldsOf(options.schema), options.changesKeep, options.idempotencyMemoryBytes), description: "in memory only: nothing is kept on disk", keyVault: null, dataDir: null, loaded: null, backup: MEMORY_BACKUP, compact: NOTHING_TO_COMPACT, openFiles: async () => new MemoryFiles() };
     case "file": {
       const openedAt = performance.now();
       await prepareDataFolder(location.dir);
       const store = await FileStore.open({ dir: location.dir, ...options, unique: uniqueFieldsOf(options.schema) });
       const { records, deletedRecords, snapshotBytes, logBytes } = store.describe();
       const loaded = { records, deletedRecords, bytes: snapshotBytes + logBytes, ms: performance.now() - openedAt };
-      const files = await FolderFiles.open(location.dir, options.warn).catch(async (error: unknown) => {
-        await store.close();
-        throw error;
-      });
       // A backup copies files/ too, into the folder it makes before renaming it into place.
       const backup = (to: string) => store.backup(to, (into) => copyStoredFiles(location.dir, into));
-      return { store, description: `${location.dir} (write-ahead log, fsync before every answer)`, keyVault: keysFileVault(location.dir), dataDir: location.dir, loaded, backup, compact: () => store.compactAll(), files };
+      return { store, description: `${location.dir} (write-ahead log, fsync before every answer)`, keyVault: keysFileVault(location.dir), dataDir: location.dir, loaded, backup, compact: () => store.compactAll(), openFiles: () => FolderFiles.open(location.dir, options.warn) };
     }
     case "postgres": {
       const { schema, valueIndexed, changesKeep } = options;
       const pgSchema = options.pgSchema ?? DEFAULT_PG_SCHEMA;
       const store = await PostgresStore.open({ url: location.url, schema, valueIndexed, pgSchema, changesKeep });
-      const files = await PostgresFiles.open(location.url, pgSchema).catch(async (error: unknown) => {
-        await store.close();
-        throw error;
-      });
-      return { store, description: `PostgreSQL ${store.describe()}, schema ${pgSchema} (a write is answered once committed)`, keyVault: store.keyVault(), dataDir: null, loaded: null, backup: POSTGRES_BACKUP, compact: NOTHING_TO_COMPACT, files };
+      return { store, description: `PostgreSQL ${store.describe()}, schema ${pgSchema} (a write is answered once committed)`, keyVault: store.keyVault(), dataDir: null, loaded: null, backup: POSTGRES_BACKUP, compact: NOTHING_TO_COMPACT, openFiles: () => PostgresFiles.open(location.url, pgSchema) };
     }
   }
 }
