@@ -144,7 +144,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
   await listen(http, options.port ?? 8080, options.host ?? "127.0.0.1");
   let opened: Awaited<ReturnType<typeof openStore>>;
   try {
-    opened = await openStore(location, { schema, valueIndexed: valueIndexedFields(schema), pgSchema: options.pgSchema, changesKeep, idempotencyMemoryBytes, warn });
+    opened = await openStore(location, { schema, valueIndexed: valueIndexedFields(schema), pgSchema: options.pgSchema, changesKeep, idempotencyMemoryBytes, warn, progress: options.progress });
   } catch (error) {
     await stopListening(http);
     await accessLog?.close();

@@ -153,6 +153,8 @@ export interface OpenStoreOptions {
   readonly pgSchema?: string;
   /** Events the change feed keeps (--changes-keep). */
   readonly changesKeep: number;
+  /** Lines for whoever watches the start-up: work that takes long (PostgreSQL rewriting a table). */
+  readonly progress?: (line: string) => void;
   /** The bytes of idempotent answers the memory and file stores keep (--idempotency-memory); PostgreSQL keeps them in a table. */
   readonly idempotencyMemoryBytes?: number;
   /** Things the operator should hear about that do not stop the server (a torn tail was cut). */
@@ -174,9 +176,9 @@ export async function openStore(location: StoreLocation, options: OpenStoreOptio
       return { store, description: `${location.dir} (write-ahead log, fsync before every answer)`, keyVault: keysFileVault(location.dir), dataDir: location.dir, loaded, backup, compact: () => store.compactAll(), openFiles: () => FolderFiles.open(location.dir, options.warn) };
     }
     case "postgres": {
-      const { schema, valueIndexed, changesKeep } = options;
+      const { schema, valueIndexed, changesKeep, progress } = options;
       const pgSchema = options.pgSchema ?? DEFAULT_PG_SCHEMA;
-      const store = await PostgresStore.open({ url: location.url, schema, valueIndexed, pgSchema, changesKeep });
+      const store = await PostgresStore.open({ url: location.url, schema, valueIndexed, pgSchema, changesKeep, progress });
       return { store, description: `PostgreSQL ${store.describe()}, schema ${pgSchema} (a write is answered once committed)`, keyVault: store.keyVault(), dataDir: null, loaded: null, backup: POSTGRES_BACKUP, compact: NOTHING_TO_COMPACT, openFiles: () => PostgresFiles.open(location.url, pgSchema) };
     }
   }

@@ -20,7 +20,9 @@ export const ACCESS = { mayUseCreatedBy: true };
 
 type Data = Record<string, unknown>;
 
-const TITLES = ["alpha", "Beta", "gamma", "ALPHA beta", "é", "É", "\uff3a", "\u{1f600}x", "", "delta", "alp", "ΟΔΟΣ", "İstanbul", "ſtop", "\u212aelvin", "Straße", "STRASSE", "\ufb05", "x%y_z\\w", "a\u0001b", "\ue000", "\u{10000}", "σς", "a\u0000b", "\u0000", "a\u0000", "a\u0001\u0002", "a\u0002"];
+/** Around the characters a text's typed column keeps of its sort key ("a" + the text: typed-columns.ts). */
+const LONG_TITLES = ["x".repeat(510), "x".repeat(511), "x".repeat(512), "x".repeat(511) + "a", "x".repeat(511) + "b", "x".repeat(600), "x".repeat(600) + "a", "x".repeat(510) + "\u0000", "x".repeat(510) + "\u0001y", "x".repeat(510) + "\u{1f600}", "x".repeat(509) + "\u{1f600}z"];
+const TITLES = ["alpha", "Beta", "gamma", "ALPHA beta", "é", "É", "\uff3a", "\u{1f600}x", "", "delta", "alp", "ΟΔΟΣ", "İstanbul", "ſtop", "\u212aelvin", "Straße", "STRASSE", "\ufb05", "x%y_z\\w", "a\u0001b", "\ue000", "\u{10000}", "σς", "a\u0000b", "\u0000", "a\u0000", "a\u0001\u0002", "a\u0002", ...LONG_TITLES];
 const STATUSES = ["todo", "doing", "done"];
 const PRIORITIES = [-2, 0, 1, 2, 3, 5, 1e21, -0.5, 2 ** 53 + 2];
 const ESTIMATES = [-1, 0.5, 1, 1.5, 2.25, 0.1, 1e-7];

@@ -20,13 +20,14 @@ import { openSnapshotPages } from "./snapshot-pages.ts";
 import { ScanLane } from "./scan-lane.ts";
 import { Turns } from "../../turns/loop-share.ts";
 import { afterOf, orderByOf } from "./sql-sort.ts";
-import { SqlParams } from "./sql-values.ts";
+import { NUMERIC_LAST, SORT_PREFIX_CHARS, SqlParams, TEXT_LAST, TEXT_PRESENT_PREFIX } from "./sql-values.ts";
+import { NO_COLUMNS, typedColumnsOf, type TypedColumn, type TypedColumns } from "./typed-columns.ts";
 import { toRow, type DbRow } from "./db-row.ts";
 import { decodeText } from "./stored-text.ts";
 import { encodeOlderText } from "./text-upgrade.ts";
 import { PostgresFeed } from "./postgres-feed.ts";
 import { insertAnswer, PostgresAnswers } from "./postgres-answers.ts";
-import { checkMatches, dropRows, ROW_PAGE_ROWS, uniqueViolationOf, writeMeta, writePuts } from "./postgres-writes.ts";
+import { checkMatches, dropRows, insertAtOnce, isCreateOnly, ROW_PAGE_ROWS, uniqueViolationOf, writeMeta, writePuts } from "./postgres-writes.ts";
 
 /** Revisions come from the database in blocks of this many, so that nextRev() needs no round trip. */
 const REV_BLOCK = 1 << 20;
@@ -46,6 +47,8 @@ export interface PostgresStoreOptions {
   readonly valueIndexed: ValueIndexedFields;
   /** Events the change feed keeps (--changes-keep). */
   readonly changesKeep: number;
+  /** Lines for whoever watches the start-up (a table rewritten to add typed columns). */
+  readonly progress?: (line: string) => void;
 }
 
 export class PostgresStore implements Store {
@@ -53,6 +56,7 @@ export class PostgresStore implements Store {
   private readonly unique: UniqueFields;
   /** Each unique index by its name, which a unique violation gives. */
   private readonly uniqueIndexes: ReadonlyMap<string, UniqueIndex>;
+  private readonly uniqueIndexNames: ReadonlySet<string>;
   private readonly feed: PostgresFeed;
   private readonly answers: PostgresAnswers;
   /** The revisions this process may hand out: [next, end), then the spare block. */
@@ -61,6 +65,8 @@ export class PostgresStore implements Store {
   private spareBlock: Promise<number> | number | null = null;
   private readonly health: DatabaseHealth;
   private readonly scans = new ScanLane(SCAN_CONNECTIONS);
+  /** Each entity's typed columns (typed-columns.ts), which start-up made its table hold. */
+  private readonly columns: ReadonlyMap<string, TypedColumns>;
   /** Unique sets whose index could not be made over stored duplicates, as found at start-up. */
   private clashes: readonly UniqueClashReport[] = [];
 
@@ -84,6 +90,8 @@ export class PostgresStore implements Store {
     this.unique = new Map([...options.schema.entities.values()].filter((entity) => entity.unique.length > 0).map((entity) => [entity.name, entity.unique]));
     const uniqueIndexes = [...this.unique].flatMap(([entity, sets]) => sets.map((fields) => uniqueIndexOf(entity, fields)));
     this.uniqueIndexes = new Map(uniqueIndexes.map((index) => [index.name, index]));
+    this.uniqueIndexNames = new Set(this.uniqueIndexes.keys());
+    this.columns = new Map([...options.schema.entities].map(([name, entity]) => [name, typedColumnsOf(entity)]));
     this.nextRevision = revBlock * REV_BLOCK + 1;
     this.revisionEnd = (revBlock + 1) * REV_BLOCK;
     this.fetchSpareBlock();
@@ -101,7 +109,7 @@ export class PostgresStore implements Store {
     const openPool = poolOpener(postgres, options.url, POOL_SIZE);
     const sql = openPool();
     try {
-      const { names, clashes } = await createTables(sql, options.schema, options.pgSchema);
+      const { names, clashes } = await createTables(sql, options.schema, options.pgSchema, options.progress);
       await encodeOlderText(sql, names, options.pgSchema);
       const [{ node, block }] = await sql.unsafe(`SELECT nextval('${names.nodes}')::int AS node, nextval('${names.revs}') AS block`);
       const largestId = await largestIdOf(sql, names, [...options.schema.entities.keys()]);
@@ -152,7 +160,7 @@ export class PostgresStore implements Store {
 
   async count(entity: string, filter: FilterNode | null, deleted: DeletedFilter): Promise<number> {
     const params = new SqlParams();
-    const where = whereOf(filter, params);
+    const where = whereOf(filter, params, this.columnsOf(entity));
     const conditions = [deletedCondition(deleted), where.sql].filter(isCondition);
     if (where.exact) {
       const text = `SELECT count(*)::int AS count FROM ${this.names.table(entity)}${whereClause(conditions)}`;
@@ -167,6 +175,8 @@ export class PostgresStore implements Store {
 
   valueCounts(entity: string, field: string): Promise<ReadonlyMap<unknown, number> | null> | null {
     if (!(this.options.valueIndexed.get(entity) ?? []).includes(field)) return null;
+    const column = this.columnsOf(entity).get(field);
+    if (column && column.kind !== "date") return this.scan(() => this.sql.unsafe(valueCountsText(this.names.table(entity), column), [field])).then(valueCountsOf(column));
     return this.scan(() => this.sql.unsafe(`SELECT data -> $1::text AS value, count(*)::int AS count FROM ${this.names.table(entity)} WHERE NOT deleted GROUP BY 1`, [field])).then((rows) => {
       const counts = new Map<unknown, number>();
       // A missing member reads as SQL NULL: under undefined, as the memory store counts rows lacking the field.
@@ -266,11 +276,14 @@ export class PostgresStore implements Store {
     return this.guard(async (call) => {
       const inBatch = uniqueClashInBatch(batch, this.unique);
       if (inBatch) throw inBatch;
-      const seq = await beginSafely(this.sql, "", async (tx) => {
+      // A create commits in one round trip; any other batch in a transaction of several statements.
+      const isAtOnce = isCreateOnly(batch);
+      if (isAtOnce) commitUnlessAbandoned(call, 0);
+      const committed = isAtOnce ? insertAtOnce(this.sql, this.names, batch, this.uniqueIndexNames) : beginSafely(this.sql, "", async (tx) => {
         throwIfAbandoned(call);
         // The answer first: a second request with the same key waits here until the first commits.
         if (batch.answer) await insertAnswer(tx, this.names, batch.answer);
-        if (batch.matches?.length) await checkMatches(tx, this.names, batch.matches);
+        if (batch.matches?.length) await checkMatches(tx, this.names, batch.matches, (entity) => this.columnsOf(entity));
         // Drops before puts: a renamed entity's rows are put under the new name by the same batch.
         for (const entity of new Set(batch.drops)) await dropRows(tx, this.names, entity);
         if (batch.meta?.length) await writeMeta(tx, this.names, batch.meta);
@@ -283,7 +296,8 @@ export class PostgresStore implements Store {
         const types = await writePuts(tx, this.names, batch.puts);
         await this.feed.insertEvents(tx, batch.puts, types, seq as number);
         return commitUnlessAbandoned(call, seq as number);
-      })
+      });
+      const seq = await committed
         .then((seq) => {
           this.feed.committed(seq, batch.puts.length);
           return seq;
@@ -391,17 +405,18 @@ export class PostgresStore implements Store {
     isWalk = false,
   ): Promise<Row[]> {
     const params = new SqlParams();
-    const where = whereOf(filter, params);
+    const columns = this.columnsOf(entity);
+    const where = whereOf(filter, params, columns);
     const base = [deletedCondition(deleted), where.sql];
     const table = this.names.table(entity);
     if (where.exact) {
-      const conditions = [...base, after ? afterOf(sort, after, params) : null].filter(isCondition);
+      const conditions = [...base, after ? afterOf(sort, after, params, columns) : null].filter(isCondition);
       const paging = `${skip > 0 ? ` OFFSET ${params.add(skip)}` : ""}${limit === Infinity ? "" : ` LIMIT ${params.add(limit + 1)}`}`;
       // Without a filter every parameter is a value (a cursor's position, the paging): prepared, the
       // statement is planned once per connection, and planning a sort's long key expression against
       // the table's indexes costs more than running it. A filter names fields by parameter, which
       // only a plan made for its values matches to an index (sql-sort.ts, indexesOf).
-      const text = `SELECT id, rev, deleted, data FROM ${table}${whereClause(conditions)} ORDER BY ${orderByOf(sort)}${paging}`;
+      const text = `SELECT id, rev, deleted, data FROM ${table}${whereClause(conditions)} ORDER BY ${orderByOf(sort, columns)}${paging}`;
       const run = () => db.unsafe<DbRow[]>(text, params.values, { prepare: filter === null });
       // A page with no filter walks an index, unless a walk reads them all; inside an export's
       // transaction the lane is held already.
@@ -417,8 +432,8 @@ export class PostgresStore implements Store {
     try {
       for (;;) {
         const chunkParams = new SqlParams(params.values);
-        const conditions = [...base, position ? afterOf(sort, position, chunkParams) : null].filter(isCondition);
-        const text = `SELECT id, rev, deleted, data FROM ${table}${whereClause(conditions)} ORDER BY ${orderByOf(sort)} LIMIT ${chunkParams.add(RESIDUAL_CHUNK)}`;
+        const conditions = [...base, position ? afterOf(sort, position, chunkParams, columns) : null].filter(isCondition);
+        const text = `SELECT id, rev, deleted, data FROM ${table}${whereClause(conditions)} ORDER BY ${orderByOf(sort, columns)} LIMIT ${chunkParams.add(RESIDUAL_CHUNK)}`;
         const run = () => db.unsafe<DbRow[]>(text, chunkParams.values);
         const rows = (await turns.idle(db !== this.sql ? this.guard(run) : this.scan(run))).map(toRow);
         let isFull = false;
@@ -437,6 +452,11 @@ export class PostgresStore implements Store {
     } finally {
       turns.end();
     }
+  }
+
+  /** An entity's typed columns; none for one no longer declared (its table may lack them). */
+  private columnsOf(entity: string): TypedColumns {
+    return this.columns.get(entity) ?? NO_COLUMNS;
   }
 
   /** Every row matching `filter`, in id order, a chunk at a time. */
@@ -514,6 +534,33 @@ function commitUnlessAbandoned<T>(call: Call, value: T): T {
 
 function throwIfAbandoned(call: Call): void {
   if (call.isAbandoned) throw new StoreUnreachableError("The request was answered 503 meanwhile: the transaction is rolled back.");
+}
+
+/**
+ * valueCounts over a typed column: the rows whose column holds their value (a boolean as 0 or 1, a
+ * number, a text shorter than the column's prefix) counted from the column, which its index
+ * holds; the others (missing, null, of another type, a long text) by their value in `data`. One
+ * statement, so one snapshot.
+ */
+function valueCountsText(table: string, column: TypedColumn): string {
+  const isOther = column.kind === "string" ? `(${column.sql} = ${TEXT_LAST} OR length(${column.sql}) >= ${SORT_PREFIX_CHARS})` : `${column.sql} = ${NUMERIC_LAST}`;
+  return (
+    `SELECT ${column.sql}::text AS key, NULL::jsonb AS value, count(*)::int AS count FROM ${table} WHERE NOT deleted AND NOT ${isOther} GROUP BY 1 ` +
+    `UNION ALL SELECT NULL, data -> $1::text, count(*)::int FROM ${table} WHERE NOT deleted AND ${isOther} GROUP BY 2`
+  );
+}
+
+function valueCountsOf(column: TypedColumn): (rows: readonly Record<string, unknown>[]) => Map<unknown, number> {
+  const valueOf = (key: string): unknown => (column.kind === "boolean" ? key === "1" : column.kind === "number" ? Number(key) : decodeText(key.slice(TEXT_PRESENT_PREFIX.length)));
+  return (rows) => {
+    const counts = new Map<unknown, number>();
+    for (const { key, value, count } of rows) {
+      // A missing member reads as SQL NULL: under undefined, as the memory store counts rows lacking the field.
+      const found = key === null ? (value ?? undefined) : valueOf(key as string);
+      counts.set(found, (counts.get(found) ?? 0) + (count as number));
+    }
+    return counts;
+  };
 }
 
 function deletedCondition(deleted: DeletedFilter): string | null {

@@ -13,6 +13,7 @@ import { isCondition, whereClause, whereOf } from "./sql-filter.ts";
 import { arrayLiteral, jsonbParam, SqlParams } from "./sql-values.ts";
 import { encodeJsonText, storedJson } from "./stored-text.ts";
 import type { Names, UniqueIndex } from "./tables.ts";
+import type { TypedColumns } from "./typed-columns.ts";
 
 /**
  * Puts written per statement, and rows read per page by forEachRow: a migration's batch of
@@ -25,14 +26,14 @@ export const ROW_PAGE_ROWS = 5000;
 /** What a put did to its record, as its event names it: a migration's rewrite is a sync (Put.sync). */
 export type EventType = ChangeType | "sync";
 
-export async function checkMatches(tx: TransactionSql, names: Names, matches: readonly MatchCheck[]): Promise<void> {
+export async function checkMatches(tx: TransactionSql, names: Names, matches: readonly MatchCheck[], columnsOf: (entity: string) => TypedColumns): Promise<void> {
   // Locks in one order in every process, so that two upserts cannot wait for each other.
   const locks = [...new Set(matches.flatMap((match) => match.locks))].sort();
   await tx.unsafe(`SELECT pg_advisory_xact_lock(hashtextextended(lock, 0)) FROM unnest($1::text[]) WITH ORDINALITY AS l(lock, n) ORDER BY n`, [arrayLiteral(locks)]);
   for (const match of matches) {
     const ids = new Set<string>();
     const params = new SqlParams();
-    const where = whereOf(match.filter, params);
+    const where = whereOf(match.filter, params, columnsOf(match.entity));
     const accept = where.exact || !match.filter ? null : compileFilter(match.filter);
     const text = `SELECT id, rev, deleted, data FROM ${names.table(match.entity)}${whereClause(["NOT deleted", where.sql].filter(isCondition))}`;
     for (const row of await tx.unsafe<DbRow[]>(text, params.values)) if (!accept || accept(toRow(row))) ids.add(row.id);
@@ -95,6 +96,51 @@ async function writeEntityPuts(tx: TransactionSql, names: Names, entity: string,
     );
     const inserted = new Map(written.map((row) => [row.id as string, row.inserted as boolean]));
     for (const put of overwrites) types.set(put, inserted.get(put.row.id) ? "create" : "update");
+  }
+}
+
+/**
+ * Whether a batch only creates records of one entity, and nothing else (no answer, match, drop,
+ * metadata or sync): a create, or a bulk create without an Idempotency-Key. insertAtOnce writes it
+ * in one statement.
+ */
+export function isCreateOnly(batch: WriteBatch): boolean {
+  const [first] = batch.puts;
+  return (
+    first !== undefined &&
+    batch.puts.length <= WRITE_CHUNK_ROWS &&
+    !batch.answer &&
+    !batch.matches?.length &&
+    !batch.drops?.length &&
+    !batch.meta?.length &&
+    batch.puts.every((put) => put.replaces === 0 && !put.sync && put.entity === first.entity)
+  );
+}
+
+/**
+ * A batch isCreateOnly accepts, committed in one round trip: a single statement, which PostgreSQL
+ * runs as a transaction of its own, takes its transaction id as the feed's seq, inserts the rows
+ * and their events and notifies (postgres-feed.ts does the same in three statements of a
+ * transaction). A taken id fails the statement on the table's primary key: a ConflictError, as
+ * writePuts says; a unique index's refusal is the commit's to name. Answers the seq.
+ */
+export async function insertAtOnce(sql: Sql, names: Names, batch: WriteBatch, uniqueIndexNames: ReadonlySet<string>): Promise<number> {
+  const entity = batch.puts[0]!.entity;
+  batch.puts.forEach(({ row }, index) => (row.index = index));
+  const text =
+    `WITH x AS (SELECT pg_current_xact_id()::text::bigint AS seq), v AS (${valuesOf()}), ` +
+    `ins AS (INSERT INTO ${names.table(entity)} (id, rev, deleted, data, created_date, updated_date, seq, idx) ` +
+    `SELECT v.id, v.rev, v.deleted, v.data, v.created_date, v.updated_date, x.seq, v.idx FROM v, x), ` +
+    `ev AS (INSERT INTO ${names.changes} (seq, idx, entity, id, type, rev, deleted, data) SELECT x.seq, v.idx, $2::text, v.id, 'create', v.rev, v.deleted, v.data FROM v, x) ` +
+    `SELECT x.seq, pg_notify($3::text, x.seq::text) FROM x`;
+  try {
+    const [{ seq }] = await sql.unsafe(text, [rowsJson(batch.puts), entity, names.channel], { prepare: true });
+    for (const { row } of batch.puts) row.seq = seq as number;
+    return seq as number;
+  } catch (error) {
+    const { code, constraint_name: constraint } = error as { code?: string; constraint_name?: string };
+    if (code === "23505" && !uniqueIndexNames.has(constraint ?? "")) throw new ConflictError("rev", `A new ${entity} record's id is taken.`);
+    throw error;
   }
 }
 

@@ -21,6 +21,7 @@ import {
   textParam,
   type SqlParams,
 } from "./sql-values.ts";
+import { columnOf, columnPrefixOf, isWholeInColumn, NO_COLUMNS, SEARCH_COLUMN, storedTextKey, type TypedColumn, type TypedColumns } from "./typed-columns.ts";
 
 export interface WhereClause {
   readonly sql: string;
@@ -28,9 +29,10 @@ export interface WhereClause {
   readonly exact: boolean;
 }
 
-export function whereOf(filter: FilterNode | null, params: SqlParams): WhereClause {
+/** `columns`: the table's typed columns (typed-columns.ts), used where they mean what `data` does. */
+export function whereOf(filter: FilterNode | null, params: SqlParams, columns: TypedColumns = NO_COLUMNS): WhereClause {
   if (!filter) return { sql: "TRUE", exact: true };
-  const translation = new Translation(params);
+  const translation = new Translation(params, columns);
   const sql = translation.node(filter, RECORD, true);
   return { sql, exact: translation.isExact };
 }
@@ -66,7 +68,10 @@ class Translation {
   isExact = true;
   private aliases = 0;
 
-  constructor(private readonly params: SqlParams) {}
+  constructor(
+    private readonly params: SqlParams,
+    private readonly columns: TypedColumns,
+  ) {}
 
   node(node: FilterNode, scope: Scope, isPositive: boolean): string {
     switch (node.type) {
@@ -164,7 +169,11 @@ class Translation {
       if (!isPositive) return "FALSE";
     }
     const pattern = parts.map((part) => part.pattern).join("");
-    return `(${searchText(node.fields.map((field) => textParam(this.params, field)))} LIKE ${textParam(this.params, pattern)})`;
+    // The search column holds this text when it joins the same fields (a caller may be kept from some: docs/rules.md).
+    const column = this.columns.get(SEARCH_COLUMN);
+    const isColumn = column?.searchFields !== undefined && column.searchFields.join("\u0000") === node.fields.join("\u0000");
+    const text = isColumn ? column.sql : searchText(node.fields.map((field) => textParam(this.params, field)));
+    return `(${text} LIKE ${textParam(this.params, pattern)})`;
   }
 
   // ---------------------------------------------------------------- compare
@@ -206,15 +215,19 @@ class Translation {
   }
 
   /**
-   * $eq and $in on a field declared string, number or boolean, as `data @>` (a GIN jsonb_path_ops
-   * index serves it; containment compares as jsonb =, which is the memory store's === for one
-   * type); ranges and dates on the field's sort key, which its sort index serves. Null when the
-   * operator is another.
+   * $eq and $in on a field declared string, number or boolean, and ranges and dates, on the field's
+   * typed column (columnCompare) where its operands are of the field's type. Else $eq and $in as
+   * `data @>` (a GIN jsonb_path_ops index serves it; containment compares as jsonb =, which is the
+   * memory store's === for one type), ranges and dates on the field's sort key over `data`. Null
+   * when the operator is another.
    */
   private scalarField(node: CompareNode): string | null {
     const { kind, op, value } = node;
     const field = node.path[0]!;
     if (kind === "json") return null;
+    const column = columnOf(this.columns, field, kind);
+    const typed = column ? this.columnCompare(node, column) : null;
+    if (typed !== null) return typed;
     if ((op === "$eq" || op === "$in") && kind !== "date") {
       const items = (op === "$eq" ? [value] : (value as unknown[])).filter(isStorableJson);
       return anyOf(items.map((item) => `data @> ${jsonbParam(this.params, { [field]: item })}`));
@@ -233,8 +246,54 @@ class Translation {
     const last = kind === "string" ? TEXT_LAST : NUMERIC_LAST;
     const isLower = range === ">" || range === ">=";
     const condition = isLower ? `(${sortKey} ${range} ${bound} AND ${sortKey} < ${last})` : `${sortKey} ${range} ${bound}`;
-    // A text key's index holds its prefix (sql-values.ts): the same bound on it, implied, is the index's range.
-    return kind === "string" ? `(${sortPrefixOf(sortKey)} ${isLower ? ">=" : "<="} ${sortPrefixOf(bound)} AND ${condition})` : condition;
+    if (kind !== "string") return condition;
+    // A text key's index holds its prefix (sql-values.ts), as its typed column does: the same bound on it, implied, is the index's range.
+    const prefix = column ? `${column.sql} ${isLower ? ">=" : "<="} ${this.params.add(columnPrefixOf(storedTextKey(TEXT_PRESENT_PREFIX + value)))}::text` : null;
+    return `(${prefix ?? `${sortPrefixOf(sortKey)} ${isLower ? ">=" : "<="} ${sortPrefixOf(bound)}`} AND ${condition})`;
+  }
+
+  /**
+   * $eq, $in and ranges on a field's typed column, which holds its sort key (typed-columns.ts): a
+   * value of the field's type has the key its value gives, and any other (missing, null, of another
+   * type) the key that sorts last, which no operand of the field's type has. A text column holds
+   * the key's first characters: an operand whose key is longer is compared with the column's part
+   * of it, then with the whole value. Null where the operands are not of the field's type, and for
+   * a range over a long text (scalarField's prefix range then).
+   */
+  private columnCompare(node: CompareNode, column: TypedColumn): string | null {
+    const { kind, op, value } = node;
+    const params = this.params;
+    if (op === "$eq" || op === "$in") {
+      const items = op === "$eq" ? [value] : (value as unknown[]);
+      if (kind === "date") return items.length === 0 ? "FALSE" : `${column.sql} IN (${items.map((item) => numericParam(params, parseDateValue(item))).join(", ")})`;
+      if (!items.every((item) => typeof item === kind)) return null;
+      const keys: string[] = [];
+      const longer: string[] = [];
+      for (const item of items) {
+        if (kind === "number") keys.push(numericParam(params, item as number));
+        else if (kind === "boolean") keys.push(item ? "1" : "0");
+        else if (isStorable(item as string)) {
+          const stored = storedTextKey(TEXT_PRESENT_PREFIX + (item as string));
+          if (isWholeInColumn(stored)) keys.push(`${params.add(stored)}::text`);
+          else longer.push(`(${column.sql} = ${params.add(columnPrefixOf(stored))}::text AND data @> ${jsonbParam(params, { [column.field]: item })})`);
+        }
+      }
+      return anyOf([...(keys.length > 0 ? [`${column.sql} IN (${keys.join(", ")})`] : []), ...longer]);
+    }
+    const range = RANGES[op];
+    if (!range) return null;
+    let bound: string;
+    if (kind === "string") {
+      if (typeof value !== "string" || !isStorable(value)) return null;
+      const stored = storedTextKey(TEXT_PRESENT_PREFIX + value);
+      if (!isWholeInColumn(stored)) return null;
+      bound = `${params.add(stored)}::text`;
+    } else if (kind === "date" || typeof value === (kind === "number" ? "number" : "boolean")) {
+      bound = numericParam(params, comparableBound(node));
+    } else return null;
+    // Missing values sort last: the upper side of a range leaves them out, the lower says so.
+    const isLower = range === ">" || range === ">=";
+    return isLower ? `(${column.sql} ${range} ${bound} AND ${column.sql} < ${kind === "string" ? TEXT_LAST : NUMERIC_LAST})` : `${column.sql} ${range} ${bound}`;
   }
 
   /**

@@ -3,8 +3,9 @@
 // memory store's sorted index (toSortKey, compareSortKeys, then id). Filters are sql-filter.ts's.
 
 import type { SortPosition, SortSpec } from "../../query/filter-tree.ts";
-import { isScalar, kindOf, type EntityDef, type SortKey, type ValueKind } from "../../schema/fields.ts";
-import { firstUnstorable, isStorable, NUMERIC_LAST, numericParam, searchText, sortKeyExpression, sortPrefixOf, TEXT_LAST, TEXT_PRESENT_PREFIX, textParam, type SqlParams } from "./sql-values.ts";
+import type { EntityDef, SortKey } from "../../schema/fields.ts";
+import { firstUnstorable, isStorable, NUMERIC_LAST, numericParam, SORT_PREFIX_CHARS, sortKeyExpression, sortPrefixOf, TEXT_LAST, TEXT_PRESENT_PREFIX, textParam, type SqlParams } from "./sql-values.ts";
+import { columnOf, columnPrefixOf, isWholeInColumn, literalOf, NO_COLUMNS, SEARCH_COLUMN, storedTextKey, typedColumnsOf, type TypedColumns } from "./typed-columns.ts";
 
 /**
  * The expression ORDER BY sorts a field by: never null, missing values last ascending (first
@@ -18,12 +19,18 @@ export function sortExpression(sort: SortSpec): string {
 
 /**
  * ORDER BY's list: the sort key, then id in the same direction, as the memory store walks its index
- * backwards. A text key is led by its indexed prefix (sortPrefixOf), which orders rows as the key does.
+ * backwards. With a typed column (typed-columns.ts) the key is the column; a text column holds the
+ * key's first characters, and rows whose columns tie there (only keys that long) are put in order
+ * by their whole keys (an incremental sort over each run). Without one, a text key is led by its
+ * indexed prefix (sortPrefixOf), which orders rows as the key does.
  */
-export function orderByOf(sort: SortSpec): string {
+export function orderByOf(sort: SortSpec, columns: TypedColumns = NO_COLUMNS): string {
   const direction = sort.descending ? "DESC" : "ASC";
   if (sort.field === "id") return `id ${direction}`;
   const expression = sortExpression(sort);
+  const column = columnOf(columns, sort.field, sort.kind);
+  if (column && sort.kind === "string") return `${column.sql} ${direction}, (CASE WHEN length(${column.sql}) >= ${SORT_PREFIX_CHARS} THEN ${expression} END) ${direction}, id ${direction}`;
+  if (column) return `${column.sql} ${direction}, id ${direction}`;
   const prefix = sort.kind === "string" ? `${sortPrefixOf(expression)} ${direction}, ` : "";
   return `${prefix}${expression} ${direction}, id ${direction}`;
 }
@@ -35,29 +42,43 @@ export function orderByOf(sort: SortSpec): string {
  * made up may carry a key of another type, or text PostgreSQL cannot hold (a lone surrogate): it
  * is answered as the memory store would answer it all the same.
  */
-export function afterOf(sort: SortSpec, after: SortPosition, params: SqlParams): string {
+export function afterOf(sort: SortSpec, after: SortPosition, params: SqlParams, columns: TypedColumns = NO_COLUMNS): string {
   const isAscending = !sort.descending;
   const { key, id } = after;
   if (sort.field === "id") return afterId(key, id, isAscending, params);
-  const expression = sortExpression(sort);
+  const column = columnOf(columns, sort.field, sort.kind);
+  let expression = sortExpression(sort);
+  let prefix = "";
   let encoded: string;
+  let isWhole = false;
   if (sort.kind === "string") {
     // compareSortKeys puts numbers before every string.
     if (typeof key === "number") return isAscending ? "TRUE" : "FALSE";
-    if (key === null) encoded = TEXT_LAST;
-    else if (isStorable(key)) encoded = textParam(params, TEXT_PRESENT_PREFIX + key);
-    else return textBeyond(expression, TEXT_PRESENT_PREFIX + key, isAscending, params); // no row's key equals it
+    if (key === null) {
+      encoded = TEXT_LAST;
+      isWhole = true;
+    } else if (isStorable(key)) {
+      const stored = storedTextKey(TEXT_PRESENT_PREFIX + key);
+      isWhole = isWholeInColumn(stored);
+      encoded = `${params.add(stored)}::text`;
+      if (column && !isWhole) prefix = `(${params.add(columnPrefixOf(stored))}::text COLLATE "C")`;
+    } else return textBeyond(expression, TEXT_PRESENT_PREFIX + key, isAscending, params); // no row's key equals it
   } else {
     // A string key sorts after every number and before null (compareSortKeys).
+    if (column) expression = column.sql;
     if (typeof key === "string") return `${expression} ${isAscending ? "=" : "<"} ${NUMERIC_LAST}`;
     encoded = key === null ? NUMERIC_LAST : numericParam(params, key);
   }
+  // A key whole in a text column compares with the column as with the whole key (typed-columns.ts).
+  if (column && sort.kind === "string" && isWhole) expression = column.sql;
   const op = isAscending ? ">" : "<";
   const beyond = isStorable(id)
     ? `(${expression}, id) ${op} (${encoded}, ${textParam(params, id)})`
     : `(${expression} ${op} ${encoded} OR (${expression} = ${encoded} AND ${textBeyond("id", id, isAscending, params)}))`;
+  if (sort.kind !== "string" || (column && isWhole)) return beyond;
   // A text key's index holds its prefix: the bound on it (implied by the rest) is the index's range.
-  return sort.kind === "string" ? `(${sortPrefixOf(expression)} ${op}= ${sortPrefixOf(encoded)} AND ${beyond})` : beyond;
+  if (column) return `(${column.sql} ${op}= ${prefix} AND ${beyond})`;
+  return `(${sortPrefixOf(expression)} ${op}= ${sortPrefixOf(encoded)} AND ${beyond})`;
 }
 
 /** Sorting by id, the key is the row's id: (id, id) after (key, id). */
@@ -96,10 +117,10 @@ function textBeyond(column: string, text: string, isAscending: boolean, params: 
 // ---------------------------------------------------------------- indexes
 
 export interface IndexSpec {
-  /** Unique within an entity's table, from schema names: sort_<field>, order_<field>, equality, search. */
+  /** Unique within an entity's table: a typed column's name (f_…), equality, search. */
   readonly name: string;
-  /** An index this one replaces, dropped at start-up when found: an older definition under another name. */
-  readonly replaces?: string;
+  /** Indexes this one replaces, dropped at start-up when found: older definitions under other names. */
+  readonly replaces?: readonly string[];
   /** What follows `CREATE INDEX <name> ON <table>`. */
   readonly definition: string;
   /** Needs `CREATE EXTENSION pg_trgm`; without the index, a search scans. */
@@ -108,34 +129,26 @@ export interface IndexSpec {
 
 /**
  * The indexes of an entity's table, over its live rows (lists that exclude deleted records say
- * `NOT deleted`, which these need). A btree per sortable field on (sortExpression, id) serves its
- * sorts both ways and their cursors, and ranges and date equality on it; a text field's holds its
- * key's prefix instead (order_<field>: sortPrefixOf), as a key of any length would not fit, and
- * replaces the sort_<field> index that held the whole key; one GIN jsonb_path_ops
- * index on data serves $eq and $in on string, number and boolean fields and on arrays of them
- * (`data @> …`); a trigram index serves search. Filters name their fields with parameters: run
- * them unprepared (sql.unsafe's default), so that each plan sees the names as constants and
- * matches these expressions (a generic plan of a prepared statement would not).
+ * `NOT deleted`, which these need). A btree per typed column (typed-columns.ts) on (column, id)
+ * serves its field's sorts both ways and their cursors, equality, ranges, and counts of them read
+ * from the index alone; it replaces the expression indexes an older tabula made over `data`
+ * (sort_<field>, order_<field>). A boolean or enum field's column has an index of its own too
+ * (<column>_eq), which PostgreSQL deduplicates, so that counting one of its few values reads a
+ * small index. One GIN jsonb_path_ops index on data serves $eq and $in on arrays of strings,
+ * numbers and booleans and on values the columns do not answer (`data @> …`); a trigram index on
+ * the search column serves search (it replaces the one an older tabula made over the same text as
+ * an expression). Filters that read `data` name their fields with parameters: run them unprepared
+ * (sql.unsafe's default), so that each plan sees the names as constants and matches the
+ * expressions (a generic plan of a prepared statement would not).
  */
 export function indexesOf(entity: EntityDef): IndexSpec[] {
-  const sortable = [...entity.fieldNames.filter((name) => isScalar(entity.fields.get(name)!)), "created_date", "updated_date", "created_by_id"];
-  const indexes: IndexSpec[] = sortable.map((field) => {
-    const kind: ValueKind = ["created_date", "updated_date"].includes(field) ? "date" : field === "created_by_id" ? "string" : kindOf(entity.fields.get(field)!);
-    const expression = sortExpression({ field, kind, descending: false });
-    if (kind === "string") return { name: `order_${field}`, replaces: `sort_${field}`, definition: `(${sortPrefixOf(expression)}, id) WHERE NOT deleted`, needsTrigram: false };
-    return { name: `sort_${field}`, definition: `(${expression}, id) WHERE NOT deleted`, needsTrigram: false };
-  });
+  const columns = typedColumnsOf(entity);
+  const search = columns.get(SEARCH_COLUMN);
+  const indexes: IndexSpec[] = [...columns.values()].filter((column) => column !== search).flatMap((column) => [
+    { name: column.name, replaces: [`sort_${column.field}`, `order_${column.field}`], definition: `(${column.sql}, id) WHERE NOT deleted`, needsTrigram: false },
+    ...(column.isFewValued ? [{ name: `${column.name}_eq`, definition: `(${column.sql}) WHERE NOT deleted`, needsTrigram: false }] : []),
+  ]);
   indexes.push({ name: "equality", definition: "USING gin (data jsonb_path_ops) WHERE NOT deleted", needsTrigram: false });
-  if (entity.textFields.length > 0) {
-    indexes.push({ name: "search", definition: `USING gin ((${searchText(entity.textFields.map(literalOf))}) gin_trgm_ops) WHERE NOT deleted`, needsTrigram: true });
-  }
+  if (search) indexes.push({ name: search.name, replaces: ["search"], definition: `USING gin (${search.sql} gin_trgm_ops) WHERE NOT deleted`, needsTrigram: true });
   return indexes;
-}
-
-// Schema field names (schema/load.ts): a name that is one cannot close a literal.
-const FIELD_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-function literalOf(field: string): string {
-  if (!FIELD_NAME_RE.test(field)) throw new Error(`sql-sort: "${field}" is not a schema field name`);
-  return `'${field}'`;
 }

@@ -10,6 +10,7 @@ import type { OpenTransaction, Sql, TransactionSql } from "./connection.ts";
 import { settingName } from "../../option-names.ts";
 import type { UniqueClashReport } from "../store.ts";
 import { indexesOf } from "./sql-sort.ts";
+import { settleTypedColumns } from "./typed-columns.ts";
 
 export const DEFAULT_PG_SCHEMA = "tabula";
 const PG_SCHEMA_RE = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -190,7 +191,7 @@ export function takeSetupLock(tx: TransactionSql, pgSchema: string): Promise<unk
  * equality filters (a GIN index over the live rows' data). Answers the names, and the unique sets
  * whose index could not be made over stored duplicates (Store.uniqueClashes).
  */
-export async function createTables(sql: Sql, schema: Schema, pgSchema: string): Promise<{ names: Names; clashes: UniqueClashReport[] }> {
+export async function createTables(sql: Sql, schema: Schema, pgSchema: string, progress?: (line: string) => void): Promise<{ names: Names; clashes: UniqueClashReport[] }> {
   const names = namesIn(pgSchema);
   const clashes: UniqueClashReport[] = [];
   await sql.begin(async (tx) => {
@@ -224,9 +225,10 @@ export async function createTables(sql: Sql, schema: Schema, pgSchema: string): 
       await tx.unsafe(`CREATE INDEX IF NOT EXISTS ${quoteIdent(indexNameOf(name, "feed"))} ON ${table} (seq, idx)`);
       await tx.unsafe(`CREATE SEQUENCE IF NOT EXISTS ${names.legacy}`);
       await tx.unsafe(`UPDATE ${table} SET idx = nextval('${names.legacy}') WHERE seq = 0 AND idx = 0`);
+      await settleTypedColumns(tx, pgSchema, entity, table, progress);
       for (const index of indexesOf(entity)) {
         // Under the setup lock, so that processes starting together drop and create each once.
-        if (index.replaces) await tx.unsafe(`DROP INDEX IF EXISTS ${quoteIdent(pgSchema)}.${quoteIdent(indexNameOf(name, index.replaces))}`);
+        for (const replaced of index.replaces ?? []) await tx.unsafe(`DROP INDEX IF EXISTS ${quoteIdent(pgSchema)}.${quoteIdent(indexNameOf(name, replaced))}`);
         if (index.needsTrigram && !hasTrigram) continue;
         await tx.unsafe(`CREATE INDEX IF NOT EXISTS ${quoteIdent(indexNameOf(name, index.name))} ON ${table} ${index.definition}`);
       }
