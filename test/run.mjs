@@ -8,7 +8,7 @@
 // --store (or TABULA_TEST_STORE) runs that store's run alone; FILEs narrow every run to those files.
 // Without PostgreSQL the postgres run is skipped, or fails when TABULA_REQUIRE_POSTGRES=1 (.ci/run).
 
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";
 import { constants } from "node:os";
 import { join, relative } from "node:path";
@@ -18,6 +18,13 @@ import { BUILD_DIR, compileTests } from "./compile.mjs";
 import { findPostgresBin, MISSING_POSTGRES, startCluster } from "./support/pg-cluster.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
+/**
+ * A run in which no test has reported for this long has a hung file (its tests may all be done
+ * and its process not ending: a server, a pool or a timer left open): it is stopped and fails,
+ * naming the files still running, rather than holding CI until its own time runs out.
+ */
+const STALL_MS = Number(process.env.TABULA_TEST_STALL_SECONDS ?? 300) * 1000;
+
 /** The suites that test tabula through HTTP, whatever holds the records. */
 const STORE_SUITES = ["test/http", "test/sdk", "test/rules"];
 
@@ -55,7 +62,7 @@ if (runs.length === 0) {
 let child = null;
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
   process.on(signal, () => {
-    child?.kill(signal);
+    if (child) stopGroup(child, signal);
     // Exiting stops the cluster: pg-cluster.mjs listens for 'exit'.
     process.exit(128 + constants.signals[signal]);
   });
@@ -122,18 +129,54 @@ function runTests(files, env) {
   const pgEnv = postgres.url === null ? {} : { TABULA_TEST_PG_URL: postgres.url };
   return new Promise((resolve) => {
     const compiledFiles = files.map((file) => join(relative(ROOT, BUILD_DIR), file.replace(/\.ts$/, ".js")));
-    child = spawn(process.execPath, ["--enable-source-maps", "--test", "--test-concurrency=2", ...compiledFiles], {
+    // Its own process group, so that a hung run is stopped with every test file it started.
+    const reporter = process.stdout.isTTY ? ["--test-reporter=spec"] : [];
+    child = spawn(process.execPath, ["--enable-source-maps", "--test", "--test-concurrency=2", ...reporter, ...compiledFiles], {
       cwd: ROOT,
-      stdio: "inherit",
+      stdio: ["inherit", "pipe", "inherit"],
       env: { ...process.env, ...pgEnv, ...env },
+      detached: true,
     });
+    let lastReport = Date.now();
+    let isStalled = false;
+    child.stdout.on("data", (chunk) => {
+      lastReport = Date.now();
+      process.stdout.write(chunk);
+    });
+    const watch = setInterval(() => {
+      if (child === null || Date.now() - lastReport < STALL_MS) return;
+      isStalled = true;
+      console.error(`\n# test/run.mjs: no test has reported for ${STALL_MS / 1000} s, so a test file is hung (a server, pool or timer it left open keeps its process from ending). Still running:\n${runningFiles(child.pid)}\n# Stopping the run.`);
+      stopGroup(child, "SIGKILL");
+    }, Math.min(10_000, STALL_MS / 2));
     child.once("error", (error) => {
+      clearInterval(watch);
       console.error(`test/run.mjs: could not run the tests: ${error.message}`);
       resolve(false);
     });
     child.once("exit", (code) => {
+      clearInterval(watch);
       child = null;
-      resolve(code === 0);
+      resolve(code === 0 && !isStalled);
     });
   });
+}
+
+/** The test files the runner `pid` still has running, one per line. */
+function runningFiles(pid) {
+  try {
+    const lines = execFileSync("ps", ["-o", "args=", "--ppid", String(pid)], { encoding: "utf8" }).split("\n");
+    return lines.map((line) => /\S+\.test\.js/.exec(line)?.[0]).filter(Boolean).map((file) => `#   ${relative(ROOT, file)}`).join("\n") || "#   (none found)";
+  } catch {
+    return "#   (ps could not list them)";
+  }
+}
+
+/** Signals the runner and every test file it started. */
+function stopGroup(runner, signal) {
+  try {
+    process.kill(-runner.pid, signal);
+  } catch {
+    runner.kill(signal);
+  }
 }
