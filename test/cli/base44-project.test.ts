@@ -177,6 +177,17 @@ describe("a Base44 project folder", () => {
     }
   });
 
+  test('TABULA_ANONYMOUS=0 keeps visitors out of a project whose config says "visibility": "public"', async () => {
+    const cwd = await project({ "base44/config.jsonc": `{ "name": "x", "visibility": "public" }`, "base44/entities/task.jsonc": TASK });
+    const server = await startSpawnedServer(cli, ["--port", "0", "--memory"], START_TIMEOUT_MS, { cwd, env: { PATH: process.env.PATH ?? "", TABULA_ANONYMOUS: "0" } });
+    try {
+      assert.doesNotMatch(server.output(), /^visitors /m);
+      assert.equal((await fetch(`${server.url}/api/entities/Task`)).status, 401);
+    } finally {
+      assert.equal(await stop(server), 0);
+    }
+  });
+
   test("a private project needs a key; --anonymous lets visitors in anyway, and --app-dir names the app", async () => {
     const cwd = await project({ "base44/config.jsonc": `{ "name": "x" }`, "base44/entities/task.jsonc": TASK, "web/index.html": "<!doctype html>" });
     const closed = await serve(["--port", "0", "--memory"], cwd);
