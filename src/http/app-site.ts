@@ -12,6 +12,7 @@ import { brotliCompress, constants, gzip } from "node:zlib";
 import type { IncomingMessage } from "node:http";
 import { ApiError, notFound } from "../errors.ts";
 import { acceptedCoding, type ContentCoding } from "./compression.ts";
+import { isNotModified } from "./conditional.ts";
 import { headerOf } from "./request.ts";
 import type { Reply } from "./response.ts";
 
@@ -106,8 +107,7 @@ export class AppSite {
     const headers: Record<string, string> = { "Content-Type": type, "Cache-Control": cacheControl, ETag: etag, "Last-Modified": stats.mtime.toUTCString(), "X-Content-Type-Options": "nosniff" };
     const isPackable = PACKABLE.test(type) && stats.size >= MIN_PACKED_FILE_BYTES && stats.size < MAX_PACKED_FILE_BYTES;
     if (isPackable) headers.Vary = "Accept-Encoding";
-    const match = headerOf(req, "if-none-match");
-    if (match !== undefined && match.split(",").some((tag) => tag.trim() === etag || tag.trim() === "*")) return { status: 304, headers, body: null };
+    if (isNotModified(headerOf(req, "if-none-match"), etag)) return { status: 304, headers, body: null };
     const coding = isPackable ? acceptedCoding(req) : null;
     if (coding === null) {
       headers["Content-Length"] = String(stats.size);

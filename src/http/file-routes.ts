@@ -10,6 +10,7 @@ import { DEFAULT_SIGNED_SECONDS, MAX_SIGNED_SECONDS, type Files } from "../files
 import { FILE_SAFETY_HEADERS, servedTypeHeaders } from "../files/served-types.ts";
 import type { FileInfo } from "../store/file-storage.ts";
 import { isPlainObject } from "../schema/load.ts";
+import { isNotModified } from "./conditional.ts";
 import { openRoute, secretOnly, type Handler, type Outcome, type RequestContext } from "./context.ts";
 import { isFormBody, receiveFile } from "./file-upload.ts";
 import type { Mount } from "./mounts.ts";
@@ -106,7 +107,7 @@ async function serveFile(ctx: RequestContext, files: Files): Promise<Reply> {
   await files.checkRead(info, ctx.query, Date.now());
   const etag = `"${info.sha256}"`;
   const headers: Record<string, string> = { ...FILE_SAFETY_HEADERS, ETag: etag, "Cache-Control": info.isPrivate ? PRIVATE_CACHE : PUBLIC_CACHE, "Accept-Ranges": "bytes" };
-  if (matchesEtag(ctx.header("if-none-match"), etag)) return { status: 304, headers, body: null };
+  if (isNotModified(ctx.header("if-none-match"), etag)) return { status: 304, headers, body: null };
   Object.assign(headers, servedTypeHeaders(info.contentType, info.name));
   // If-Range with another validator asks for the whole file (RFC 9110 §13.1.5).
   const ifRange = ctx.header("if-range");
@@ -123,14 +124,6 @@ async function serveFile(ctx: RequestContext, files: Files): Promise<Reply> {
     // A store failing midway cuts the body short, which is how HTTP says it is incomplete.
     stream: (res) => pipeline(files.storage.read(info, start, end), res, (error) => void (error && res.destroy())),
   };
-}
-
-function matchesEtag(header: string | undefined, etag: string): boolean {
-  if (header === undefined) return false;
-  return header.split(",").some((tag) => {
-    const trimmed = tag.trim();
-    return trimmed === "*" || trimmed === etag || trimmed === `W/${etag}`;
-  });
 }
 
 /** A file as the API describes it; a private one has no URL but a signed one (CreateFileSignedUrl). */
