@@ -16,6 +16,7 @@ import { isFormBody, receiveFile } from "./file-upload.ts";
 import type { Mount } from "./mounts.ts";
 import { jsonReply, type Reply } from "./response.ts";
 import type { Router } from "./router.ts";
+import { noteStreamed } from "../streamed-garbage.ts";
 
 const SDK_CORE = "/api/apps/:appId/integration-endpoints/Core";
 const CONTENT_PATH_RE = /^\/api\/files\/[0-9a-f]{32}\/[^/]+\/?$/;
@@ -121,8 +122,12 @@ async function serveFile(ctx: RequestContext, files: Files): Promise<Reply> {
     status,
     headers,
     body: null,
-    // A store failing midway cuts the body short, which is how HTTP says it is incomplete.
-    stream: (res) => pipeline(files.storage.read(info, start, end), res, (error) => void (error && res.destroy())),
+    stream: (res) => {
+      const source = files.storage.read(info, start, end);
+      // A store failing midway cuts the body short, which is how HTTP says it is incomplete.
+      pipeline(source, res, (error) => void (error && res.destroy()));
+      source.on("data", (piece: Buffer) => noteStreamed(piece.length));
+    },
   };
 }
 

@@ -10,6 +10,7 @@ import type { FileUpload, Files, UploadRequest } from "../files/files.ts";
 import { boundaryOf, invalidMultipart, MultipartParser, type PartHeaders } from "./multipart.ts";
 import { FILE_FIELD } from "./upload.ts";
 import type { RequestContext } from "./context.ts";
+import { noteStreamed } from "../streamed-garbage.ts";
 
 /** What a multipart body may hold beyond the file itself: boundaries, part headers, small fields. */
 const MULTIPART_ALLOWANCE_BYTES = 1024 * 1024;
@@ -130,7 +131,10 @@ function eachChunk(body: Readable, handle: (chunk: Buffer) => Promise<void>): Pr
     const onData = (chunk: Buffer) => {
       body.pause();
       inHand = handle(chunk).then(
-        () => void (isSettled || body.resume()),
+        () => {
+          noteStreamed(chunk.length);
+          if (!isSettled) body.resume();
+        },
         (error: unknown) => settle(error),
       );
     };

@@ -132,10 +132,10 @@ test("uploads cut by SIGKILL leave no partial file and no temporary one; every u
 });
 
 /**
- * The first big upload raises the peak by a constant (about 25-30 MiB on node 20, whatever the file's
- * size): node copies each piece of a body into a new buffer, garbage that V8 collects only once
- * tens of MiB of it have been made. A file held whole would add its 50 MiB; the second upload, in
- * the steady state, adds almost nothing.
+ * Node copies each piece of a body into a new buffer outside V8's heap, garbage that V8 would
+ * collect only once tens of MiB of it had been made (the first 50 MiB upload raised the peak by
+ * 30 MiB); the server collects its young generation every 4 MiB streamed (streamed-garbage.ts).
+ * A file held whole would add its 50 MiB.
  */
 test("50 MiB uploads and downloads pass through: the server's resident memory grows by less than 16 MiB an upload", async (t) => {
   const server = await start(join(root, "big"));
@@ -163,7 +163,7 @@ test("50 MiB uploads and downloads pass through: the server's resident memory gr
     const first = await roundTrip();
     const second = await roundTrip();
     t.diagnostic(`peak resident memory grew by ${(first / MiB).toFixed(1)} MiB for the first 50 MiB upload and download, ${(second / MiB).toFixed(1)} MiB for the second`);
-    assert.ok(first < 40 * MiB, `the first: ${(first / MiB).toFixed(1)} MiB, less than the file`);
+    assert.ok(first < 16 * MiB, `the first: ${(first / MiB).toFixed(1)} MiB`);
     assert.ok(second < 16 * MiB, `the second: ${(second / MiB).toFixed(1)} MiB`);
   } finally {
     await stop(server);
