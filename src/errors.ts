@@ -318,6 +318,9 @@ export const keyFromFlagRefused = (id: string, source: "flag" | "process") =>
 export const fileTooLarge = (maxBytes: number) =>
   new ApiError(413, "payload_too_large", `The file is larger than ${maxBytes} bytes, the most this server keeps (--max-file-size). Send a smaller file, or start the server with a larger --max-file-size.`, { maxBytes }, { Connection: "close" });
 
+export const memoryFilesFull = (maxBytes: number) =>
+  new ApiError(507, "insufficient_storage", `A server in memory keeps at most ${maxBytes} bytes of files (four times --max-file-size), and this file would pass it: it was not stored. Delete files (DELETE /api/files/<id>, with a secret key), or serve from a data folder, then retry.`, { maxBytes });
+
 export const fileNotFound = (id: string) =>
   new ApiError(404, "file_not_found", `No file has the id "${id}" (it may have been deleted). GET /api/files lists the files, with a secret key.`, { id });
 

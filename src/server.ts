@@ -221,8 +221,9 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     if (options.ui ?? true) addUiRoute(router, site === null);
     addPollingRefusal(router);
     addAnalyticsRoute(router, sdk);
-    fileStorage = await opened.openFiles();
-    const files = new Files(fileStorage, new FileSigning(store), checkCount(`The largest file (${settingName("maxFileBytes")}), in bytes,`, options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES, 1));
+    const maxFileBytes = checkCount(`The largest file (${settingName("maxFileBytes")}), in bytes,`, options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES, 1);
+    fileStorage = await opened.openFiles(maxFileBytes);
+    const files = new Files(fileStorage, new FileSigning(store), maxFileBytes);
     addFileRoutes(router, files, { sdk, trustProxy: options.trustProxy ?? false });
     // The Host check is App's, so that its refusal is JSON like every other.
     const ready = new App({

@@ -54,8 +54,9 @@ export function addFileRoutes(router: Router<Handler>, files: Files, options: Fi
         }
         return { reply: answer(await receiveFile(ctx, files, isPrivate(ctx)), ctx) };
       },
-      // The body is the file, read here as it arrives; a kept file is no answer to replay.
-      { readsOwnBody: true, isReplayable: false },
+      // The body is the file, read here as it arrives; a kept file is no answer to replay. Near
+      // --max-memory an upload is refused (503) before a byte of it is read, as heavy work is.
+      { readsOwnBody: true, isReplayable: false, isHeavy: true },
     );
   const native = (info: FileInfo, ctx: RequestContext) => jsonReply(201, JSON.stringify(describe(info, originOf(ctx, trustProxy))), { Location: `/api/files/${info.id}` });
   router.add("POST", "/api/files", upload((ctx) => privateParam(ctx.query), native, false));

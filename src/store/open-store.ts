@@ -16,7 +16,7 @@ import type { BackupSummary } from "./file/backup.ts";
 import { prepareDataFolder } from "./file/lock.ts";
 import type { LoadedData } from "../public-api.ts";
 import type { FileStorage } from "./file-storage.ts";
-import { MemoryFiles } from "./memory/memory-files.ts";
+import { MEMORY_FILES_PER_MAX_FILE, MemoryFiles } from "./memory/memory-files.ts";
 import { copyStoredFiles, FolderFiles } from "./file/folder-files.ts";
 import { PostgresFiles } from "./postgres/postgres-files.ts";
 
@@ -133,9 +133,10 @@ export interface OpenedStore {
   /**
    * Uploaded files (docs/api.md, "Files"), kept as the store keeps records: opened by a server, and
    * closed by it (on PostgreSQL they hold connections of their own), never by a command that opens
-   * the store for its records alone.
+   * the store for its records alone. `maxFileBytes` is --max-file-size: in memory, files take at
+   * most MEMORY_FILES_PER_MAX_FILE of it in all.
    */
-  openFiles(): Promise<FileStorage>;
+  openFiles(maxFileBytes: number): Promise<FileStorage>;
 }
 
 const NOTHING_TO_COMPACT = async (): Promise<void> => {};
@@ -164,7 +165,7 @@ export interface OpenStoreOptions {
 export async function openStore(location: StoreLocation, options: OpenStoreOptions): Promise<OpenedStore> {
   switch (location.kind) {
     case "memory":
-      return { store: new MemoryStore(options.valueIndexed, uniqueFieldsOf(options.schema), options.changesKeep, options.idempotencyMemoryBytes), description: "in memory only: nothing is kept on disk", keyVault: null, dataDir: null, loaded: null, backup: MEMORY_BACKUP, compact: NOTHING_TO_COMPACT, openFiles: async () => new MemoryFiles() };
+      return { store: new MemoryStore(options.valueIndexed, uniqueFieldsOf(options.schema), options.changesKeep, options.idempotencyMemoryBytes), description: "in memory only: nothing is kept on disk", keyVault: null, dataDir: null, loaded: null, backup: MEMORY_BACKUP, compact: NOTHING_TO_COMPACT, openFiles: async (maxFileBytes) => new MemoryFiles(MEMORY_FILES_PER_MAX_FILE * maxFileBytes) };
     case "file": {
       const openedAt = performance.now();
       await prepareDataFolder(location.dir);

@@ -120,6 +120,31 @@ describe("the SDK's integrations.Core", () => {
   });
 });
 
+test("in memory, files take at most four times --max-file-size in all: past it 507, nothing kept; a delete makes room", async () => {
+  const own = await startTestServer({ memory: true, maxFileBytes: 64 * 1024 });
+  try {
+    const send = (seed: number) => fetch(`${own.url}/api/files?name=f${seed}.bin`, { method: "POST", headers: { "X-Api-Key": PUBLISHABLE, "Content-Type": "application/octet-stream" }, body: bytesOf(60 * 1024, seed) });
+    const kept: any[] = [];
+    for (let seed = 0; seed < 4; seed++) {
+      const answer = await send(seed);
+      assert.equal(answer.status, 201);
+      kept.push(await answer.json());
+    }
+    const full = await send(9);
+    assert.equal(full.status, 507);
+    const { error } = (await full.json()) as any;
+    assert.equal(error.code, "insufficient_storage");
+    assert.equal(error.details.maxBytes, 256 * 1024);
+    assert.match(error.message, /at most 262144 bytes of files .*DELETE \/api\/files/);
+    assert.equal((await own.call("GET", "/api/files")).headers.get("x-total-count"), "4");
+    assert.equal((await own.call("DELETE", `/api/files/${kept[0].id}`)).status, 200);
+    assert.equal((await send(10)).status, 201, "the deleted file's room is free again");
+    assert.deepEqual(new Uint8Array(await (await fetch(kept[3].url)).arrayBuffer()), bytesOf(60 * 1024, 3), "the files kept are whole");
+  } finally {
+    await own.close();
+  }
+});
+
 describe("native uploads and reads", () => {
   test("POST /api/files answers 201 with the description; a raw body takes ?name= and its Content-Type", async () => {
     const bytes = bytesOf(1234);

@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { q, startTestServer, type TestServer } from "../support/server.ts";
+import { PUBLISHABLE, q, startTestServer, type TestServer } from "../support/server.ts";
 
 const T = "/api/entities/Task";
 
@@ -46,6 +46,13 @@ describe("memory over maxMemoryBytes", () => {
       assert.equal(read.body.status, "todo", "the record is as it was");
     });
   }
+
+  test("an upload is refused 503 server_busy before its body is read, and no file is kept", async () => {
+    const refused = await fetch(`${server.url}/api/files?name=a.bin`, { method: "POST", headers: { "X-Api-Key": PUBLISHABLE, "Content-Type": "application/octet-stream" }, body: new Uint8Array(1000).fill(7) });
+    assert.equal(refused.status, 503);
+    assert.equal(((await refused.json()) as any).error.code, "server_busy");
+    assert.equal((await server.call("GET", "/api/files")).headers.get("x-total-count"), "0");
+  });
 
   test("light requests are answered: /health, a read by id, a short list, a count, a small write", async () => {
     const health = await fetch(`${server.url}/health`);

@@ -1,8 +1,14 @@
 // The memory store's files: each file's bytes as the pieces they arrived in, gone with the process.
-// A file is at most --max-file-size, which files.ts enforces while it arrives.
+// A file is at most --max-file-size, which files.ts enforces while it arrives; all of them, kept and
+// arriving, at most MEMORY_FILES_PER_MAX_FILE times that (docs/api.md, "Files"): uploads by a
+// publishable key must not fill the process's memory, as they cannot fill the file store's disk.
 
 import { Readable } from "node:stream";
+import { memoryFilesFull } from "../../errors.ts";
 import { compareFiles, type FileDraft, type FileInfo, type FilePage, type FileStorage } from "../file-storage.ts";
+
+/** How many files of the largest size the memory store holds at most: 200 MiB at the default 50 MiB. */
+export const MEMORY_FILES_PER_MAX_FILE = 4;
 
 interface Kept {
   readonly info: FileInfo;
@@ -11,14 +17,28 @@ interface Kept {
 
 export class MemoryFiles implements FileStorage {
   private readonly files = new Map<string, Kept>();
+  /** Bytes held by files kept and by uploads under way. */
+  private heldBytes = 0;
+
+  constructor(private readonly maxTotalBytes: number) {}
 
   async begin(): Promise<FileDraft> {
     const pieces: Buffer[] = [];
+    let bytes = 0;
     return {
-      // A copy: the piece may be a view of a buffer its reader reuses.
-      write: async (piece) => void pieces.push(Buffer.from(piece)),
+      write: async (piece) => {
+        if (this.heldBytes + piece.length > this.maxTotalBytes) throw memoryFilesFull(this.maxTotalBytes);
+        this.heldBytes += piece.length;
+        bytes += piece.length;
+        // A copy: the piece may be a view of a buffer its reader reuses.
+        pieces.push(Buffer.from(piece));
+      },
       commit: async (info) => void this.files.set(info.id, { info, pieces }),
-      discard: async () => void (pieces.length = 0),
+      discard: async () => {
+        pieces.length = 0;
+        this.heldBytes -= bytes;
+        bytes = 0;
+      },
     };
   }
 
@@ -37,7 +57,11 @@ export class MemoryFiles implements FileStorage {
   }
 
   async delete(id: string): Promise<boolean> {
-    return this.files.delete(id);
+    const kept = this.files.get(id);
+    if (kept === undefined) return false;
+    this.files.delete(id);
+    this.heldBytes -= kept.info.size;
+    return true;
   }
 
   async close(): Promise<void> {}
