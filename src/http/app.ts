@@ -14,7 +14,7 @@ import type { RequestMetrics, SeriesHandle } from "../metrics/request-metrics.ts
 import type { ImportFile } from "../records/import-file.ts";
 import type { Records } from "../records/records.ts";
 import { ConflictError, isOutOfSpace, StoreUnreachableError, UniqueViolation, WriteFailedError } from "../store/store.ts";
-import { countCheap, enqueueFirst, settle } from "../turns/loop-share.ts";
+import { countCheap, countRequest, enqueueFirst, settle } from "../turns/loop-share.ts";
 import { then, type Maybe } from "../maybe.ts";
 import type { Users } from "../users/users.ts";
 import { isSignInPath } from "./users-routes.ts";
@@ -161,6 +161,7 @@ export class App {
 
   private dispatch(req: IncomingMessage, res: ServerResponse): void {
     const started = performance.now();
+    countRequest();
     if (this.answerPlainRead(req, res, started)) return countCheap();
     const note: RequestNote = { started, route: NO_ROUTE, keyId: null };
     let reply: Reply | Promise<Reply>;

@@ -43,6 +43,8 @@ let isInTurn = false;
 let lastCheapAt = -Infinity;
 let lastIdle = 0;
 let fallback: NodeJS.Timeout | null = null;
+/** Requests that have come since the start (requestsCome). */
+let requests = 0;
 
 /**
  * A stretch of a request's work that began at `startedAt` has ended: counted as cheap work, or
@@ -62,6 +64,19 @@ export function settle(startedAt: number): boolean {
 /** A cheap stretch too short to be worth timing (a read by id answered from its cached view). */
 export function countCheap(): void {
   cheapStretches++;
+}
+
+/** A request has come (server.ts counts each as it dispatches it). */
+export function countRequest(): void {
+  requests++;
+}
+
+/**
+ * How many requests have come: what blocking the loop for a moment would cost others is told by
+ * how many came since the last such moment (store/file/wal.ts).
+ */
+export function requestsCome(): number {
+  return requests;
 }
 
 /** Charges costly work done outside the queue's turns. */

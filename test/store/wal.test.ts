@@ -7,6 +7,7 @@ import { WriteAheadLog, readSegment, segmentName } from "../../src/store/file/wa
 import { frameEntry, frameLine, parseFramedLine } from "../../src/store/file/log-framing.ts";
 import type { LogEntry } from "../../src/store/file/log-entry.ts";
 import type { IdempotentAnswer, Row } from "../../src/store/store.ts";
+import { countRequest } from "../../src/turns/loop-share.ts";
 
 let root: string;
 let counter = 0;
@@ -177,6 +178,34 @@ describe("the open log", () => {
     const later = Array.from({ length: 50 }, () => log.append({ reset: true }));
     await Promise.all([first, ...later]);
     assert.equal(log.syncCount, 2);
+    await log.close();
+  });
+
+  test("a lone append is written on the loop at once only when no other request came since the last write", async () => {
+    const { log } = await openLog();
+    /** Turns of the event loop (setImmediate callbacks) that ran before `written` resolved. */
+    const turnsUntil = async (written: Promise<void>): Promise<number> => {
+      let turns = 0;
+      let isDone = false;
+      const tick = () => {
+        if (isDone) return;
+        turns++;
+        setImmediate(tick);
+      };
+      setImmediate(tick);
+      await written;
+      isDone = true;
+      return turns;
+    };
+    await log.append({ reset: true }); // the log starts as contended: this one goes to the thread pool
+    countRequest(); // the write's own request: a client at concurrency 1
+    assert.equal(await turnsUntil(log.append({ reset: true })), 0, "written on the loop, in the turn it was flushed");
+    countRequest();
+    countRequest();
+    countRequest(); // two others' requests (reads) beside the write's own
+    assert.ok((await turnsUntil(log.append({ reset: true }))) >= 1, "written by the thread pool while the loop went on");
+    countRequest();
+    assert.equal(await turnsUntil(log.append({ reset: true })), 0, "alone again");
     await log.close();
   });
 

@@ -14,6 +14,7 @@ import { isOutOfSpace, StorageFullError } from "../store.ts";
 import type { LogEntry } from "./log-entry.ts";
 import { frameEntryPieces, MAX_LOG_LINE_CHARS, PartJoiner, readFramedLogLine } from "./log-framing.ts";
 import { newlineAt, readLineRuns } from "./line-runs.ts";
+import { requestsCome } from "../../turns/loop-share.ts";
 
 const SEGMENT_PREFIX = "log-";
 const SEQ_DIGITS = 16;
@@ -234,6 +235,8 @@ export class WriteAheadLog {
   private isClosed = false;
   /** Whether writes are overlapping (see flush): then they share async writes; else one is written at once. */
   private isContended = true;
+  /** requestsCome() at the last flush: how many requests the loop has had since. */
+  private requestsAtFlush = 0;
   /**
    * Set while the store does background work on the main thread (writing a snapshot): lone writes
    * then go to the thread pool as well, so that the work goes on while the disk writes.
@@ -365,13 +368,14 @@ export class WriteAheadLog {
       this.queued = null;
       this.rotation = null;
       this.inFlight = group;
+      const isLoopQuiet = this.isLoopQuiet();
       try {
         if (rotation) {
           await this.writeAndSync(entries.slice(0, rotation.queuedBefore));
           await this.startSegment(rotation.seq);
           rotation.done.resolve();
           await this.writeAndSync(entries.slice(rotation.queuedBefore));
-        } else if (entries.length === 1 && entries[0]!.length === 1 && !this.isContended && !this.hasBackgroundWork) {
+        } else if (entries.length === 1 && entries[0]!.length === 1 && !this.isContended && !this.hasBackgroundWork && isLoopQuiet) {
           this.writeAndSyncNow(entries[0]![0]!);
         } else {
           await this.writeAndSync(entries);
@@ -412,6 +416,18 @@ export class WriteAheadLog {
     this.syncs++;
     this.segments.at(-1)!.bytes += at - start;
     this.writtenSeq += entries.length;
+  }
+
+  /**
+   * Whether no request but this write's own came since the last flush (a client at concurrency 1):
+   * then blocking the loop for one write keeps no one else waiting. While others' requests come
+   * (reads between writes), the write goes to the thread pool, and they are served meanwhile.
+   */
+  private isLoopQuiet(): boolean {
+    const come = requestsCome();
+    const others = come - this.requestsAtFlush - 1;
+    this.requestsAtFlush = come;
+    return others <= 0;
   }
 
   /**
