@@ -224,7 +224,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     const maxFileBytes = checkCount(`The largest file (${settingName("maxFileBytes")}), in bytes,`, options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES, 1);
     fileStorage = await opened.openFiles(maxFileBytes);
     const files = new Files(fileStorage, new FileSigning(store), maxFileBytes);
-    addFileRoutes(router, files, { sdk, trustProxy: options.trustProxy ?? false });
+    addFileRoutes(router, files, { sdk });
     // The Host check is App's, so that its refusal is JSON like every other.
     const ready = new App({
       version: VERSION,

@@ -18,6 +18,9 @@ import { clientAddress } from "./rate-limit.ts";
 import type { Reply } from "./response.ts";
 import type { Params } from "./router.ts";
 
+/** A Host header naming a host (a name, IPv4, or bracketed IPv6 address) and maybe a port. */
+const HOST_RE = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
+
 export interface RequestContext extends PresentContext {
   readonly records: Records;
   readonly feed: ChangeFeed;
@@ -28,6 +31,8 @@ export interface RequestContext extends PresentContext {
   header(name: string): string | undefined;
   /** The client's address (X-Forwarded-For's behind --trust-proxy), as rate limits count it. */
   readonly address: string;
+  /** The server's origin as the client reached it (scheme and host), for absolute URLs. */
+  readonly origin: string;
   /** Refuses heavy work (503 server_busy) while memory is near --max-memory (http/memory-guard.ts). */
   admitHeavy(): void;
   /** The parsed JSON body of a write; undefined when it had none. */
@@ -152,7 +157,20 @@ export class Context implements RequestContext {
   }
 
   get url(): string {
-    return `${this.header("x-forwarded-proto") === "https" ? "https" : "http"}://${this.header("host") ?? "localhost"}${this.path}`;
+    return `${this.origin}${this.path}`;
+  }
+
+  /**
+   * The server's origin as the client reached it, for absolute URLs (Link headers, files' URLs): the
+   * Host header, or behind --trust-proxy the proxy's X-Forwarded-Host and X-Forwarded-Proto (their
+   * first values). Without --trust-proxy those headers are anyone's to send, and ignored; a host
+   * that is not a host name or address is taken for localhost.
+   */
+  get origin(): string {
+    const forwardedProto = this.trustProxy ? this.header("x-forwarded-proto")?.split(",")[0]!.trim().toLowerCase() : undefined;
+    const forwardedHost = this.trustProxy ? this.header("x-forwarded-host")?.split(",")[0]!.trim() : undefined;
+    const host = [forwardedHost, this.header("host")].find((candidate) => candidate !== undefined && HOST_RE.test(candidate)) ?? "localhost";
+    return `${forwardedProto === "https" ? "https" : "http"}://${host}`;
   }
 
   header(name: string): string | undefined {

@@ -35,12 +35,10 @@ export function isFileContentPath(path: string): boolean {
 export interface FileRouteOptions {
   /** The SDK's mount, whose app id check (--app-id) the integration routes share. */
   readonly sdk: Mount;
-  /** --trust-proxy: X-Forwarded-Proto and X-Forwarded-Host say the origin of the URLs answered. */
-  readonly trustProxy: boolean;
 }
 
 export function addFileRoutes(router: Router<Handler>, files: Files, options: FileRouteOptions): void {
-  const { sdk, trustProxy } = options;
+  const { sdk } = options;
   const upload = (isPrivate: (ctx: RequestContext) => boolean, answer: (info: FileInfo, ctx: RequestContext) => Reply, isSdk: boolean): Handler =>
     Object.assign(
       async (ctx: RequestContext): Promise<Outcome> => {
@@ -58,9 +56,9 @@ export function addFileRoutes(router: Router<Handler>, files: Files, options: Fi
       // --max-memory an upload is refused (503) before a byte of it is read, as heavy work is.
       { readsOwnBody: true, isReplayable: false, isHeavy: true },
     );
-  const native = (info: FileInfo, ctx: RequestContext) => jsonReply(201, JSON.stringify(describe(info, originOf(ctx, trustProxy))), { Location: `/api/files/${info.id}` });
+  const native = (info: FileInfo, ctx: RequestContext) => jsonReply(201, JSON.stringify(describe(info, ctx.origin)), { Location: `/api/files/${info.id}` });
   router.add("POST", "/api/files", upload((ctx) => privateParam(ctx.query), native, false));
-  router.add("POST", `${SDK_CORE}/UploadFile`, upload(() => false, (info, ctx) => jsonReply(200, JSON.stringify({ file_url: contentUrl(originOf(ctx, trustProxy), info) })), true));
+  router.add("POST", `${SDK_CORE}/UploadFile`, upload(() => false, (info, ctx) => jsonReply(200, JSON.stringify({ file_url: contentUrl(ctx.origin, info) })), true));
   router.add("POST", `${SDK_CORE}/UploadPrivateFile`, upload(() => true, (info) => jsonReply(200, JSON.stringify({ file_uri: info.id })), true));
 
   // Anyone who may upload may sign: a private file's id is as good as a secret among its uploaders.
@@ -71,7 +69,7 @@ export function addFileRoutes(router: Router<Handler>, files: Files, options: Fi
         const { id, seconds } = signRequest(ctx.body);
         const info = await files.find(id);
         const { query, expires } = await files.signedQuery(info, seconds, Date.now());
-        const signedUrl = `${contentUrl(originOf(ctx, trustProxy), info)}?${query}`;
+        const signedUrl = `${contentUrl(ctx.origin, info)}?${query}`;
         return { reply: jsonReply(200, JSON.stringify(isSdk ? { signed_url: signedUrl } : { signed_url: signedUrl, expires_at: new Date(expires * 1000).toISOString() })) };
       },
       { isReplayable: false },
@@ -85,13 +83,13 @@ export function addFileRoutes(router: Router<Handler>, files: Files, options: Fi
     secretOnly(async (ctx) => {
       const { limit, skip } = listParams(ctx.query);
       const page = await files.list(skip, limit);
-      const origin = originOf(ctx, trustProxy);
+      const origin = ctx.origin;
       const headers: Record<string, string> = { "X-Total-Count": String(page.total), "Cache-Control": "no-store" };
       if (skip + page.files.length < page.total) headers.Link = `</api/files?limit=${limit}&skip=${skip + page.files.length}>; rel="next"`;
       return { reply: jsonReply(200, JSON.stringify(page.files.map((info) => describe(info, origin))), headers) };
     }, SECRET_ONLY),
   );
-  router.add("GET", "/api/files/:id", secretOnly(async (ctx) => ({ reply: jsonReply(200, JSON.stringify(describe(await files.find(ctx.params.id!), originOf(ctx, trustProxy)))) }), SECRET_ONLY));
+  router.add("GET", "/api/files/:id", secretOnly(async (ctx) => ({ reply: jsonReply(200, JSON.stringify(describe(await files.find(ctx.params.id!), ctx.origin))) }), SECRET_ONLY));
   router.add(
     "DELETE",
     "/api/files/:id",
@@ -148,19 +146,6 @@ function describe(info: FileInfo, origin: string) {
 
 function contentUrl(origin: string, info: FileInfo): string {
   return `${origin}/api/files/${info.id}/${encodeURIComponent(info.name)}`;
-}
-
-const HOST_RE = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
-
-/**
- * The server's origin as the client reached it, for absolute file URLs: the Host header, or behind
- * --trust-proxy the proxy's X-Forwarded-Host and X-Forwarded-Proto (their first values).
- */
-function originOf(ctx: RequestContext, trustProxy: boolean): string {
-  const forwardedProto = trustProxy ? ctx.header("x-forwarded-proto")?.split(",")[0]!.trim().toLowerCase() : undefined;
-  const forwardedHost = trustProxy ? ctx.header("x-forwarded-host")?.split(",")[0]!.trim() : undefined;
-  const host = [forwardedHost, ctx.header("host")].find((candidate) => candidate !== undefined && HOST_RE.test(candidate)) ?? "localhost";
-  return `${forwardedProto === "https" ? "https" : "http"}://${host}`;
 }
 
 function signRequest(body: unknown): { id: string; seconds: number } {

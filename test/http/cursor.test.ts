@@ -104,6 +104,21 @@ describe("cursor headers and walks", () => {
     assert.equal(empty.headers.get("link"), null);
   });
 
+  test("Link names the Host the client reached; X-Forwarded-Proto and -Host count only behind --trust-proxy", async () => {
+    const linkOf = async (url: string, headers: Record<string, string>) => (await fetch(`${url}${PATH}?limit=5`, { headers: { "X-Api-Key": PUBLISHABLE, ...headers } })).headers.get("link")!;
+    const forwarded = { "X-Forwarded-Proto": "https", "X-Forwarded-Host": "api.example.com" };
+    const port = new URL(server.url).port;
+    assert.match(await linkOf(server.url, {}), new RegExp(`^<http://127\\.0\\.0\\.1:${port}${PATH}\\?`));
+    assert.match(await linkOf(server.url, forwarded), new RegExp(`^<http://127\\.0\\.0\\.1:${port}${PATH}\\?`), "anyone may send these headers: ignored");
+    const proxied = await startTestServer({ schema: { Task: TASK, Note: NOTE }, trustProxy: true });
+    try {
+      await proxied.call("POST", `${PATH}/bulk`, { body: Array.from({ length: 6 }, (_, i) => ({ title: `p${i}` })) });
+      assert.match(await linkOf(proxied.url, forwarded), new RegExp(`^<https://api\\.example\\.com${PATH}\\?`));
+    } finally {
+      await proxied.close();
+    }
+  });
+
   test("following the Link header walks the whole list", async () => {
     const ids: string[] = [];
     let path: string | null = `${PATH}?limit=4&sort_by=id&count=true`;
