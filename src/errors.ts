@@ -266,6 +266,9 @@ export const tooManyExports = (max: number) =>
  * A heavy request while memory is near its limit (http/memory-guard.ts): `limit` is --max-memory
  * (named by `setting`) for resident memory, V8's heap limit for the heap.
  */
+export const passwordsBusy = () =>
+  new ApiError(503, "server_busy", "The server is checking too many passwords at once (sign-ups, sign-ins, password changes) to take this one in good time; retry in a few seconds (Retry-After).", { retryAfterSeconds: 5 }, { "Retry-After": "5" });
+
 export const serverBusy = (what: "resident" | "heap", usedBytes: number, limitBytes: number, setting: string) =>
   new ApiError(
     503,

@@ -2,6 +2,8 @@
 // kept as `scrypt$N$r$p$<salt>$<hash>`. Where a hash is kept, and who may sign in, is others' work.
 
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from "node:crypto";
+import { passwordsBusy } from "../errors.ts";
+import { Lane } from "../turns/lane.ts";
 
 export const MIN_PASSWORD_LENGTH = 8;
 /** scrypt reads the whole password; this keeps one sign-in from costing more than another. */
@@ -98,9 +100,21 @@ function scryptMemory(N: number, r: number, p: number): number {
 }
 
 /** The callback form runs on libuv's thread pool; scryptSync would block every other request. */
+/**
+ * Each scrypt holds a thread of libuv's pool (four by default) for tens of milliseconds, and so do
+ * the log's writes and the files' reads and writes. Signing up and in needs no key: a flood of them
+ * running four at once would queue everyone's durable writes behind password hashes. Two at a time
+ * leave the pool's other threads to the disk; a flood beyond what two threads answer in about ten
+ * seconds is refused at once (docs/users.md, "Passwords").
+ */
+export const passwordLane = new Lane(2, 256, passwordsBusy);
+
 function scryptAsync(password: string, salt: Buffer, keylen: number, N: number, r: number, p: number): Promise<Buffer> {
   const options: ScryptOptions = { N, r, p, maxmem: scryptMemory(N, r, p) + 1024 * 1024 };
-  return new Promise((resolve, reject) => {
-    scrypt(password, salt, keylen, options, (error, derived) => (error ? reject(error) : resolve(derived)));
-  });
+  return passwordLane.run(
+    () =>
+      new Promise((resolve, reject) => {
+        scrypt(password, salt, keylen, options, (error, derived) => (error ? reject(error) : resolve(derived)));
+      }),
+  );
 }

@@ -3,7 +3,8 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, passwordProblem, verifyPassword } from "../../src/users/passwords.ts";
+import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, passwordLane, passwordProblem, verifyPassword } from "../../src/users/passwords.ts";
+import { Lane } from "../../src/turns/lane.ts";
 
 test("a password of 8 to 1024 characters has no problem; anything else says what is wrong", () => {
   const cases: [unknown, string | null][] = [
@@ -77,3 +78,39 @@ async function medianMs(run: () => Promise<unknown>): Promise<number> {
   }
   return times.sort((a, b) => a - b)[2]!;
 }
+
+test("at most two passwords are hashed at once: the others wait their turn, and every one is right", async () => {
+  const passwords = Array.from({ length: 6 }, (_, i) => `password number ${i}`);
+  const hashes = passwords.map((password) => hashPassword(password));
+  assert.deepEqual(passwordLane.load, { running: 2, waiting: 4 });
+  const kept = await Promise.all(hashes);
+  assert.deepEqual(passwordLane.load, { running: 0, waiting: 0 });
+  assert.deepEqual(await Promise.all(kept.map((hash, i) => verifyPassword(passwords[i]!, hash))), [true, true, true, true, true, true]);
+  assert.equal(await verifyPassword(passwords[0]!, kept[1]), false);
+});
+
+test("a lane runs its tasks in arrival order, and past its waiting room refuses at once without running the task", async () => {
+  const lane = new Lane(1, 2, () => new Error("busy"));
+  const order: string[] = [];
+  const releases: Array<() => void> = [];
+  const task = (name: string) => () =>
+    new Promise<string>((resolve) => {
+      order.push(name);
+      releases.push(() => resolve(name));
+    });
+  const a = lane.run(task("a"));
+  const b = lane.run(task("b"));
+  const c = lane.run(task("c"));
+  await assert.rejects(lane.run(task("d")), /busy/);
+  assert.deepEqual(lane.load, { running: 1, waiting: 2 });
+  for (let i = 0; i < 3; i++) {
+    await new Promise((resolve) => setImmediate(resolve));
+    releases[i]!();
+  }
+  assert.deepEqual(await Promise.all([a, b, c]), ["a", "b", "c"]);
+  assert.deepEqual(order, ["a", "b", "c"], "d never ran");
+  assert.deepEqual(lane.load, { running: 0, waiting: 0 });
+  const failing = lane.run(() => Promise.reject(new Error("task failed")));
+  await assert.rejects(failing, /task failed/);
+  assert.deepEqual(lane.load, { running: 0, waiting: 0 }, "a failed task gives its turn back");
+});
