@@ -7,6 +7,7 @@
 import { brotliCompress, brotliCompressSync, constants, gzip, gzipSync, type BrotliOptions } from "node:zlib";
 import type { IncomingMessage } from "node:http";
 import { headerOf } from "./request.ts";
+import { Lane } from "../turns/lane.ts";
 
 /** Smaller bodies fit in a packet or two either way: compressing them costs more than it saves. */
 export const MIN_COMPRESSED_BYTES = 1024;
@@ -40,13 +41,26 @@ export function compress(body: string, coding: ContentCoding): Buffer {
   return coding === "br" ? brotliCompressSync(bytes, brotliOptions(bytes.length)) : gzipSync(bytes, { level: GZIP_LEVEL });
 }
 
-/** compress() on the thread pool, for bodies of ASYNC_COMPRESSED_BYTES or more. */
+/**
+ * Big answers compressed at once on the thread pool, whose four threads the log's writes and the
+ * files' reads share: two at a time, a few more waiting (each holds its answer meanwhile), and past
+ * that an answer is sent as it is. Many big lists asked for at once slow their own answers, not
+ * everyone's writes.
+ */
+const compressionLane = new Lane(2, 8, () => new Error("Compression is busy: the answer goes uncompressed."));
+
+/**
+ * compress() on the thread pool, for bodies of ASYNC_COMPRESSED_BYTES or more. Rejects when zlib
+ * fails or the lane is full: the answer is then sent uncompressed.
+ */
 export function compressLater(body: string, coding: ContentCoding): Promise<Buffer> {
-  const bytes = Buffer.from(body);
-  return new Promise((resolve, reject) => {
-    const done = (error: Error | null, packed: Buffer) => (error ? reject(error) : resolve(packed));
-    if (coding === "br") brotliCompress(bytes, brotliOptions(bytes.length), done);
-    else gzip(bytes, { level: GZIP_LEVEL }, done);
+  return compressionLane.run(() => {
+    const bytes = Buffer.from(body);
+    return new Promise((resolve, reject) => {
+      const done = (error: Error | null, packed: Buffer) => (error ? reject(error) : resolve(packed));
+      if (coding === "br") brotliCompress(bytes, brotliOptions(bytes.length), done);
+      else gzip(bytes, { level: GZIP_LEVEL }, done);
+    });
   });
 }
 

@@ -64,7 +64,7 @@ function sendCompressible(res: ServerResponse, reply: Reply, body: string): void
   };
   if (body.length < ASYNC_COMPRESSED_BYTES) return send(compress(body, coding));
   compressLater(body, coding).then(send, () => {
-    // zlib failed (out of memory): the same answer, uncompressed.
+    // zlib failed (out of memory), or enough big answers wait to be compressed: the same answer, uncompressed.
     if (res.headersSent || res.destroyed) return;
     res.writeHead(reply.status, headersOf(reply));
     res.end(body);

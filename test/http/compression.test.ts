@@ -6,6 +6,7 @@ import { request } from "node:http";
 import { after, before, test } from "node:test";
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { SECRET, startTestServer, type TestServer } from "../support/server.ts";
+import { compressLater } from "../../src/http/compression.ts";
 
 const T = "/api/entities/Task";
 let server: TestServer;
@@ -102,4 +103,13 @@ test("the change feed's stream is never compressed", async () => {
   assert.equal(stream.status, 200);
   assert.equal(stream.headers["content-encoding"], undefined);
   assert.match(String(stream.headers["content-type"]), /text\/event-stream/);
+});
+
+test("big answers are compressed two at a time, eight waiting; one more is refused at once, to be sent as it is", async () => {
+  const body = JSON.stringify(Array.from({ length: 4000 }, (_, i) => ({ id: `r${i}`, title: `record number ${i}`, status: "todo" })));
+  const packing = Array.from({ length: 11 }, () => compressLater(body, "gzip"));
+  const outcomes = await Promise.allSettled(packing);
+  assert.deepEqual(outcomes.map((outcome) => outcome.status), [...Array(10).fill("fulfilled"), "rejected"]);
+  for (const outcome of outcomes.slice(0, 10)) assert.equal(gunzipSync((outcome as PromiseFulfilledResult<Buffer>).value).toString(), body);
+  assert.equal((await compressLater(body, "br")).length > 0, true, "the lane is free again");
 });
