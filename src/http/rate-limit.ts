@@ -4,9 +4,11 @@
 // alone for a second has refilled, so forgetting it changes nothing, and every bucket idle that
 // long is dropped as requests arrive.
 
+import { isIP } from "node:net";
 import type { IncomingMessage } from "node:http";
 import { ApiError } from "../errors.ts";
 import { headerOf } from "./request.ts";
+import { ipv6GroupsOf, ipv6TextOf } from "../ipv6-groups.ts";
 
 interface Bucket {
   tokens: number;
@@ -64,9 +66,25 @@ export function clientAddress(req: IncomingMessage, trustProxy: boolean): string
   if (trustProxy) {
     const forwarded = headerOf(req, "x-forwarded-for");
     const last = forwarded?.split(",").at(-1)?.trim();
-    if (last) return last;
+    if (last) return clientOf(last);
   }
-  return req.socket.remoteAddress ?? "unknown";
+  return clientOf(req.socket.remoteAddress ?? "unknown");
+}
+
+/**
+ * A client as limits count it. An IPv6 address counts by its /64: one subscriber (a home, a
+ * server) is given at least that many addresses, and would otherwise pass every limit by sending
+ * each request from another of them. An IPv4 address written as IPv6 (::ffff:a.b.c.d, what a
+ * dual-stack socket reports) is that IPv4 address.
+ */
+export function clientOf(address: string): string {
+  if (isIP(address) !== 6) return address;
+  const groups = ipv6GroupsOf(address);
+  if (groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff) {
+    const [high, low] = [groups[6]!, groups[7]!];
+    return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+  }
+  return `${ipv6TextOf([...groups.slice(0, 4), 0, 0, 0, 0])}/64`;
 }
 
 export function rateLimited(perSecond: number, retryAfterSeconds: number): ApiError {

@@ -10,6 +10,7 @@ import { BlockList, isIP } from "node:net";
 import type { LookupFunction } from "node:net";
 import { networkInterfaces } from "node:os";
 import { invalidWebhookUrl } from "../errors.ts";
+import { ipv6GroupsOf, ipv6TextOf } from "../ipv6-groups.ts";
 
 /** The longest endpoint URL kept. */
 export const MAX_WEBHOOK_URL_CHARS = 2048;
@@ -81,27 +82,6 @@ function ownAddresses(): Map<string, string> {
     }
   }
   return own;
-}
-
-/** An IPv6 address (checked by isIP, in any spelling) as its eight 16-bit groups. */
-function ipv6GroupsOf(address: string): number[] {
-  // A zone (fe80::1%eth0) names an interface, not part of the address.
-  let text = address.split("%")[0]!;
-  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
-  if (dotted) {
-    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
-    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const groupsIn = (part: string) => (part === "" ? [] : part.split(":").map((group) => parseInt(group, 16)));
-  const [head, tail] = text.split("::") as [string, string | undefined];
-  if (tail === undefined) return groupsIn(head);
-  const [front, back] = [groupsIn(head), groupsIn(tail)];
-  return [...front, ...new Array<number>(8 - front.length - back.length).fill(0), ...back];
-}
-
-/** One spelling for each IPv6 address (eight hex groups, none left out), to compare them by. */
-function ipv6TextOf(groups: readonly number[]): string {
-  return groups.map((group) => group.toString(16)).join(":");
 }
 
 /**

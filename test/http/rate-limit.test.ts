@@ -98,6 +98,19 @@ describe("--rate-limit through HTTP", () => {
     assert.equal((await proxied.call("GET", "/api/entities/Task", { apiKey: PUBLISHABLE, headers: { "X-Forwarded-For": "10.3.3.3" } })).status, 200);
   });
 
+  test("an IPv6 client counts by its /64: another address of the same /64 is the same client; an IPv4-mapped one is its IPv4", async () => {
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const fromOwnSubnet = await Promise.all(
+      Array.from({ length: 3 * LIMIT }, (_, i) => proxied.call("GET", "/api/entities/Task", { apiKey: PUBLISHABLE, headers: { "X-Forwarded-For": `2001:db8:1:2::${(i + 1).toString(16)}` } })),
+    );
+    assertLimited(fromOwnSubnet.map((answer) => answer.status), "one /64, many addresses");
+    assert.equal((await proxied.call("GET", "/api/entities/Task", { apiKey: PUBLISHABLE, headers: { "X-Forwarded-For": "2001:db8:1:3::1" } })).status, 200, "the next /64 is another client");
+    const mapped = await Promise.all(
+      Array.from({ length: 3 * LIMIT }, (_, i) => proxied.call("GET", "/api/entities/Task", { apiKey: PUBLISHABLE, headers: { "X-Forwarded-For": i % 2 === 0 ? "10.4.4.4" : "::ffff:10.4.4.4" } })),
+    );
+    assertLimited(mapped.map((answer) => answer.status), "10.4.4.4 in both spellings");
+  });
+
   test("a rate limit that is not a whole number of at least 1 stops the start", async () => {
     for (const rateLimit of [0, -1, 2.5]) await assert.rejects(startTestServer({ rateLimit }), /rate limit must be a whole number/);
   });
