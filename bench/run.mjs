@@ -707,7 +707,7 @@ function startSubscribers(port, count, wire = "sse") {
 }
 
 async function startTabula(dir, dataDir, nodeFlags = []) {
-  return startChild("tabula", [...nodeFlags, join(dir, "tabula.mjs"), "--schema", join(dir, "schema.json"), "--data", dataDir, "--port", "0", "--secret-key", SECRET_KEY, "--log", options.log, "--webhooks-allow-private"]);
+  return startChild("tabula", [...nodeFlags, join(dir, "tabula.mjs"), "--schema", join(dir, "schema.json"), "--data", dataDir, "--port", "0", "--secret-key", SECRET_KEY, "--log", options.log, "--webhooks-allow-private", "--max-connections-per-client", "2000"]);
 }
 
 function row(workload, connections, load, note = "") {

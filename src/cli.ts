@@ -89,6 +89,9 @@ Usage: npx tabula-server [serve] [options]   serve the entities of --schema
                            held at once
   --max-connections N      connections open at once, streams and sockets among      [TABULA_MAX_CONNECTIONS, default 2000]
                            them; one more is closed at once (docs/operating.md)
+  --max-connections-per-client N
+                           connections one client address holds (an IPv6 one by     [TABULA_MAX_CONNECTIONS_PER_CLIENT, default 200]
+                           its /64): a tenth of --max-connections, at least 100; not with --trust-proxy
   --max-groups N           groups an aggregate may gather (docs/aggregates.md)      [TABULA_MAX_GROUPS, default 10000]
   --max-array-items N      items of one array, at any depth, in a written           [TABULA_MAX_ARRAY_ITEMS, default 10000]
                            record (docs/entities.md)
@@ -142,7 +145,7 @@ const STOP_DEADLINE_MS = 1800;
 
 class UsageError extends Error {}
 
-const VALUE_FLAGS = ["schema", "migrations", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "max-memory", "idempotency-memory", "cors", "app-id", "rate-limit", "changes-keep", "max-streams", "max-connections", "max-groups", "max-array-items", "max-object-keys", "max-record-size", "max-file-size", "log", "pid-file", "webhook-retry-scale", "signup", "session-days", "auth-secret", "app-dir"] as const;
+const VALUE_FLAGS = ["schema", "migrations", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "max-memory", "idempotency-memory", "cors", "app-id", "rate-limit", "changes-keep", "max-streams", "max-connections", "max-connections-per-client", "max-groups", "max-array-items", "max-object-keys", "max-record-size", "max-file-size", "log", "pid-file", "webhook-retry-scale", "signup", "session-days", "auth-secret", "app-dir"] as const;
 type ValueFlag = (typeof VALUE_FLAGS)[number];
 
 const SWITCHES = ["memory", "demo", "trust-proxy", "no-ui", "anonymous", "webhooks-allow-private", "help", "version"] as const;
@@ -340,6 +343,7 @@ function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv, project: Base44Projec
     ...(values["auth-secret"] !== undefined ? authSecretOf(values["auth-secret"], "--auth-secret") : authSecretOf(env.TABULA_AUTH_SECRET, "TABULA_AUTH_SECRET")),
     ...wholeNumberOf("maxStreams", values["max-streams"] ?? env.TABULA_MAX_STREAMS, values["max-streams"] !== undefined ? "--max-streams" : "TABULA_MAX_STREAMS", 1, "streams"),
     ...wholeNumberOf("maxConnections", values["max-connections"] ?? env.TABULA_MAX_CONNECTIONS, values["max-connections"] !== undefined ? "--max-connections" : "TABULA_MAX_CONNECTIONS", 1, "connections"),
+    ...wholeNumberOf("maxConnectionsPerClient", values["max-connections-per-client"] ?? env.TABULA_MAX_CONNECTIONS_PER_CLIENT, values["max-connections-per-client"] !== undefined ? "--max-connections-per-client" : "TABULA_MAX_CONNECTIONS_PER_CLIENT", 1, "connections"),
     ...wholeNumberOf("maxGroups", values["max-groups"] ?? env.TABULA_MAX_GROUPS, values["max-groups"] !== undefined ? "--max-groups" : "TABULA_MAX_GROUPS", 1, "groups"),
     ...wholeNumberOf("maxArrayItems", values["max-array-items"] ?? env.TABULA_MAX_ARRAY_ITEMS, values["max-array-items"] !== undefined ? "--max-array-items" : "TABULA_MAX_ARRAY_ITEMS", 1, "items"),
     ...wholeNumberOf("maxObjectKeys", values["max-object-keys"] ?? env.TABULA_MAX_OBJECT_KEYS, values["max-object-keys"] !== undefined ? "--max-object-keys" : "TABULA_MAX_OBJECT_KEYS", 1, "keys"),

@@ -10,6 +10,7 @@ const FLAGS = {
   changesKeep: "--changes-keep",
   maxStreams: "--max-streams",
   maxConnections: "--max-connections",
+  maxConnectionsPerClient: "--max-connections-per-client",
   maxGroups: "--max-groups",
   maxArrayItems: "--max-array-items",
   maxObjectKeys: "--max-object-keys",

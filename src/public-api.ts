@@ -139,6 +139,8 @@ export interface StartOptions {
   readonly maxStreams?: number;
   /** Connections open at once (streams and realtime sockets among them); one more is closed as soon as it is accepted. Default 2,000. */
   readonly maxConnections?: number;
+  /** Connections one client address (an IPv6 one by its /64) holds at once; not applied with trustProxy. Default a tenth of maxConnections, at least 100 (200). */
+  readonly maxConnectionsPerClient?: number;
   /** Groups an aggregate may gather; one more is refused with 400 invalid_parameter. Default 10,000. */
   readonly maxGroups?: number;
   /** Items of one array in a written record (at any depth); more is refused with 400 invalid_field. Default 10,000. */

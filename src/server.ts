@@ -6,7 +6,7 @@ import { createServer as createHttpServer, type IncomingMessage, type ServerResp
 import type { AddressInfo, LookupFunction, Socket } from "node:net";
 import { expectationFailed } from "./errors.ts";
 import { answerClientError, answerConnect } from "./http/client-error.ts";
-import { BODY_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, HEADERS_TIMEOUT_MS, httpTimeoutsOf, limitConnections } from "./http/connection-limits.ts";
+import { BODY_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, defaultConnectionsPerClient, HEADERS_TIMEOUT_MS, httpTimeoutsOf, limitConnections } from "./http/connection-limits.ts";
 import { serveWithoutUpgrade } from "./http/declined-upgrade.ts";
 import { defaultMaxMemoryBytes, MemoryGuard } from "./http/memory-guard.ts";
 import { DEFAULT_IDEMPOTENCY_MEMORY_BYTES } from "./store/memory/idempotent-answers.ts";
@@ -124,8 +124,12 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
   let app: App | null = null;
   let realtime: Realtime | null = null;
   const waiting: Array<[IncomingMessage, ServerResponse]> = [];
+  const maxConnections = checkCount(`The most connections (${settingName("maxConnections")})`, options.maxConnections ?? DEFAULT_MAX_CONNECTIONS, 1);
+  const maxConnectionsPerClient = checkCount(`The most connections of one client (${settingName("maxConnectionsPerClient")})`, options.maxConnectionsPerClient ?? defaultConnectionsPerClient(maxConnections), 1);
   const connectionLimits = {
-    maxConnections: checkCount(`The most connections (${settingName("maxConnections")})`, options.maxConnections ?? DEFAULT_MAX_CONNECTIONS, 1),
+    maxConnections,
+    // Behind a proxy every connection is the proxy's: it limits its clients.
+    maxConnectionsPerClient: options.trustProxy ? Infinity : maxConnectionsPerClient,
     headersTimeoutMs: options.headersTimeoutMs ?? HEADERS_TIMEOUT_MS,
     bodyTimeoutMs: options.bodyTimeoutMs ?? BODY_TIMEOUT_MS,
   };

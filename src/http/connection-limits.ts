@@ -4,10 +4,12 @@
 // words the 408 and closes the connection.
 
 import type { IncomingMessage, Server, ServerOptions as HttpOptions, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
 import { ApiError } from "../errors.ts";
 import { settingName } from "../option-names.ts";
 import { refuseUnfinishedRequest } from "./client-error.ts";
+import { clientOf } from "./rate-limit.ts";
 import { hasBody } from "./request.ts";
 
 /**
@@ -18,6 +20,14 @@ import { hasBody } from "./request.ts";
  * sockets it allows leave as many connections for requests.
  */
 export const DEFAULT_MAX_CONNECTIONS = 2_000;
+/**
+ * What one client address may hold of --max-connections by default: a tenth, at least 100 (or all
+ * of them, when they are fewer), so that one client trickling request heads on every connection
+ * cannot keep everyone else out, while an office behind one address keeps room for a few tabs a person.
+ */
+export function defaultConnectionsPerClient(maxConnections: number): number {
+  return Math.min(maxConnections, Math.max(100, Math.floor(maxConnections / 10)));
+}
 /**
  * A request's line and headers arrive within this of its first byte, or of the connection's opening
  * (an idle new connection is closed so). node's default, 60 s checked every 30 s, let a trickled
@@ -38,6 +48,8 @@ const BODY_CHECKS = 6;
 
 export interface ConnectionLimits {
   readonly maxConnections: number;
+  /** Connections one client address (an IPv6 one by its /64) holds at once; Infinity behind --trust-proxy. */
+  readonly maxConnectionsPerClient: number;
   /** Tests shorten the timeouts. */
   readonly headersTimeoutMs: number;
   readonly bodyTimeoutMs: number;
@@ -68,6 +80,34 @@ export function limitConnections(http: Server, limits: ConnectionLimits, warn: (
     warn(`${open}, as many as ${settingName("maxConnections")} allows: new ones are closed as soon as they are accepted.`);
   });
   http.on("request", (req: IncomingMessage, res: ServerResponse) => watchBody(req, res, limits.bodyTimeoutMs));
+  if (Number.isFinite(limits.maxConnectionsPerClient)) limitEachClient(http, limits.maxConnectionsPerClient, warn);
+}
+
+/**
+ * Closes a connection as soon as it is accepted when its client address already holds `max`
+ * (rate-limit.ts's clientOf: an IPv6 client by its /64). Not behind --trust-proxy, where every
+ * connection is the proxy's and the proxy limits its clients.
+ */
+function limitEachClient(http: Server, max: number, warn: (message: string) => void): void {
+  const held = new Map<string, number>();
+  let warnedAt = -Infinity;
+  http.on("connection", (socket: Socket) => {
+    const client = clientOf(socket.remoteAddress ?? "unknown");
+    const count = held.get(client) ?? 0;
+    if (count >= max) {
+      socket.destroy();
+      const now = performance.now();
+      if (now - warnedAt < 60_000) return;
+      warnedAt = now;
+      return warn(`${client} holds ${max} connections, as many as ${settingName("maxConnectionsPerClient")} allows one client: its new ones are closed as soon as they are accepted.`);
+    }
+    held.set(client, count + 1);
+    socket.once("close", () => {
+      const left = held.get(client)! - 1;
+      if (left === 0) held.delete(client);
+      else held.set(client, left);
+    });
+  });
 }
 
 /**

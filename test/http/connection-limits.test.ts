@@ -204,6 +204,43 @@ test("over maxConnections a new connection is closed at once, while those open (
   });
 });
 
+test("one client address holds at most maxConnectionsPerClient: its next is closed at once, another address is served; not behind trustProxy", async () => {
+  const warnings: string[] = [];
+  await withServer({ maxConnectionsPerClient: 2, warn: (message) => warnings.push(message) }, async (server) => {
+    const held = [await RawConnection.open(server.url), await RawConnection.open(server.url)];
+    for (const connection of held) connection.write("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+    for (const connection of held) assert.equal((await connection.responses(1))[0]!.status, 200);
+    const third = await RawConnection.open(server.url);
+    third.write("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+    await third.whenClosed();
+    assert.equal(third.received, "", "no answer on the refused connection");
+    assert.match(warnings.join("\n"), /^127\.0\.0\.1 holds 2 connections, as many as the maxConnectionsPerClient option allows one client/);
+    // Another address (all of 127/8 is this machine's) is another client.
+    const other = await RawConnection.open(server.url, "127.0.0.2");
+    other.write("GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert.equal((await other.responses(1))[0]!.status, 200);
+    // One of the two closed, the first client is served again.
+    held[0]!.end();
+    await held[0]!.whenClosed();
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const next = await RawConnection.open(server.url);
+      next.write("GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+      await next.whenClosed();
+      if (next.received.startsWith("HTTP/1.1 200 ")) break;
+      assert.ok(Date.now() < deadline, "the client is served again once one of its connections has closed");
+      await sleep(PAUSE_MS);
+    }
+    held[1]!.end();
+  });
+  // Behind a proxy every connection is the proxy's: the proxy limits its clients.
+  await withServer({ maxConnectionsPerClient: 2, trustProxy: true }, async (server) => {
+    const connections = await Promise.all([0, 1, 2].map(() => RawConnection.open(server.url)));
+    for (const connection of connections) connection.write("GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    for (const connection of connections) assert.equal((await connection.responses(1))[0]!.status, 200);
+  });
+});
+
 test("maxConnections below 1 is refused before listening", async () => {
   await assert.rejects(startTestServer({ maxConnections: 0 }), /The most connections \(the maxConnections option\) must be a whole number, at least 1 \(got 0\)/);
 });

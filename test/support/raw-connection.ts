@@ -26,10 +26,10 @@ export class RawConnection {
     socket.on("error", () => {});
   }
 
-  /** Connected (the server may not have accepted it yet: that is the kernel's doing). */
-  static open(url: string): Promise<RawConnection> {
+  /** Connected (the server may not have accepted it yet: that is the kernel's doing), from `localAddress` when given. */
+  static open(url: string, localAddress?: string): Promise<RawConnection> {
     const { hostname, port } = new URL(url);
-    const socket = connect(Number(port), hostname);
+    const socket = connect({ port: Number(port), host: hostname, localAddress });
     return new Promise((resolve, reject) => {
       socket.once("connect", () => resolve(new RawConnection(socket)));
       socket.once("error", reject);
