@@ -44,6 +44,8 @@ function serve(url, schema) {
     max: 10,
     onnotice: () => {},
     fetch_types: false,
+    // As tabula's pool (src/store/postgres/connection.ts): a statement runs without parallel workers.
+    connection: { max_parallel_workers_per_gather: "0" }, // a string: the driver drops a falsy 0
     types: { bigint: { to: 20, from: [20], serialize: (value) => String(value), parse: (value) => Number(value) } },
   });
   const table = `"${schema}".task_typed`;

@@ -120,10 +120,6 @@ async function main() {
     const sql = postgres(url, { max: 1, onnotice: () => {} });
     await sql.unsafe(`VACUUM ANALYZE "${schema}"."Task"`);
     await sql.end();
-    const engineerStart = performance.now();
-    await makeEngineerTable(url, schema);
-    notes.push(`the engineer's table task_typed (typed columns, indexes on status, (priority, id), (created_date, id), a trigram index on title) made in ${fmt(performance.now() - engineerStart)} ms`);
-    engineer = await startChild("engineer", [new URL("./pg-engineer-server.mjs", import.meta.url).pathname, url, schema]);
     const pool = ids.slice(-POOL_SIZE);
 
     // Each comparison: tabula and the direct server take turns in slices, so that both see the same machine.
@@ -200,6 +196,18 @@ async function main() {
       const deep = await measure(tabula, [buildRequest("GET", `/api/entities/Task?limit=100&cursor=${encodeURIComponent(cursor)}`, { headers })]);
       row("W3a first cursor page, limit 100", connections, first);
       row("W3b cursor page at 90% depth, limit 100", connections, deep, `deep/first time: ${(first.rate / deep.rate).toFixed(2)} by req/s, ${(deep.p50 / first.p50).toFixed(2)} by p50 (target ≤ 1.2)`);
+    }
+
+    // The engineer's table is copied from Task once W4 has added its records, so that both answer the same
+    // records; Task is vacuumed again first, as autovacuum would after those creates.
+    if (runs("W2") || runs("W5") || runs("W6")) {
+      const engineerStart = performance.now();
+      const vacuum = postgres(url, { max: 1, onnotice: () => {} });
+      await vacuum.unsafe(`VACUUM ANALYZE "${schema}"."Task"`);
+      await vacuum.end();
+      await makeEngineerTable(url, schema);
+      notes.push(`the engineer's table task_typed (typed columns, indexes on status, (priority, id), (created_date, id), a trigram index on title) made in ${fmt(performance.now() - engineerStart)} ms`);
+      engineer = await startChild("engineer", [new URL("./pg-engineer-server.mjs", import.meta.url).pathname, url, schema]);
     }
 
     const q = encodeURIComponent(JSON.stringify({ status: "todo" }));

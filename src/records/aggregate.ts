@@ -3,7 +3,7 @@
 // value; then having, sort and limit over the rows. No HTTP here: each URL prefix shapes the reply.
 
 import { compareSortKeys, toSortKey, type EntityDef, type SortKey, type ValueKind } from "../schema/fields.ts";
-import type { RecordStore, Row } from "../store/store.ts";
+import type { GroupTotals, RecordStore, Row } from "../store/store.ts";
 import type { AggregateSpec, GroupColumn, HavingTest, Measure } from "./aggregate-spec.ts";
 import { bucketLabel, bucketOf } from "./date-bucket.ts";
 import { ExactSum } from "./exact-sum.ts";
@@ -50,7 +50,8 @@ interface Group {
 
 /** `maxGroups`: the groups gathered at most; one more refuses the aggregate, before its memory is spent. */
 export async function aggregate(store: RecordStore, entity: EntityDef, spec: AggregateSpec, maxGroups = DEFAULT_MAX_GROUPS): Promise<AggregateResult> {
-  const groups = (await countedGroups(store, entity.name, spec, maxGroups)) ?? (await walkedGroups(store, entity.name, spec, maxGroups));
+  const groups =
+    (await countedGroups(store, entity.name, spec, maxGroups)) ?? (await storeGroups(store, entity.name, spec, maxGroups)) ?? (await walkedGroups(store, entity.name, spec, maxGroups));
   let rows = groups.map((group) => rowOf(spec, group));
   if (spec.having.length > 0) rows = rows.filter(compileHaving(spec.having));
   rows = sortRows(spec, rows);
@@ -78,6 +79,42 @@ async function countedGroups(store: RecordStore, entity: string, spec: Aggregate
     else groups.set(value, { values: [value], count, states: [] });
   }
   return [...groups.values()];
+}
+
+/**
+ * The groups, when the store computes them itself (PostgreSQL, over its typed columns): scalar
+ * group columns without a date bucket, and sums, averages, minimums and maximums of numbers. The
+ * store answers only where its totals are exactly those walking the rows gives.
+ */
+async function storeGroups(store: RecordStore, entity: string, spec: AggregateSpec, maxGroups: number): Promise<Group[] | null> {
+  if (!store.groupTotals) return null;
+  if (spec.groups.some((column) => column.isArray || column.bucket !== null)) return null;
+  if (spec.measures.some((measure) => measure.isArray || measure.kind !== "number" || measure.op === "count_distinct")) return null;
+  const fields = [...new Set(spec.measures.map((measure) => measure.field))];
+  const isSummed = (field: string) => spec.measures.some((measure) => measure.field === field && (measure.op === "sum" || measure.op === "avg"));
+  const measured = fields.map((field) => ({ field, isSummed: isSummed(field) }));
+  const groups = spec.groups.map((column) => ({ field: column.name, kind: column.kind }));
+  const totals = await store.groupTotals(entity, { filter: spec.filter, groups, measured, maxGroups });
+  if (totals === "too many") throw tooManyGroups(spec, maxGroups);
+  return totals?.map(({ values, count, numbers }) => ({ values, count, states: spec.measures.map((measure) => stateOf(measure, numbers[fields.indexOf(measure.field)]!)) })) ?? null;
+}
+
+/** A measure's state as if its group's numbers had been added one by one. */
+function stateOf(measure: Measure, numbers: GroupTotals["numbers"][number]): MeasureState {
+  const state = newState();
+  if (measure.op === "sum" || measure.op === "avg") {
+    if (numbers.n === 0) return state;
+    (state.total = new ExactSum()).add(numbers.sum);
+    state.n = numbers.n;
+    return state;
+  }
+  const best = measure.op === "min" ? numbers.min : numbers.max;
+  if (best !== null) {
+    state.best = best;
+    state.bestKey = best;
+    state.n = 1;
+  }
+  return state;
 }
 
 /** Reads every matching live row once into its groups (an array column: the group of each element). */

@@ -68,6 +68,13 @@ export async function distinctValues(store: RecordStore, entity: EntityDef, requ
   };
   // Without a filter, an enum or boolean field's value index names its values: no row is read.
   const counts = filter === null && !field.isArray ? await store.valueCounts(entity.name, field.name) : null;
+  // Else the store may find the page itself (PostgreSQL, over its typed columns), one more value telling whether more follow.
+  const page = counts || field.isArray ? null : await store.distinctPage?.(entity.name, { field: field.name, kind: field.kind, filter, after: afterKey, limit: limit + 1 });
+  if (page) {
+    const values = page.slice(0, limit);
+    const hasMore = page.length > limit;
+    return { values, hasMore, last: hasMore ? values[values.length - 1] : null };
+  }
   if (counts) {
     for (const value of counts.keys()) add(value);
   } else {

@@ -16,6 +16,7 @@ export type { Row, RowMemo } from "../rows/row.ts";
 import type { Histogram } from "../metrics/histogram.ts";
 import type { Maybe } from "../maybe.ts";
 import type { FilterNode, SortPosition, SortSpec } from "../query/filter-tree.ts";
+import type { SortKey, ValueKind } from "../schema/fields.ts";
 
 /** Store.readCache(): entries by record id, opaque to the store, which only deletes them. */
 export interface ReadCache {
@@ -184,6 +185,39 @@ export interface Commit {
 }
 
 /**
+ * RecordStore.groupTotals(): an aggregate's groups (docs/aggregates.md) that the store computes
+ * itself. Every group column is a scalar field's value (no date bucket, no array), every measure
+ * a sum, average, minimum or maximum of a number field.
+ */
+export interface GroupTotalsRequest {
+  readonly filter: FilterNode | null;
+  readonly groups: ReadonlyArray<{ readonly field: string; readonly kind: ValueKind }>;
+  /** The number fields measured, each once; `isSummed` when a sum or average of it is asked for. */
+  readonly measured: ReadonlyArray<{ readonly field: string; readonly isSummed: boolean }>;
+  /** The groups an answer may hold; more refuse the aggregate (the caller says how). */
+  readonly maxGroups: number;
+}
+
+/** One group's totals; a value of another type than its field's (or none) is null, as when walking rows. */
+export interface GroupTotals {
+  readonly values: Array<string | number | boolean | null>;
+  readonly count: number;
+  /** Per measured field, in the request's order: what its numbers add up to, exactly rounded once. */
+  readonly numbers: ReadonlyArray<{ readonly n: number; readonly sum: number; readonly min: number | null; readonly max: number | null }>;
+}
+
+/** RecordStore.distinctPage(): a scalar field's distinct values among the live records matching `filter`. */
+export interface DistinctPageRequest {
+  readonly field: string;
+  readonly kind: ValueKind;
+  readonly filter: FilterNode | null;
+  /** Only values whose sort key (toSortKey) follows this one; undefined from the first. */
+  readonly after: SortKey | undefined;
+  /** The values wanted at most, ascending by sort key. */
+  readonly limit: number;
+}
+
+/**
  * The records as they stand, for reading: one by id, a page of a list, counts, every live match,
  * an export. The records layer (records/) reads through it, and so do aggregates and distinct.
  */
@@ -205,6 +239,14 @@ export interface RecordStore {
    * value index); null when it cannot. Aggregates and distinct ask it before walking rows.
    */
   valueCounts(entity: string, field: string): Maybe<ReadonlyMap<unknown, number> | null>;
+  /**
+   * An aggregate's groups computed by the store without handing rows over (PostgreSQL, over its
+   * typed columns), when it can give exactly what walking the rows gives; null when it cannot, or
+   * "too many" when there are more groups than the request allows. Absent: the caller walks.
+   */
+  groupTotals?(entity: string, request: GroupTotalsRequest): Maybe<GroupTotals[] | "too many" | null>;
+  /** One page of distinct values found by the store itself, as groupTotals is; null when it cannot. */
+  distinctPage?(entity: string, request: DistinctPageRequest): Maybe<unknown[] | null>;
   /** Calls `visit` with every live record matching `filter` (null: every live record), in no particular order. */
   forEachLive(entity: string, filter: FilterNode | null, visit: (row: Row) => void): Maybe<void>;
   /** The sort position of a row, for building cursors: computed from the row alone. */

@@ -81,6 +81,9 @@ describeWithPostgres("typed columns on PostgreSQL", (url) => {
       assert.ok(!indexes.includes("Task_order_title") && !indexes.includes("Task_sort_priority"), indexes.join(", "));
       // One process rewrote the table, and said so; the other found it done.
       assert.equal(lines.filter((line) => line.includes("rewrites the table")).length, 1, lines.join("\n"));
+      // Then each index it made, and how many are left, and when all were ready.
+      assert.equal(lines.filter((line) => /making index 1 of \d+ /.test(line)).length, 1, lines.join("\n"));
+      assert.equal(lines.filter((line) => / ready in [\d.]+ s$/.test(line)).length, 1, lines.join("\n"));
       assert.deepEqual(await answersOf(servers[1]!.url), before);
       // A record written now has its columns too: PostgreSQL generates them.
       const created = await fetch(`${servers[0]!.url}/api/entities/Task`, { method: "POST", headers: { "X-Api-Key": SECRET, "Content-Type": "application/json" }, body: '{"title":"c","priority":2}' });

@@ -48,6 +48,15 @@ const RECONNECT_BACKOFF_S = 0.05;
  * between the connection's start and the look-up, which would end the process.
  */
 const FETCH_TYPES = false;
+/**
+ * Each statement runs in its connection's process alone, never with parallel workers. tabula
+ * answers many requests at once, and the scan lane (scan-lane.ts) shares the database's CPU by
+ * counting statements: a statement with workers takes up to three processes' CPU, and waits for
+ * them to start. A count over a third of 1,000,000 records on 2 cores ran 41 times a second at 7
+ * connections with workers (PostgreSQL's default), 144 without (docs/benchmarks.md, PostgreSQL).
+ */
+// A string: the driver leaves out start-up parameters whose value is falsy, 0 among them.
+const SESSION_SETTINGS = { max_parallel_workers_per_gather: "0" };
 
 /** Opens pools of `max` connections to `url`: PostgresStore opens another when the database comes back after an outage. */
 export function poolOpener(postgres: Driver, url: string, max: number): () => Sql {
@@ -58,6 +67,7 @@ export function poolOpener(postgres: Driver, url: string, max: number): () => Sq
       connect_timeout: CONNECT_TIMEOUT_S,
       backoff: RECONNECT_BACKOFF_S,
       fetch_types: FETCH_TYPES,
+      connection: SESSION_SETTINGS,
       // Revisions and seqs are bigint, read as numbers: they stay far below 2^53. jsonb is read
       // decoded (stored-text.ts): stored text escapes what jsonb cannot hold.
       types: {

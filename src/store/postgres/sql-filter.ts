@@ -27,14 +27,21 @@ export interface WhereClause {
   readonly sql: string;
   /** True: the rows are exactly compileFilter's. False: a superset, to be filtered by compileFilter. */
   readonly exact: boolean;
+  /**
+   * No member of `data` is reached by a parameter naming it: every condition is on a typed column
+   * (or `data @>` a value), whose index a plan made once, for any values (a prepared statement's
+   * generic plan), still uses. A path into `data` is named by a parameter, which only a plan made
+   * for its values matches to an index.
+   */
+  readonly isPreparable: boolean;
 }
 
 /** `columns`: the table's typed columns (typed-columns.ts), used where they mean what `data` does. */
 export function whereOf(filter: FilterNode | null, params: SqlParams, columns: TypedColumns = NO_COLUMNS): WhereClause {
-  if (!filter) return { sql: "TRUE", exact: true };
+  if (!filter) return { sql: "TRUE", exact: true, isPreparable: true };
   const translation = new Translation(params, columns);
   const sql = translation.node(filter, RECORD, true);
-  return { sql, exact: translation.isExact };
+  return { sql, exact: translation.isExact, isPreparable: !sql.includes("data ->") };
 }
 
 /**

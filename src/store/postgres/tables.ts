@@ -147,6 +147,12 @@ async function enableTrigram(tx: OpenTransaction): Promise<boolean> {
   }
 }
 
+/** Whether a table holds a row (live or not): a sample of one, never a count of them all. */
+async function holdsRows(tx: OpenTransaction, table: string): Promise<boolean> {
+  const rows = await tx.unsafe(`SELECT 1 FROM ${table} LIMIT 1`);
+  return rows.length > 0;
+}
+
 /** An index's name: the entity's, then the index's; PostgreSQL keeps 63 bytes, so long ones end in a hash. */
 function indexNameOf(entity: string, index: string): string {
   const name = `${entity}_${index}`;
@@ -225,13 +231,22 @@ export async function createTables(sql: Sql, schema: Schema, pgSchema: string, p
       await tx.unsafe(`CREATE INDEX IF NOT EXISTS ${quoteIdent(indexNameOf(name, "feed"))} ON ${table} (seq, idx)`);
       await tx.unsafe(`CREATE SEQUENCE IF NOT EXISTS ${names.legacy}`);
       await tx.unsafe(`UPDATE ${table} SET idx = nextval('${names.legacy}') WHERE seq = 0 AND idx = 0`);
-      await settleTypedColumns(tx, pgSchema, entity, table, progress);
-      for (const index of indexesOf(entity)) {
+      const startedAt = performance.now();
+      const hasToldRewrite = await settleTypedColumns(tx, pgSchema, entity, table, progress);
+      const indexes = indexesOf(entity);
+      const found = await tx.unsafe(`SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = $2`, [pgSchema, name]);
+      const present = new Set(found.map((row) => row.indexname as string));
+      const missing = indexes.filter((index) => (hasTrigram || !index.needsTrigram) && !present.has(indexNameOf(name, index.name)));
+      // Each index made over a table that holds rows reads every row: the start-up says which, and how many are left.
+      const tell = progress && missing.length > 0 && (hasToldRewrite || (await holdsRows(tx, table))) ? progress : undefined;
+      for (const index of indexes) {
         // Under the setup lock, so that processes starting together drop and create each once.
         for (const replaced of index.replaces ?? []) await tx.unsafe(`DROP INDEX IF EXISTS ${quoteIdent(pgSchema)}.${quoteIdent(indexNameOf(name, replaced))}`);
-        if (index.needsTrigram && !hasTrigram) continue;
+        if (!missing.includes(index)) continue;
+        tell?.(`PostgreSQL: ${name}: making index ${missing.indexOf(index) + 1} of ${missing.length} (${index.name})…`);
         await tx.unsafe(`CREATE INDEX IF NOT EXISTS ${quoteIdent(indexNameOf(name, index.name))} ON ${table} ${index.definition}`);
       }
+      if (tell) tell(`PostgreSQL: ${name}: typed columns and indexes ready in ${((performance.now() - startedAt) / 1000).toFixed(1)} s`);
       for (const fields of entity.unique) clashes.push(...(await createUniqueIndex(tx, table, pgSchema, uniqueIndexOf(name, fields))));
     }
     await tx.unsafe(`CREATE TABLE IF NOT EXISTS ${names.answers} (

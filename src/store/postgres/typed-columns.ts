@@ -138,7 +138,7 @@ export function literalOf(field: string): string {
  * Adding a generated column rewrites the table, taking as long as copying it, and holds its lock
  * meanwhile: `progress` hears about it first when the table holds rows (a database made before
  * typed columns, or a field added). Processes still serving older declarations should be stopped
- * first: a column they read may be gone.
+ * first: a column they read may be gone. Answers whether it told `progress` of a rewrite.
  */
 export async function settleTypedColumns(
   tx: OpenTransaction,
@@ -146,22 +146,25 @@ export async function settleTypedColumns(
   entity: EntityDef,
   table: string,
   progress?: (line: string) => void,
-): Promise<void> {
+): Promise<boolean> {
   const wanted = [...typedColumnsOf(entity).values()];
   const found = await tx.unsafe(`SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2`, [pgSchema, entity.name]);
   const present = new Set(found.map((row) => row.column_name as string));
   const names = new Set(wanted.map((column) => column.name));
   const stale = [...present].filter((name) => TYPED_COLUMN_NAME_RE.test(name) && !names.has(name));
   const missing = wanted.filter((column) => !present.has(column.name));
-  if (stale.length === 0 && missing.length === 0) return;
+  if (stale.length === 0 && missing.length === 0) return false;
+  let isTold = false;
   if (missing.length > 0 && progress) {
     const [{ rows }] = await tx.unsafe(`SELECT (SELECT count(*) FROM (SELECT 1 FROM ${table} LIMIT 1000) AS sampled)::int AS rows`);
     if ((rows as number) > 0) {
       const [{ estimate }] = await tx.unsafe(`SELECT greatest(reltuples, 0)::bigint AS estimate FROM pg_class WHERE oid = $1::regclass`, [table]);
       const count = Math.max(rows as number, Number(estimate));
       progress(`PostgreSQL: ${entity.name}: adding ${missing.length} typed ${missing.length === 1 ? "column" : "columns"} rewrites the table (about ${count.toLocaleString("en-US")} rows)…`);
+      isTold = true;
     }
   }
   const changes = [...stale.map((name) => `DROP COLUMN "${name}"`), ...missing.map((column) => `ADD COLUMN ${column.sql} ${column.definition}`)];
   await tx.unsafe(`ALTER TABLE ${table} ${changes.join(", ")}`);
+  return isTold;
 }
