@@ -6,7 +6,6 @@ import { isUtf8 } from "node:buffer";
 import type { IncomingMessage } from "node:http";
 import { ApiError, invalidJson, invalidRequest } from "../errors.ts";
 import { findTooDeep, MAX_JSON_DEPTH } from "../json-depth.ts";
-import { noteStreamed } from "../streamed-garbage.ts";
 
 export const DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024;
 
@@ -87,12 +86,7 @@ export function readBody(req: IncomingMessage, maxBytes: number, tooLarge: (maxB
       chunks.push(chunk);
     };
     req.on("data", onData);
-    req.on("end", () => {
-      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-      chunks.length = 0;
-      noteStreamed(size); // the pieces joined are garbage outside V8's heap
-      resolve(body);
-    });
+    req.on("end", () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
     // The client hung up before its body ended (node:http's "aborted"): a client's doing, never
     // logged as a server error, and answered to nobody.
     req.on("error", () => reject(invalidRequest("The connection closed before the body ended; send the whole body.")));
