@@ -1,4 +1,4 @@
-// Bytes streamed through the process (an upload received, a file served, a body read) come and go
+// Bytes streamed through the process (an upload received, a file served) come and go
 // in buffers node allocates outside V8's heap, one for each piece read from a socket or a file. Each is
 // garbage as soon as it is passed on, yet freed only when V8 next collects, and V8 collects by the
 // JavaScript it allocates, of which streaming makes little: in a server whose young generation
