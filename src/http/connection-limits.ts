@@ -86,13 +86,15 @@ export function limitConnections(http: Server, limits: ConnectionLimits, warn: (
 /**
  * Closes a connection as soon as it is accepted when its client address already holds `max`
  * (rate-limit.ts's clientOf: an IPv6 client by its /64). Not behind --trust-proxy, where every
- * connection is the proxy's and the proxy limits its clients.
+ * connection is the proxy's and the proxy limits its clients; nor for this machine's own
+ * connections (loopback: a proxy on the same machine, a test suite), which no one outside can make.
  */
 function limitEachClient(http: Server, max: number, warn: (message: string) => void): void {
   const held = new Map<string, number>();
   let warnedAt = -Infinity;
   http.on("connection", (socket: Socket) => {
     const client = clientOf(socket.remoteAddress ?? "unknown");
+    if (isLoopback(client)) return;
     const count = held.get(client) ?? 0;
     if (count >= max) {
       socket.destroy();
@@ -135,6 +137,11 @@ function watchBody(req: IncomingMessage, res: ServerResponse, timeoutMs: number)
   };
   const timer = setTimeout(look, stepMs).unref();
   res.once("close", () => clearTimeout(timer));
+}
+
+/** 127.0.0.0/8 (clientOf writes ::ffff:127.x as IPv4) or ::1 (clientOf: the first /64, which holds nothing routable). */
+function isLoopback(client: string): boolean {
+  return client.startsWith("127.") || client === "0:0:0:0:0:0:0:0/64";
 }
 
 function bodyTimedOut(timeoutMs: number): ApiError {
