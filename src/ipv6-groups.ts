@@ -18,6 +18,11 @@ export function ipv6GroupsOf(address: string): number[] {
   return [...front, ...new Array<number>(8 - front.length - back.length).fill(0), ...back];
 }
 
+/** The dotted IPv4 address held by two 16-bit groups (the last two of ::ffff:a.b.c.d). */
+export function ipv4TextOf(high: number, low: number): string {
+  return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+}
+
 /** One spelling for each IPv6 address (eight hex groups, none left out), to compare them by. */
 export function ipv6TextOf(groups: readonly number[]): string {
   return groups.map((group) => group.toString(16)).join(":");

@@ -8,7 +8,7 @@ import { isIP } from "node:net";
 import type { IncomingMessage } from "node:http";
 import { ApiError } from "../errors.ts";
 import { headerOf } from "./request.ts";
-import { ipv6GroupsOf, ipv6TextOf } from "../ipv6-groups.ts";
+import { ipv4TextOf, ipv6GroupsOf, ipv6TextOf } from "../ipv6-groups.ts";
 
 interface Bucket {
   tokens: number;
@@ -80,10 +80,7 @@ export function clientAddress(req: IncomingMessage, trustProxy: boolean): string
 export function clientOf(address: string): string {
   if (isIP(address) !== 6) return address;
   const groups = ipv6GroupsOf(address);
-  if (groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff) {
-    const [high, low] = [groups[6]!, groups[7]!];
-    return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
-  }
+  if (groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff) return ipv4TextOf(groups[6]!, groups[7]!);
   return `${ipv6TextOf([...groups.slice(0, 4), 0, 0, 0, 0])}/64`;
 }
 

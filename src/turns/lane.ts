@@ -1,7 +1,7 @@
 // A lane: at most `atOnce` tasks run at a time, the others wait their turn in arrival order, and
 // past `maxWaiting` waiting a task is refused at once rather than queued for longer than anyone
-// waits. For work that holds a thread of libuv's pool (password hashes: users/passwords.ts), which
-// the log's writes and the files' reads share.
+// waits. For work that holds a thread of libuv's pool (password hashes: users/passwords.ts; big
+// answers' compression: http/compression.ts), which the log's writes and the files' reads share.
 
 export class Lane {
   private running = 0;

@@ -99,7 +99,6 @@ function scryptMemory(N: number, r: number, p: number): number {
   return 128 * r * (N + 2) + 128 * r * p;
 }
 
-/** The callback form runs on libuv's thread pool; scryptSync would block every other request. */
 /**
  * Each scrypt holds a thread of libuv's pool (four by default) for tens of milliseconds, and so do
  * the log's writes and the files' reads and writes. Signing up and in needs no key: a flood of them
@@ -109,6 +108,7 @@ function scryptMemory(N: number, r: number, p: number): number {
  */
 export const passwordLane = new Lane(2, 256, passwordsBusy);
 
+/** The callback form runs on libuv's thread pool; scryptSync would block every other request. */
 function scryptAsync(password: string, salt: Buffer, keylen: number, N: number, r: number, p: number): Promise<Buffer> {
   const options: ScryptOptions = { N, r, p, maxmem: scryptMemory(N, r, p) + 1024 * 1024 };
   return passwordLane.run(

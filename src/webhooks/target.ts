@@ -10,7 +10,7 @@ import { BlockList, isIP } from "node:net";
 import type { LookupFunction } from "node:net";
 import { networkInterfaces } from "node:os";
 import { invalidWebhookUrl } from "../errors.ts";
-import { ipv6GroupsOf, ipv6TextOf } from "../ipv6-groups.ts";
+import { ipv4TextOf, ipv6GroupsOf, ipv6TextOf } from "../ipv6-groups.ts";
 
 /** The longest endpoint URL kept. */
 export const MAX_WEBHOOK_URL_CHARS = 2048;
@@ -93,14 +93,13 @@ function ownAddresses(): Map<string, string> {
  */
 function embeddedIpv4Of(groups: readonly number[]): { address: string; form: string } | null {
   const [g0, g1, g2, g3, g4, g5, g6, g7] = groups as [number, number, number, number, number, number, number, number];
-  const ipv4 = (high: number, low: number) => `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
   const zeroTo = (end: number) => groups.slice(0, end).every((group) => group === 0);
-  if (zeroTo(6)) return { address: ipv4(g6, g7), form: "IPv4-compatible" };
-  if (zeroTo(5) && g5 === 0xffff) return { address: ipv4(g6, g7), form: "IPv4-mapped" };
-  if (zeroTo(4) && g4 === 0xffff && g5 === 0) return { address: ipv4(g6, g7), form: "IPv4-translated" };
-  if (g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) return { address: ipv4(g6, g7), form: "NAT64" };
-  if (g0 === 0x2002) return { address: ipv4(g1, g2), form: "6to4" };
-  if (g0 === 0x2001 && g1 === 0) return { address: ipv4(g6 ^ 0xffff, g7 ^ 0xffff), form: "Teredo client" };
+  if (zeroTo(6)) return { address: ipv4TextOf(g6, g7), form: "IPv4-compatible" };
+  if (zeroTo(5) && g5 === 0xffff) return { address: ipv4TextOf(g6, g7), form: "IPv4-mapped" };
+  if (zeroTo(4) && g4 === 0xffff && g5 === 0) return { address: ipv4TextOf(g6, g7), form: "IPv4-translated" };
+  if (g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) return { address: ipv4TextOf(g6, g7), form: "NAT64" };
+  if (g0 === 0x2002) return { address: ipv4TextOf(g1, g2), form: "6to4" };
+  if (g0 === 0x2001 && g1 === 0) return { address: ipv4TextOf(g6 ^ 0xffff, g7 ^ 0xffff), form: "Teredo client" };
   return null;
 }
 
