@@ -11,7 +11,10 @@ export interface HostileOptions {
   readonly connections?: number;
   readonly goodConnections?: number;
   readonly heapMb?: number;
+  /** The good client's time alone in all, in turns around the attack's. */
   readonly aloneMs?: number;
+  /** Turns beside the attack, each followed by one alone (1: alone once, before). */
+  readonly rounds?: number;
   readonly cli?: string;
   readonly say?: (line: string) => void;
 }
@@ -26,6 +29,8 @@ export interface HostileResult {
   readonly goodAlone: number;
   readonly goodBeside: number;
   readonly goodRatio: number;
+  /** The good client's rate in each turn, in order. */
+  readonly goodTurns: { readonly alone: readonly number[]; readonly beside: readonly number[] };
   readonly goodStatuses: Readonly<Record<string, number>>;
   readonly maxResidentMiB: number;
   readonly attackStatuses: Readonly<Record<string, number>>;
