@@ -5,6 +5,7 @@ import { ApiError, invalidField, invalidJson, readOnlyField, unknownField } from
 import { DEFAULT_SIZE_LIMITS, findOversize, type Oversize, type SizeLimits } from "../json-depth.ts";
 import { settingName } from "../option-names.ts";
 import { isDateOnly, isPlatformField, parseDateValue, type EntityDef, type FieldDef } from "./fields.ts";
+import { USER_ENTITY } from "./user-entity.ts";
 
 const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
@@ -108,7 +109,7 @@ export function validateChanges(entity: EntityDef, body: unknown, limits: SizeLi
     const value = members[name];
     const checked = checkMember(entity, name, value, limits);
     if (checked instanceof ApiError) problems.push(checked);
-    else changes.set(name, storedValue(checked, value));
+    else changes.set(name, storedValue(entity, checked, value));
   }
   if (problems.length > 0) throw refusalOf(problems);
   return changes;
@@ -127,7 +128,7 @@ export function validateCreate(entity: EntityDef, body: unknown, limits: SizeLim
   const values: Record<string, unknown> = {};
   for (const field of entity.fields.values()) {
     const value = Object.hasOwn(members, field.name) ? fitting[field.name] : field.default;
-    if (value !== undefined && value !== null) values[field.name] = storedValue(field, value);
+    if (value !== undefined && value !== null) values[field.name] = storedValue(entity, field, value);
     else if (field.required && !Object.hasOwn(members, field.name)) problems.push(invalidField(field.name, `is required; add it to the body.`));
   }
   if (problems.length > 0) throw refusalOf(problems);
@@ -264,8 +265,15 @@ function oversizeProblem(name: string, { steps, isArray, count, limit }: Oversiz
 }
 
 /** What a checked value is stored as: null clears the field (undefined), timestamps in UTC. */
-function storedValue(field: FieldDef, value: unknown): unknown {
-  return value === null ? undefined : normalize(field, value);
+/**
+ * A User's email is stored lowercased, whoever writes it (a secret key, an admin, an import): sign-up,
+ * sign-in and `unique` compare it so (docs/users.md), and "Ada@Example.com" written as it came would
+ * be a second user beside "ada@example.com" that no sign-in finds.
+ */
+function storedValue(entity: EntityDef, field: FieldDef, value: unknown): unknown {
+  if (value === null) return undefined;
+  if (entity.name === USER_ENTITY && field.name === "email" && typeof value === "string") return value.toLowerCase();
+  return normalize(field, value);
 }
 
 function describe(value: unknown): string {

@@ -243,6 +243,28 @@ test("the secret key and admins manage users; disabling ends the sessions", asyn
   assert.equal((await asUser(adminToken, "GET", "/api/users")).status, 401);
 });
 
+test("a User's email written by the secret key is kept lowercased: one user per email, whatever its case", async () => {
+  const created = await server.call("POST", "/api/entities/User", { body: { email: "Grace@Example.COM", full_name: "Grace" } });
+  assert.equal(created.status, 201, created.text);
+  assert.equal(created.body.email, "grace@example.com");
+  const again = await server.call("POST", "/api/entities/User", { body: { email: "GRACE@example.com" } });
+  assert.equal(again.status, 409, again.text);
+  assert.equal(again.body.error.code, "unique_violation");
+  // Her sign-up finds the record the secret key made rather than making a second one.
+  const { user } = await signUp("grace@example.com");
+  assert.equal(user.id, created.body.id);
+  const graces = await server.call("GET", `/api/entities/User?q=${encodeURIComponent(JSON.stringify({ email: "grace@example.com" }))}`);
+  assert.deepEqual(graces.body.map((record: any) => record.id), [created.body.id]);
+  const changed = await server.call("PATCH", `/api/entities/User/${created.body.id}`, { body: { email: "Grace.Hopper@Example.com" } });
+  assert.equal(changed.status, 200, changed.text);
+  assert.equal(changed.body.email, "grace.hopper@example.com");
+  const login = await server.call("POST", "/api/auth/login", { apiKey: null, body: { email: "grace.hopper@example.com", password: "correct horse battery" } });
+  assert.equal(login.status, 200, login.text);
+  const bulk = await server.call("POST", "/api/entities/User/bulk", { body: [{ email: "Alan@Example.com" }] });
+  assert.equal(bulk.status, 201, bulk.text);
+  assert.equal(bulk.body[0].email, "alan@example.com");
+});
+
 test("a user's Idempotency-Key replays only its own answers", async () => {
   const { token: first } = await signUp("idem1@example.com");
   const { token: second } = await signUp("idem2@example.com");
