@@ -13,6 +13,21 @@ export const USER_FIELDS: Readonly<Record<string, Record<string, unknown>>> = {
 };
 
 /**
+ * The fields that say who a user is and what it may do. Besides the secret key, only an admin may
+ * write them, through every route (docs/users.md): an app that lets users update their own User
+ * record ("access" and an "rls" on `id`) must not let one make itself an admin, or take an email
+ * it has not proven.
+ */
+const ADMIN_FIELDS = ["email", "role", "disabled"];
+const ADMINS_ONLY = { user_condition: { role: "admin" } };
+
+/** `field` with its writes (create and update) for admins only; who may read it stays the app's to say. */
+function adminWritten(field: Record<string, unknown>): Record<string, unknown> {
+  const rls = (field.rls ?? {}) as Record<string, unknown>;
+  return { ...field, rls: { ...(rls.read === undefined ? {} : { read: rls.read }), write: ADMINS_ONLY } };
+}
+
+/**
  * The User declaration a schema serves: the built-in fields, then those an app's own declaration
  * adds; email unique; publishable keys (and so signed-in users) may not reach other users' records
  * through the entity routes unless the app's declaration says otherwise: a user reads and changes
@@ -20,7 +35,8 @@ export const USER_FIELDS: Readonly<Record<string, Record<string, unknown>>> = {
  */
 export function userDeclaration(declared: Record<string, unknown> | undefined): Record<string, unknown> {
   const own = declared ?? {};
-  const properties = { ...USER_FIELDS, ...((own.properties as Record<string, unknown> | undefined) ?? {}) };
+  const properties: Record<string, unknown> = { ...USER_FIELDS, ...((own.properties as Record<string, unknown> | undefined) ?? {}) };
+  for (const name of ADMIN_FIELDS) properties[name] = adminWritten(properties[name] as Record<string, unknown>);
   const unique = [["email"], ...((own.unique as unknown[] | undefined) ?? []).filter((set) => JSON.stringify(set) !== '["email"]')];
   const required = [...new Set(["email", ...((own.required as string[] | undefined) ?? [])])];
   return { ...own, name: USER_ENTITY, type: "object", properties, required, unique, access: own.access ?? { publishable: [] } };
