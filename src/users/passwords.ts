@@ -37,10 +37,16 @@ export function passwordProblem(password: unknown): string | null {
   return null;
 }
 
-export async function hashPassword(password: string): Promise<string> {
-  const salt = randomBytes(SALT_BYTES);
-  const hash = await scryptAsync(password, salt, HASH_BYTES, SCRYPT_N, SCRYPT_R, SCRYPT_P);
-  return `scrypt$${SCRYPT_N}$${SCRYPT_R}$${SCRYPT_P}$${salt.toString("base64url")}$${hash.toString("base64url")}`;
+/**
+ * A new hash of `password`; with `like` (a stored hash), made with its salt and cost, so that the
+ * same password gives the same text and another password another: whether a sign-up changed a
+ * password is then told without a second scrypt.
+ */
+export async function hashPassword(password: string, like?: string): Promise<string> {
+  const parsed = like === undefined ? null : parseStoredHash(like);
+  const [salt, N, r, p] = parsed === null ? [randomBytes(SALT_BYTES), SCRYPT_N, SCRYPT_R, SCRYPT_P] : [parsed.salt, parsed.N, parsed.r, parsed.p];
+  const hash = await scryptAsync(password, salt, HASH_BYTES, N, r, p);
+  return `scrypt$${N}$${r}$${p}$${salt.toString("base64url")}$${hash.toString("base64url")}`;
 }
 
 /**

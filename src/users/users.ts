@@ -57,6 +57,11 @@ export interface UsersOptions {
 interface Credentials {
   readonly hash: string | null;
   readonly verified: boolean;
+  /**
+   * Sign-ups of the email, not yet proven, chose different passwords: anyone may sign up with any
+   * email, so the proof keeps none of them (docs/users.md, "Signing up and in").
+   */
+  readonly contested?: true;
 }
 interface Session {
   readonly sid: string;
@@ -298,10 +303,13 @@ export class Users {
     const fullName = members.full_name === undefined || members.full_name === null ? null : textOf(members.full_name, "full_name");
     if (this.options.signup === "off") throw new ApiError(403, "signup_closed", "This server does not take sign-ups (--signup off): the secret key, an admin or the command line (tabula-server users create) makes users.");
     this.countRequest(address);
-    // Hashed whatever follows, so that every email costs the same time.
-    const hash = await hashPassword(password);
-    const invitation = (await this.records.store.meta(meta.invitation(email))) as Invitation | undefined;
     const row = await this.findByEmail(email);
+    const credentials = row === undefined ? undefined : await this.credentialsOf(row.id);
+    const unproven = credentials?.verified === false ? (credentials.hash ?? undefined) : undefined;
+    // One hash whatever follows, so that every email costs the same time; with an unproven
+    // sign-up's salt, so that a different password shows as a different text.
+    const hash = await hashPassword(password, unproven);
+    const invitation = (await this.records.store.meta(meta.invitation(email))) as Invitation | undefined;
     if (row === undefined) {
       if (this.options.signup === "invite" && invitation === undefined) return this.sameAnswer(email);
       const created = this.newUserRow({ email, full_name: fullName, role: invitation?.role ?? "user" });
@@ -309,11 +317,12 @@ export class Users {
       await this.commitOrSame([{ entity: USER_ENTITY, row: created, replaces: 0 }], [{ key: meta.credentials(created.id), value: { hash, verified: false } satisfies Credentials }, code.write]);
       await this.deliver("user.verification_requested", email, code);
     } else {
-      const credentials = await this.credentialsOf(row.id);
       // A proven user is left as it is: the answer says nothing either way.
       if (credentials?.verified === true) return this.sameAnswer(email);
       const code = this.codeFor("verify", email);
-      await this.records.store.commit({ puts: [], meta: [{ key: meta.credentials(row.id), value: { hash, verified: false } satisfies Credentials }, code.write] });
+      const isContested = credentials?.contested === true || (unproven !== undefined && hash !== unproven);
+      const value: Credentials = { hash, verified: false, ...(isContested ? { contested: true } : {}) };
+      await this.records.store.commit({ puts: [], meta: [{ key: meta.credentials(row.id), value }, code.write] });
       await this.deliver("user.verification_requested", email, code);
     }
     return { email, message: SENT_IF_ANY };
@@ -352,13 +361,18 @@ export class Users {
     const email = emailOf(members.email);
     this.checkFailures([email, address]);
     const row = await this.findByEmail(email);
-    const accepted = row !== undefined && ((await this.useCode("verify", email, members.otp_code)) || (await this.useCode("invite", email, members.otp_code)));
+    const byVerifyCode = row !== undefined && (await this.useCode("verify", email, members.otp_code));
+    const accepted = byVerifyCode || (row !== undefined && (await this.useCode("invite", email, members.otp_code)));
     if (!accepted) {
       this.failures.fail([email, address]);
       throw invalidCode();
     }
+    // The code proves the email, not who chose the password a sign-up left: it is kept only when one
+    // password was chosen and this is the code its sign-up sent. Else the prover is signed in by
+    // this answer and sets a password with a reset (an invitation's code chose none).
     const credentials = await this.credentialsOf(row.id);
-    await this.records.store.commit({ puts: [], meta: [{ key: meta.credentials(row.id), value: { hash: credentials?.hash ?? null, verified: true } satisfies Credentials }] });
+    const hash = byVerifyCode && credentials?.contested !== true ? (credentials?.hash ?? null) : null;
+    await this.records.store.commit({ puts: [], meta: [{ key: meta.credentials(row.id), value: { hash, verified: true } satisfies Credentials }] });
     return this.signIn(row);
   }
 
@@ -488,7 +502,7 @@ export class Users {
     const code = this.codeFor("invite", email);
     await this.records.store.commit({ puts: [], meta: [{ key: meta.invitation(email), value: invitation }, code.write] });
     await this.deliver("user.invited", email, code, role);
-    return { email, role, message: `${email} is invited; the invitation's code is on its way. They sign up with auth/register.` };
+    return { email, role, message: `${email} is invited; the invitation's code is on its way. They sign up with auth/register and prove the email with the code that sends (the invitation's proves it too, keeping no password).` };
   }
 
   /** Every user, oldest first, with whether each is verified (GET /api/users, tabula-server users list). */

@@ -265,6 +265,43 @@ test("a User's email written by the secret key is kept lowercased: one user per 
   assert.equal(bulk.body[0].email, "alan@example.com");
 });
 
+test("a password chosen by someone else's sign-up of your email is not kept when you prove it", async () => {
+  const password = (who: string) => `${who}'s long password`;
+  const login = (email: string, who: string) => server.call("POST", "/api/auth/login", { apiKey: null, headers: from(`10.7.0.${who.length}`), body: { email, password: password(who) } });
+  const register = (email: string, who: string) => server.call("POST", "/api/auth/register", { apiKey: null, headers: from(`10.7.1.${who.length}`), body: { email, password: password(who) } });
+  const verify = (email: string) => server.call("POST", "/api/auth/verify-otp", { apiKey: null, body: { email, otp_code: codeFor(email).code } });
+
+  // Victor signs up; before he proves his email, Mallory signs it up with her password. The newest
+  // code goes to Victor's mailbox; proving it keeps neither password.
+  assert.equal((await register("victor@example.com", "victor")).status, 200);
+  assert.equal((await register("victor@example.com", "mallory")).status, 200);
+  const proven = await verify("victor@example.com");
+  assert.equal(proven.status, 200, proven.text);
+  assert.ok(proven.body.access_token, "the prover is signed in by the answer");
+  assert.equal((await login("victor@example.com", "mallory")).status, 401, "Mallory's password does not open Victor's account");
+  assert.equal((await login("victor@example.com", "victor")).status, 401);
+  assert.equal((await server.call("POST", "/api/auth/reset-password-request", { apiKey: null, body: { email: "victor@example.com" } })).status, 200);
+  const reset = await server.call("POST", "/api/auth/reset-password", { apiKey: null, body: { reset_token: codeFor("victor@example.com").resetToken, new_password: password("victor") } });
+  assert.equal(reset.status, 200, reset.text);
+  assert.equal((await login("victor@example.com", "victor")).status, 200);
+
+  // The same person signing up twice with one password keeps it.
+  assert.equal((await register("wendy@example.com", "wendy")).status, 200);
+  assert.equal((await register("wendy@example.com", "wendy")).status, 200);
+  assert.equal((await verify("wendy@example.com")).status, 200);
+  assert.equal((await login("wendy@example.com", "wendy")).status, 200);
+
+  // An invitation's code proves the email but chose no password: Mallory's sign-up of the invited
+  // email leaves her nothing once the invitee proves it with that code.
+  assert.equal((await server.call("POST", "/api/users/invite-user", { body: { user_email: "ivy@example.com", role: "editor" } })).status, 200);
+  const invitation = codeFor("ivy@example.com").code;
+  assert.equal((await register("ivy@example.com", "mallory")).status, 200);
+  const invited = await server.call("POST", "/api/auth/verify-otp", { apiKey: null, body: { email: "ivy@example.com", otp_code: invitation } });
+  assert.equal(invited.status, 200, invited.text);
+  assert.equal(invited.body.user.role, "editor");
+  assert.equal((await login("ivy@example.com", "mallory")).status, 401);
+});
+
 test("a user's Idempotency-Key replays only its own answers", async () => {
   const { token: first } = await signUp("idem1@example.com");
   const { token: second } = await signUp("idem2@example.com");
