@@ -313,14 +313,16 @@ export class Users {
     if (row === undefined) {
       if (this.options.signup === "invite" && invitation === undefined) return this.sameAnswer(email);
       const created = this.newUserRow({ email, full_name: fullName, role: invitation?.role ?? "user" });
-      const code = this.codeFor("verify", email);
+      const code = this.codeFor("verify", email, true);
       await this.commitOrSame([{ entity: USER_ENTITY, row: created, replaces: 0 }], [{ key: meta.credentials(created.id), value: { hash, verified: false } satisfies Credentials }, code.write]);
       await this.deliver("user.verification_requested", email, code);
     } else {
       // A proven user is left as it is: the answer says nothing either way.
       if (credentials?.verified === true) return this.sameAnswer(email);
-      const code = this.codeFor("verify", email);
-      const isContested = credentials?.contested === true || (unproven !== undefined && hash !== unproven);
+      const code = this.codeFor("verify", email, true);
+      // A record made by the secret key or an admin (no credentials yet) was not this sign-up's to
+      // claim: whoever proves its email sets the password with a reset.
+      const isContested = credentials === undefined || credentials.contested === true || (unproven !== undefined && hash !== unproven);
       const value: Credentials = { hash, verified: false, ...(isContested ? { contested: true } : {}) };
       await this.records.store.commit({ puts: [], meta: [{ key: meta.credentials(row.id), value }, code.write] });
       await this.deliver("user.verification_requested", email, code);
@@ -361,17 +363,18 @@ export class Users {
     const email = emailOf(members.email);
     this.checkFailures([email, address]);
     const row = await this.findByEmail(email);
-    const byVerifyCode = row !== undefined && (await this.useCode("verify", email, members.otp_code));
-    const accepted = byVerifyCode || (row !== undefined && (await this.useCode("invite", email, members.otp_code)));
-    if (!accepted) {
+    const byVerifyCode = row === undefined ? null : await this.useCode("verify", email, members.otp_code);
+    const accepted = byVerifyCode !== null || (row !== undefined && (await this.useCode("invite", email, members.otp_code)) !== null);
+    if (!accepted || row === undefined) {
       this.failures.fail([email, address]);
       throw invalidCode();
     }
-    // The code proves the email, not who chose the password a sign-up left: it is kept only when one
-    // password was chosen and this is the code its sign-up sent. Else the prover is signed in by
-    // this answer and sets a password with a reset (an invitation's code chose none).
+    // The code proves the email, not who chose the password a sign-up left (anyone may sign any email
+    // up): it is kept only when this is the code the sign-up sent with it, and no other sign-up chose
+    // another. Else (a code sent again by resend-otp, an invitation's) the prover is signed in by
+    // this answer and sets a password with a reset.
     const credentials = await this.credentialsOf(row.id);
-    const hash = byVerifyCode && credentials?.contested !== true ? (credentials?.hash ?? null) : null;
+    const hash = byVerifyCode?.fromSignUp === true && credentials?.contested !== true ? (credentials?.hash ?? null) : null;
     await this.records.store.commit({ puts: [], meta: [{ key: meta.credentials(row.id), value: { hash, verified: true } satisfies Credentials }] });
     return this.signIn(row);
   }
@@ -418,7 +421,7 @@ export class Users {
     this.checkFailures([email, address]);
     const row = await this.findByEmail(email);
     const hash = await hashPassword(password);
-    if (row === undefined || !(await this.useCode("reset", email, code))) {
+    if (row === undefined || (await this.useCode("reset", email, code)) === null) {
       this.failures.fail([email, address]);
       throw invalidCode();
     }
@@ -621,20 +624,22 @@ export class Users {
     }
   }
 
-  private codeFor(purpose: Purpose, email: string): { code: string; pending: PendingCode; write: MetaWrite } {
-    const { code, pending } = newCode(Date.now());
-    return { code, pending, write: { key: meta.code(purpose, email), value: pending } };
+  private codeFor(purpose: Purpose, email: string, isFromSignUp = false): { code: string; pending: PendingCode; write: MetaWrite } {
+    const made = newCode(Date.now());
+    const pending: PendingCode = isFromSignUp ? { ...made.pending, fromSignUp: true } : made.pending;
+    return { code: made.code, pending, write: { key: meta.code(purpose, email), value: pending } };
   }
 
-  /** Checks a code offered for `email`; a wrong one uses up a try, the right one is used up. */
-  private async useCode(purpose: Purpose, email: string, offered: unknown): Promise<boolean> {
+  /** Checks a code offered for `email`; a wrong one uses up a try, the right one is used up and answered (else null). */
+  private async useCode(purpose: Purpose, email: string, offered: unknown): Promise<PendingCode | null> {
     const key = meta.code(purpose, email);
     const store = this.records.store;
     return store.exclusively(key, async () => {
-      const checked = checkCode((await store.meta(key)) as PendingCode | undefined, offered, Date.now());
-      if (checked.outcome === "none") return false;
+      const pending = (await store.meta(key)) as PendingCode | undefined;
+      const checked = checkCode(pending, offered, Date.now());
+      if (checked.outcome === "none") return null;
       await store.commit({ puts: [], meta: [{ key, value: checked.next }] });
-      return checked.outcome === "accepted";
+      return checked.outcome === "accepted" ? pending! : null;
     });
   }
 

@@ -251,15 +251,15 @@ test("a User's email written by the secret key is kept lowercased: one user per 
   assert.equal(again.status, 409, again.text);
   assert.equal(again.body.error.code, "unique_violation");
   // Her sign-up finds the record the secret key made rather than making a second one.
-  const { user } = await signUp("grace@example.com");
+  const { token, user } = await signUp("grace@example.com");
   assert.equal(user.id, created.body.id);
   const graces = await server.call("GET", `/api/entities/User?q=${encodeURIComponent(JSON.stringify({ email: "grace@example.com" }))}`);
   assert.deepEqual(graces.body.map((record: any) => record.id), [created.body.id]);
   const changed = await server.call("PATCH", `/api/entities/User/${created.body.id}`, { body: { email: "Grace.Hopper@Example.com" } });
   assert.equal(changed.status, 200, changed.text);
   assert.equal(changed.body.email, "grace.hopper@example.com");
-  const login = await server.call("POST", "/api/auth/login", { apiKey: null, body: { email: "grace.hopper@example.com", password: "correct horse battery" } });
-  assert.equal(login.status, 200, login.text);
+  const me = await asUser(token, "GET", "/api/entities/User/me");
+  assert.equal(me.body.email, "grace.hopper@example.com");
   const bulk = await server.call("POST", "/api/entities/User/bulk", { body: [{ email: "Alan@Example.com" }] });
   assert.equal(bulk.status, 201, bulk.text);
   assert.equal(bulk.body[0].email, "alan@example.com");
@@ -300,6 +300,23 @@ test("a password chosen by someone else's sign-up of your email is not kept when
   assert.equal(invited.status, 200, invited.text);
   assert.equal(invited.body.user.role, "editor");
   assert.equal((await login("ivy@example.com", "mallory")).status, 401);
+
+  // Mallory alone signs Xena's email up. Xena, told at sign-in that her email is not proven, asks
+  // for the code again and proves it: a code sent again keeps no password.
+  assert.equal((await register("xena@example.com", "mallory")).status, 200);
+  assert.equal((await login("xena@example.com", "xena")).body.error.code, "invalid_credentials");
+  assert.equal((await server.call("POST", "/api/auth/resend-otp", { apiKey: null, body: { email: "xena@example.com" } })).status, 200);
+  assert.equal((await verify("xena@example.com")).status, 200);
+  assert.equal((await login("xena@example.com", "mallory")).status, 401);
+
+  // An admin the secret key made (no password yet) is not Mallory's to claim by signing its email up.
+  const boss = await server.call("POST", "/api/entities/User", { body: { email: "boss@example.com", role: "admin" } });
+  assert.equal(boss.status, 201, boss.text);
+  assert.equal((await register("boss@example.com", "mallory")).status, 200);
+  const bossProven = await verify("boss@example.com");
+  assert.equal(bossProven.status, 200, bossProven.text);
+  assert.equal(bossProven.body.user.id, boss.body.id);
+  assert.equal((await login("boss@example.com", "mallory")).status, 401);
 });
 
 test("a user's Idempotency-Key replays only its own answers", async () => {
