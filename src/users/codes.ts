@@ -12,8 +12,6 @@ export interface PendingCode {
   readonly sha256: string;
   readonly expiresAt: number;
   readonly triesLeft: number;
-  /** A sign-up sent it, with the password it chose: proving the email with it may keep that password. */
-  readonly fromSignUp?: true;
 }
 
 export type CodeCheck =

@@ -17,7 +17,7 @@ import { isPlainObject } from "../schema/load.ts";
 import { validateChanges } from "../schema/validate.ts";
 import type { MetaWrite, Put, Row } from "../store/store.ts";
 import { ConflictError, UniqueViolation } from "../store/store.ts";
-import { checkCode, newCode, type PendingCode } from "./codes.ts";
+import { checkCode, newCode, sha256Hex, type PendingCode } from "./codes.ts";
 import { FailureLimit } from "./failure-limit.ts";
 import { hashPassword, passwordProblem, verifyPassword } from "./passwords.ts";
 import { newSigningSecret, secretBytes, signToken, verifyToken, type TokenClaims } from "./tokens.ts";
@@ -58,10 +58,13 @@ interface Credentials {
   readonly hash: string | null;
   readonly verified: boolean;
   /**
-   * Sign-ups of the email, not yet proven, chose different passwords: anyone may sign up with any
-   * email, so the proof keeps none of them (docs/users.md, "Signing up and in").
+   * Sign-ups of the email, not yet proven, chose different passwords, or one signed up a record the
+   * secret key or an admin made: anyone may sign up with any email, so the proof keeps none of them
+   * (docs/users.md, "Signing up and in").
    */
   readonly contested?: true;
+  /** Who chose `hash` while the email was unproven: chosenBy(user, the sign-up's client address). */
+  readonly chosenBy?: string;
 }
 interface Session {
   readonly sid: string;
@@ -313,17 +316,18 @@ export class Users {
     if (row === undefined) {
       if (this.options.signup === "invite" && invitation === undefined) return this.sameAnswer(email);
       const created = this.newUserRow({ email, full_name: fullName, role: invitation?.role ?? "user" });
-      const code = this.codeFor("verify", email, true);
-      await this.commitOrSame([{ entity: USER_ENTITY, row: created, replaces: 0 }], [{ key: meta.credentials(created.id), value: { hash, verified: false } satisfies Credentials }, code.write]);
+      const code = this.codeFor("verify", email);
+      const value: Credentials = { hash, verified: false, chosenBy: chosenBy(created.id, address) };
+      await this.commitOrSame([{ entity: USER_ENTITY, row: created, replaces: 0 }], [{ key: meta.credentials(created.id), value }, code.write]);
       await this.deliver("user.verification_requested", email, code);
     } else {
       // A proven user is left as it is: the answer says nothing either way.
       if (credentials?.verified === true) return this.sameAnswer(email);
-      const code = this.codeFor("verify", email, true);
+      const code = this.codeFor("verify", email);
       // A record made by the secret key or an admin (no credentials yet) was not this sign-up's to
       // claim: whoever proves its email sets the password with a reset.
       const isContested = credentials === undefined || credentials.contested === true || (unproven !== undefined && hash !== unproven);
-      const value: Credentials = { hash, verified: false, ...(isContested ? { contested: true } : {}) };
+      const value: Credentials = { hash, verified: false, chosenBy: chosenBy(row.id, address), ...(isContested ? { contested: true } : {}) };
       await this.records.store.commit({ puts: [], meta: [{ key: meta.credentials(row.id), value }, code.write] });
       await this.deliver("user.verification_requested", email, code);
     }
@@ -363,18 +367,18 @@ export class Users {
     const email = emailOf(members.email);
     this.checkFailures([email, address]);
     const row = await this.findByEmail(email);
-    const byVerifyCode = row === undefined ? null : await this.useCode("verify", email, members.otp_code);
-    const accepted = byVerifyCode !== null || (row !== undefined && (await this.useCode("invite", email, members.otp_code)) !== null);
-    if (!accepted || row === undefined) {
+    const accepted = row !== undefined && ((await this.useCode("verify", email, members.otp_code)) || (await this.useCode("invite", email, members.otp_code)));
+    if (!accepted) {
       this.failures.fail([email, address]);
       throw invalidCode();
     }
     // The code proves the email, not who chose the password a sign-up left (anyone may sign any email
-    // up): it is kept only when this is the code the sign-up sent with it, and no other sign-up chose
-    // another. Else (a code sent again by resend-otp, an invitation's) the prover is signed in by
-    // this answer and sets a password with a reset.
+    // up): it is kept only when the proof comes from the client address of the sign-up that chose
+    // it, and no other sign-up chose another. Else the prover is signed in by this answer and sets a
+    // password with a reset.
     const credentials = await this.credentialsOf(row.id);
-    const hash = byVerifyCode?.fromSignUp === true && credentials?.contested !== true ? (credentials?.hash ?? null) : null;
+    const isChooser = credentials?.contested !== true && credentials?.chosenBy === chosenBy(row.id, address);
+    const hash = isChooser ? (credentials?.hash ?? null) : null;
     await this.records.store.commit({ puts: [], meta: [{ key: meta.credentials(row.id), value: { hash, verified: true } satisfies Credentials }] });
     return this.signIn(row);
   }
@@ -421,7 +425,7 @@ export class Users {
     this.checkFailures([email, address]);
     const row = await this.findByEmail(email);
     const hash = await hashPassword(password);
-    if (row === undefined || (await this.useCode("reset", email, code)) === null) {
+    if (row === undefined || !(await this.useCode("reset", email, code))) {
       this.failures.fail([email, address]);
       throw invalidCode();
     }
@@ -505,7 +509,7 @@ export class Users {
     const code = this.codeFor("invite", email);
     await this.records.store.commit({ puts: [], meta: [{ key: meta.invitation(email), value: invitation }, code.write] });
     await this.deliver("user.invited", email, code, role);
-    return { email, role, message: `${email} is invited; the invitation's code is on its way. They sign up with auth/register and prove the email with the code that sends (the invitation's proves it too, keeping no password).` };
+    return { email, role, message: `${email} is invited; the invitation's code is on its way. They sign up with auth/register, then prove the email with this code or the one that sends.` };
   }
 
   /** Every user, oldest first, with whether each is verified (GET /api/users, tabula-server users list). */
@@ -624,22 +628,20 @@ export class Users {
     }
   }
 
-  private codeFor(purpose: Purpose, email: string, isFromSignUp = false): { code: string; pending: PendingCode; write: MetaWrite } {
-    const made = newCode(Date.now());
-    const pending: PendingCode = isFromSignUp ? { ...made.pending, fromSignUp: true } : made.pending;
-    return { code: made.code, pending, write: { key: meta.code(purpose, email), value: pending } };
+  private codeFor(purpose: Purpose, email: string): { code: string; pending: PendingCode; write: MetaWrite } {
+    const { code, pending } = newCode(Date.now());
+    return { code, pending, write: { key: meta.code(purpose, email), value: pending } };
   }
 
-  /** Checks a code offered for `email`; a wrong one uses up a try, the right one is used up and answered (else null). */
-  private async useCode(purpose: Purpose, email: string, offered: unknown): Promise<PendingCode | null> {
+  /** Checks a code offered for `email`; a wrong one uses up a try, the right one is used up. */
+  private async useCode(purpose: Purpose, email: string, offered: unknown): Promise<boolean> {
     const key = meta.code(purpose, email);
     const store = this.records.store;
     return store.exclusively(key, async () => {
-      const pending = (await store.meta(key)) as PendingCode | undefined;
-      const checked = checkCode(pending, offered, Date.now());
-      if (checked.outcome === "none") return null;
+      const checked = checkCode((await store.meta(key)) as PendingCode | undefined, offered, Date.now());
+      if (checked.outcome === "none") return false;
       await store.commit({ puts: [], meta: [{ key, value: checked.next }] });
-      return checked.outcome === "accepted" ? pending! : null;
+      return checked.outcome === "accepted";
     });
   }
 
@@ -721,6 +723,15 @@ function secretOf(kept: string): Buffer {
 function bodyOf(body: unknown, example: string): Record<string, unknown> {
   if (!isPlainObject(body)) throw invalidJson(`The body must be a JSON object, as in ${example}.`);
   return body;
+}
+
+/**
+ * Who chose a password while the email was unproven: the sign-up's client address (one IPv4
+ * address, or an IPv6 /64; behind a proxy, --trust-proxy), hashed with the user's id so that the
+ * store keeps no address.
+ */
+function chosenBy(userId: string, address: string): string {
+  return sha256Hex(`${userId} ${address}`);
 }
 
 function emailOf(value: unknown, member = "email"): string {

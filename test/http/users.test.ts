@@ -266,57 +266,70 @@ test("a User's email written by the secret key is kept lowercased: one user per 
 });
 
 test("a password chosen by someone else's sign-up of your email is not kept when you prove it", async () => {
+  // Each person has a client address of their own (X-Forwarded-For, trusted here).
+  const addresses = new Map<string, string>();
+  const at = (who: string) => from(addresses.get(who) ?? addresses.set(who, `10.7.${addresses.size}.1`).get(who)!);
   const password = (who: string) => `${who}'s long password`;
-  const login = (email: string, who: string) => server.call("POST", "/api/auth/login", { apiKey: null, headers: from(`10.7.0.${who.length}`), body: { email, password: password(who) } });
-  const register = (email: string, who: string) => server.call("POST", "/api/auth/register", { apiKey: null, headers: from(`10.7.1.${who.length}`), body: { email, password: password(who) } });
-  const verify = (email: string) => server.call("POST", "/api/auth/verify-otp", { apiKey: null, body: { email, otp_code: codeFor(email).code } });
+  const call = (who: string, path: string, body: unknown) => server.call("POST", `/api/auth/${path}`, { apiKey: null, headers: at(who), body });
+  const register = (email: string, who: string) => call(who, "register", { email, password: password(who) });
+  const verify = (email: string, who: string, code = codeFor(email).code) => call(who, "verify-otp", { email, otp_code: code });
+  const login = (email: string, who: string) => call(who, "login", { email, password: password(who) });
 
   // Victor signs up; before he proves his email, Mallory signs it up with her password. The newest
   // code goes to Victor's mailbox; proving it keeps neither password.
   assert.equal((await register("victor@example.com", "victor")).status, 200);
   assert.equal((await register("victor@example.com", "mallory")).status, 200);
-  const proven = await verify("victor@example.com");
+  const proven = await verify("victor@example.com", "victor");
   assert.equal(proven.status, 200, proven.text);
   assert.ok(proven.body.access_token, "the prover is signed in by the answer");
   assert.equal((await login("victor@example.com", "mallory")).status, 401, "Mallory's password does not open Victor's account");
   assert.equal((await login("victor@example.com", "victor")).status, 401);
-  assert.equal((await server.call("POST", "/api/auth/reset-password-request", { apiKey: null, body: { email: "victor@example.com" } })).status, 200);
-  const reset = await server.call("POST", "/api/auth/reset-password", { apiKey: null, body: { reset_token: codeFor("victor@example.com").resetToken, new_password: password("victor") } });
+  assert.equal((await call("victor", "reset-password-request", { email: "victor@example.com" })).status, 200);
+  const reset = await call("victor", "reset-password", { reset_token: codeFor("victor@example.com").resetToken, new_password: password("victor") });
   assert.equal(reset.status, 200, reset.text);
   assert.equal((await login("victor@example.com", "victor")).status, 200);
 
-  // The same person signing up twice with one password keeps it.
-  assert.equal((await register("wendy@example.com", "wendy")).status, 200);
-  assert.equal((await register("wendy@example.com", "wendy")).status, 200);
-  assert.equal((await verify("wendy@example.com")).status, 200);
-  assert.equal((await login("wendy@example.com", "wendy")).status, 200);
+  // Mallory alone signs Xena's email up. Xena, told at sign-in that her email is not proven, asks
+  // for the code again and proves it: the password was not chosen from where she proves it.
+  assert.equal((await register("xena@example.com", "mallory")).status, 200);
+  assert.equal((await login("xena@example.com", "xena")).body.error.code, "invalid_credentials");
+  assert.equal((await call("xena", "resend-otp", { email: "xena@example.com" })).status, 200);
+  assert.equal((await verify("xena@example.com", "xena")).status, 200);
+  assert.equal((await login("xena@example.com", "mallory")).status, 401);
 
-  // An invitation's code proves the email but chose no password: Mallory's sign-up of the invited
-  // email leaves her nothing once the invitee proves it with that code.
+  // An invitation: Mallory signs the invited email up; the invitee proves it with the invitation's code.
   assert.equal((await server.call("POST", "/api/users/invite-user", { body: { user_email: "ivy@example.com", role: "editor" } })).status, 200);
   const invitation = codeFor("ivy@example.com").code;
   assert.equal((await register("ivy@example.com", "mallory")).status, 200);
-  const invited = await server.call("POST", "/api/auth/verify-otp", { apiKey: null, body: { email: "ivy@example.com", otp_code: invitation } });
+  const invited = await verify("ivy@example.com", "ivy", invitation);
   assert.equal(invited.status, 200, invited.text);
   assert.equal(invited.body.user.role, "editor");
   assert.equal((await login("ivy@example.com", "mallory")).status, 401);
 
-  // Mallory alone signs Xena's email up. Xena, told at sign-in that her email is not proven, asks
-  // for the code again and proves it: a code sent again keeps no password.
-  assert.equal((await register("xena@example.com", "mallory")).status, 200);
-  assert.equal((await login("xena@example.com", "xena")).body.error.code, "invalid_credentials");
-  assert.equal((await server.call("POST", "/api/auth/resend-otp", { apiKey: null, body: { email: "xena@example.com" } })).status, 200);
-  assert.equal((await verify("xena@example.com")).status, 200);
-  assert.equal((await login("xena@example.com", "mallory")).status, 401);
-
-  // An admin the secret key made (no password yet) is not Mallory's to claim by signing its email up.
+  // An admin the secret key made (no password yet) is not Mallory's to claim by signing its email up,
+  // even from where the admin proves it.
   const boss = await server.call("POST", "/api/entities/User", { body: { email: "boss@example.com", role: "admin" } });
   assert.equal(boss.status, 201, boss.text);
   assert.equal((await register("boss@example.com", "mallory")).status, 200);
-  const bossProven = await verify("boss@example.com");
+  const bossProven = await verify("boss@example.com", "mallory");
   assert.equal(bossProven.status, 200, bossProven.text);
-  assert.equal(bossProven.body.user.id, boss.body.id);
   assert.equal((await login("boss@example.com", "mallory")).status, 401);
+
+  // Honest people keep their password: signing up twice with one, asking for the code again, or
+  // proving an invitation with its own code, from where they signed up.
+  assert.equal((await register("wendy@example.com", "wendy")).status, 200);
+  assert.equal((await register("wendy@example.com", "wendy")).status, 200);
+  assert.equal((await verify("wendy@example.com", "wendy")).status, 200);
+  assert.equal((await login("wendy@example.com", "wendy")).status, 200);
+  assert.equal((await register("yuri@example.com", "yuri")).status, 200);
+  assert.equal((await call("yuri", "resend-otp", { email: "yuri@example.com" })).status, 200);
+  assert.equal((await verify("yuri@example.com", "yuri")).status, 200);
+  assert.equal((await login("yuri@example.com", "yuri")).status, 200);
+  assert.equal((await server.call("POST", "/api/users/invite-user", { body: { user_email: "zoe@example.com", role: "editor" } })).status, 200);
+  const zoeInvitation = codeFor("zoe@example.com").code;
+  assert.equal((await register("zoe@example.com", "zoe")).status, 200);
+  assert.equal((await verify("zoe@example.com", "zoe", zoeInvitation)).status, 200);
+  assert.equal((await login("zoe@example.com", "zoe")).status, 200);
 });
 
 test("a user's Idempotency-Key replays only its own answers", async () => {
