@@ -264,11 +264,11 @@ function oversizeProblem(name: string, { steps, isArray, count, limit }: Oversiz
   return invalidField(name, `${where} ${what}, over the ${limit} this server keeps in one ${isArray ? "array" : "object"} (${setting}); ${mend}.`, details);
 }
 
-/** What a checked value is stored as: null clears the field (undefined), timestamps in UTC. */
 /**
- * A User's email is stored lowercased, whoever writes it (a secret key, an admin, an import): sign-up,
- * sign-in and `unique` compare it so (docs/users.md), and "Ada@Example.com" written as it came would
- * be a second user beside "ada@example.com" that no sign-in finds.
+ * What a checked value is stored as: null clears the field (undefined), timestamps in UTC, and a
+ * User's email lowercased whoever writes it (a secret key, an admin, an import): sign-up, sign-in
+ * and `unique` compare it so (docs/users.md), and "Ada@Example.com" written as it came would be a
+ * second user beside "ada@example.com" that no sign-in finds.
  */
 function storedValue(entity: EntityDef, field: FieldDef, value: unknown): unknown {
   if (value === null) return undefined;
