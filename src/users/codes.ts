@@ -1,7 +1,7 @@
 // One-time codes and reset tokens (docs/users.md, "Codes"): email verification, password reset and
 // invitations. Only their SHA-256 is kept; sending them, and storing a PendingCode, is others' work.
 
-import { createHash, randomBytes, randomInt, timingSafeEqual } from "node:crypto";
+import { createHash, randomInt, timingSafeEqual } from "node:crypto";
 
 export const CODE_TTL_MS = 10 * 60_000;
 /** Five guesses in a million: a code cannot be found by trying. */
@@ -20,6 +20,36 @@ export type CodeCheck =
 
 const CODE_DIGITS = 6;
 
+/**
+ * Wrong codes an email takes in a day, whatever they were for: asking for codes again and again gives
+ * a guesser five tries each, and without a bound on the day ten a minute (the sign-in limit) would
+ * find one of the million in about seventy days. With it, a year of guessing has one chance in 137.
+ */
+export const WRONG_CODES_PER_DAY = 20;
+export const GUESS_WINDOW_MS = 24 * 60 * 60_000;
+
+/** Wrong codes offered for one email since `since` (plain JSON, kept in the store beside its codes). */
+export interface CodeGuesses {
+  readonly since: number;
+  readonly wrong: number;
+}
+
+/** The guesses still counted at `now`: none once their day is over. */
+export function guessesCounted(guesses: CodeGuesses | undefined | null, now: number): CodeGuesses | null {
+  return guesses !== undefined && guesses !== null && now < guesses.since + GUESS_WINDOW_MS ? guesses : null;
+}
+
+/** Whether `email`'s codes are refused at `now`, right or wrong: it has had its wrong codes for the day. */
+export function isGuessingStopped(guesses: CodeGuesses | undefined | null, now: number): boolean {
+  return (guessesCounted(guesses, now)?.wrong ?? 0) >= WRONG_CODES_PER_DAY;
+}
+
+/** The guesses after one more wrong code at `now`; a day starts with the first wrong code after the last one ended. */
+export function withWrongGuess(guesses: CodeGuesses | undefined | null, now: number): CodeGuesses {
+  const counted = guessesCounted(guesses, now);
+  return { since: counted?.since ?? now, wrong: (counted?.wrong ?? 0) + 1 };
+}
+
 export function newCode(now: number): { readonly code: string; readonly pending: PendingCode } {
   const code = String(randomInt(0, 10 ** CODE_DIGITS)).padStart(CODE_DIGITS, "0");
   return { code, pending: { sha256: sha256Hex(code), expiresAt: now + CODE_TTL_MS, triesLeft: CODE_TRIES } };
@@ -33,12 +63,6 @@ export function checkCode(pending: PendingCode | undefined | null, offered: unkn
   if (isRightCode(pending.sha256, offered)) return { outcome: "accepted", next: null };
   const triesLeft = pending.triesLeft - 1;
   return { outcome: "wrong", next: triesLeft > 0 ? { ...pending, triesLeft } : null };
-}
-
-/** A link's token for a password reset: long enough to need no tries counted. */
-export function newResetToken(): { readonly token: string; readonly sha256: string } {
-  const token = randomBytes(32).toString("base64url");
-  return { token, sha256: sha256Hex(token) };
 }
 
 export function sha256Hex(text: string): string {

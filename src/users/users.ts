@@ -17,7 +17,7 @@ import { isPlainObject } from "../schema/load.ts";
 import { validateChanges } from "../schema/validate.ts";
 import type { MetaWrite, Put, Row } from "../store/store.ts";
 import { ConflictError, UniqueViolation } from "../store/store.ts";
-import { checkCode, newCode, sha256Hex, type PendingCode } from "./codes.ts";
+import { checkCode, isGuessingStopped, newCode, sha256Hex, withWrongGuess, WRONG_CODES_PER_DAY, type CodeCheck, type CodeGuesses, type PendingCode } from "./codes.ts";
 import { FailureLimit } from "./failure-limit.ts";
 import { hashPassword, passwordProblem, verifyPassword } from "./passwords.ts";
 import { newSigningSecret, secretBytes, signToken, verifyToken, type TokenClaims } from "./tokens.ts";
@@ -71,6 +71,11 @@ interface Session {
   /** Expiry, ms since the epoch. */
   readonly exp: number;
 }
+interface NewCode {
+  readonly code: string;
+  readonly pending: PendingCode;
+  readonly write: MetaWrite;
+}
 interface Invitation {
   readonly role: string;
   readonly by: string;
@@ -83,6 +88,8 @@ const meta = {
   credentials: (id: string) => `users.credentials.${id}`,
   sessions: (id: string) => `users.sessions.${id}`,
   code: (purpose: Purpose, email: string) => `users.code.${purpose}.${email}`,
+  /** The wrong codes offered for an email today (codes.ts, CodeGuesses), whatever they were for. */
+  guesses: (email: string) => `users.code_guesses.${email}`,
   invitation: (email: string) => `users.invitation.${email}`,
   /** Written (as nothing) by a request that sends nothing, to take as long as one that does. */
   nothing: "users.nothing",
@@ -109,7 +116,8 @@ const SENT_IF_ANY = "If this email may receive one, a code is on its way; it is 
 
 /** The same refusal for an unknown email and a wrong password. */
 const invalidCredentials = () => new ApiError(401, "invalid_credentials", "The email or the password is wrong. Check both, or reset the password (auth/reset-password-request).");
-const invalidCode = () => new ApiError(400, "invalid_code", "The code is wrong, used or expired (a code is valid 10 minutes, for 5 tries). Ask for a new one (auth/resend-otp, or auth/reset-password-request).");
+const invalidCode = () =>
+  new ApiError(400, "invalid_code", `The code is wrong, used or expired (a code is valid 10 minutes, for 5 tries; an email takes ${WRONG_CODES_PER_DAY} wrong codes a day, and then none until the day is out). Ask for a new one (auth/resend-otp, or auth/reset-password-request).`);
 const sessionEnded = (why: string) => new ApiError(401, "unauthorized", `${why} Sign in again (auth/login).`);
 const tooManyTries = (retryAfterMs: number) => {
   const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
@@ -318,7 +326,7 @@ export class Users {
       const created = this.newUserRow({ email, full_name: fullName, role: invitation?.role ?? "user" });
       const code = this.codeFor("verify", email);
       const value: Credentials = { hash, verified: false, chosenBy: chosenBy(created.id, address) };
-      await this.commitOrSame([{ entity: USER_ENTITY, row: created, replaces: 0 }], [{ key: meta.credentials(created.id), value }, code.write]);
+      await this.commitOrSame([{ entity: USER_ENTITY, row: created, replaces: 0 }], [{ key: meta.credentials(created.id), value }, ...writesOf(code)]);
       await this.deliver("user.verification_requested", email, code);
     } else {
       // A proven user is left as it is: the answer says nothing either way.
@@ -328,7 +336,7 @@ export class Users {
       // claim: whoever proves its email sets the password with a reset.
       const isContested = credentials === undefined || credentials.contested === true || (unproven !== undefined && hash !== unproven);
       const value: Credentials = { hash, verified: false, chosenBy: chosenBy(row.id, address), ...(isContested ? { contested: true } : {}) };
-      await this.records.store.commit({ puts: [], meta: [{ key: meta.credentials(row.id), value }, code.write] });
+      await this.records.store.commit({ puts: [], meta: [{ key: meta.credentials(row.id), value }, ...writesOf(code)] });
       await this.deliver("user.verification_requested", email, code);
     }
     return { email, message: SENT_IF_ANY };
@@ -356,7 +364,8 @@ export class Users {
     const row = await this.findByEmail(email);
     if (row === undefined || (await this.credentialsOf(row.id))?.verified === true) return this.sameAnswer(email);
     const code = this.codeFor("verify", email);
-    await this.records.store.commit({ puts: [], meta: [code.write] });
+    // A commit either way: its time (an fsync) tells no one whether a code was sent.
+    await this.records.store.commit({ puts: [], meta: code === null ? [{ key: meta.nothing, value: null }] : [code.write] });
     await this.deliver("user.verification_requested", email, code);
     return { email, message: SENT_IF_ANY };
   }
@@ -367,7 +376,7 @@ export class Users {
     const email = emailOf(members.email);
     this.checkFailures([email, address]);
     const row = await this.findByEmail(email);
-    const accepted = row !== undefined && ((await this.useCode("verify", email, members.otp_code)) || (await this.useCode("invite", email, members.otp_code)));
+    const accepted = row !== undefined && (await this.useCode(["verify", "invite"], email, members.otp_code));
     if (!accepted) {
       this.failures.fail([email, address]);
       throw invalidCode();
@@ -409,7 +418,8 @@ export class Users {
     const row = await this.findByEmail(email);
     if (row === undefined || row.data.disabled === true) return this.sameAnswer(email);
     const code = this.codeFor("reset", email);
-    await this.records.store.commit({ puts: [], meta: [code.write] });
+    // A commit either way: its time (an fsync) tells no one whether a code was sent.
+    await this.records.store.commit({ puts: [], meta: code === null ? [{ key: meta.nothing, value: null }] : [code.write] });
     await this.deliver("user.password_reset_requested", email, code);
     return { email, message: SENT_IF_ANY };
   }
@@ -425,7 +435,7 @@ export class Users {
     this.checkFailures([email, address]);
     const row = await this.findByEmail(email);
     const hash = await hashPassword(password);
-    if (row === undefined || !(await this.useCode("reset", email, code))) {
+    if (row === undefined || !(await this.useCode(["reset"], email, code))) {
       this.failures.fail([email, address]);
       throw invalidCode();
     }
@@ -507,9 +517,10 @@ export class Users {
     checkMayManage(caller);
     const invitation: Invitation = { role, by: caller.user?.email ?? caller.keyId };
     const code = this.codeFor("invite", email);
-    await this.records.store.commit({ puts: [], meta: [{ key: meta.invitation(email), value: invitation }, code.write] });
+    await this.records.store.commit({ puts: [], meta: [{ key: meta.invitation(email), value: invitation }, ...writesOf(code)] });
     await this.deliver("user.invited", email, code, role);
-    return { email, role, message: `${email} is invited; the invitation's code is on its way. They sign up with auth/register, then prove the email with this code or the one that sends.` };
+    const sent = code === null ? `no code was sent this time (${CODES_PER_MINUTE} a minute go to one email; invite again in a minute)` : "the invitation's code is on its way";
+    return { email, role, message: `${email} is invited; ${sent}. They sign up with auth/register, then prove the email with this code or the one that sends.` };
   }
 
   /** Every user, oldest first, with whether each is verified (GET /api/users, tabula-server users list). */
@@ -628,27 +639,51 @@ export class Users {
     }
   }
 
-  private codeFor(purpose: Purpose, email: string): { code: string; pending: PendingCode; write: MetaWrite } {
+  /**
+   * A new code for `email`, to commit (`write`, replacing its pending code of `purpose`) and then
+   * deliver; null beyond CODES_PER_MINUTE for the email: then nothing is sent, and the code sent
+   * last stays the one to enter (a code written and never sent would leave its person none).
+   */
+  private codeFor(purpose: Purpose, email: string): NewCode | null {
+    if (this.codesSent.retryAfterMs([email]) > 0) return null;
+    this.codesSent.fail([email]);
     const { code, pending } = newCode(Date.now());
     return { code, pending, write: { key: meta.code(purpose, email), value: pending } };
   }
 
-  /** Checks a code offered for `email`; a wrong one uses up a try, the right one is used up. */
-  private async useCode(purpose: Purpose, email: string, offered: unknown): Promise<boolean> {
-    const key = meta.code(purpose, email);
+  /**
+   * Checks a code offered for `email` against its pending codes of `purposes`, in turn: a wrong one
+   * uses up a try of each and counts once among the email's wrong codes of the day, the right one is
+   * used up and forgives them. Once the day's are spent, no code is checked at all.
+   */
+  private async useCode(purposes: readonly Purpose[], email: string, offered: unknown): Promise<boolean> {
     const store = this.records.store;
-    return store.exclusively(key, async () => {
-      const checked = checkCode((await store.meta(key)) as PendingCode | undefined, offered, Date.now());
-      if (checked.outcome === "none") return false;
-      await store.commit({ puts: [], meta: [{ key, value: checked.next }] });
-      return checked.outcome === "accepted";
+    // One lock for all of an email's codes and its count, taken alone: no nesting on a shared store's pool.
+    return store.exclusively(`users.codes.${email}`, async () => {
+      const now = Date.now();
+      const guesses = (await store.meta(meta.guesses(email))) as CodeGuesses | undefined;
+      if (isGuessingStopped(guesses, now)) return false;
+      const writes: MetaWrite[] = [];
+      let outcome: CodeCheck["outcome"] = "none";
+      for (const purpose of purposes) {
+        const key = meta.code(purpose, email);
+        const checked = checkCode((await store.meta(key)) as PendingCode | undefined, offered, now);
+        if (checked.outcome === "none") continue;
+        writes.push({ key, value: checked.next });
+        if (checked.outcome === "accepted" || checked.outcome === "wrong" || outcome === "none") outcome = checked.outcome;
+        if (outcome === "accepted") break;
+      }
+      // Only an offer that could have been right counts: one for an email with no code pending cannot.
+      if (outcome === "accepted" && guesses !== undefined) writes.push({ key: meta.guesses(email), value: null });
+      if (outcome === "wrong") writes.push({ key: meta.guesses(email), value: withWrongGuess(guesses, now) });
+      if (writes.length > 0) await store.commit({ puts: [], meta: writes });
+      return outcome === "accepted";
     });
   }
 
-  private async deliver(type: UserEventType, email: string, code: { code: string; pending: PendingCode }, role?: string): Promise<void> {
-    // Beyond a few codes a minute for one email, nothing more is sent: the answer stays the same.
-    if (this.codesSent.retryAfterMs([email]) > 0) return;
-    this.codesSent.fail([email]);
+  /** Sends a code codeFor made (null: none is sent, and the answer stays the same). */
+  private async deliver(type: UserEventType, email: string, code: NewCode | null, role?: string): Promise<void> {
+    if (code === null) return;
     const event: UserEvent = {
       type,
       email,
@@ -751,6 +786,10 @@ function passwordOf(value: unknown, member: string): string {
 function textOf(value: unknown, member: string): string {
   if (typeof value !== "string" || value.length > 1000) throw invalidField(member, "must be a string of at most 1,000 characters.");
   return value;
+}
+
+function writesOf(code: NewCode | null): MetaWrite[] {
+  return code === null ? [] : [code.write];
 }
 
 /** The reset token the SDK's resetPassword sends: the email and the code, so that a code's tries count for its email. */
