@@ -17,7 +17,8 @@ import { isPlainObject } from "../schema/load.ts";
 import { validateChanges } from "../schema/validate.ts";
 import type { MetaWrite, Put, Row } from "../store/store.ts";
 import { ConflictError, UniqueViolation } from "../store/store.ts";
-import { checkCode, isGuessingStopped, newCode, sha256Hex, withWrongGuess, WRONG_CODES_PER_DAY, type CodeCheck, type CodeGuesses, type PendingCode } from "./codes.ts";
+import { checkCode, newCode, sha256Hex, type CodeCheck, type PendingCode } from "./codes.ts";
+import { isGuessingStopped, withWrongGuess, type Guesses } from "./guess-budget.ts";
 import { FailureLimit } from "./failure-limit.ts";
 import { hashPassword, passwordProblem, verifyPassword } from "./passwords.ts";
 import { newSigningSecret, secretBytes, signToken, verifyToken, type TokenClaims } from "./tokens.ts";
@@ -88,8 +89,9 @@ const meta = {
   credentials: (id: string) => `users.credentials.${id}`,
   sessions: (id: string) => `users.sessions.${id}`,
   code: (purpose: Purpose, email: string) => `users.code.${purpose}.${email}`,
-  /** The wrong codes offered for an email today (codes.ts, CodeGuesses), whatever they were for. */
-  guesses: (email: string) => `users.code_guesses.${email}`,
+  /** The wrong codes offered for an email today (guess-budget.ts), whatever they were for; and its wrong passwords. */
+  codeGuesses: (email: string) => `users.code_guesses.${email}`,
+  passwordGuesses: (email: string) => `users.password_guesses.${email}`,
   invitation: (email: string) => `users.invitation.${email}`,
   /** Written (as nothing) by a request that sends nothing, to take as long as one that does. */
   nothing: "users.nothing",
@@ -97,6 +99,18 @@ const meta = {
 
 /** Sign-in failures allowed a minute per email and per client address, then 429. */
 const FAILURES_PER_MINUTE = 10;
+/**
+ * Wrong codes an email takes in a day, whatever they were for. A code has five tries, but asking for
+ * a new one after every five would let anyone guess ten a minute (the minute's limit) until one of
+ * the million fits: in about seventy days on average, then a password reset signs them in. With
+ * this, a year of guessing has one chance in 137.
+ */
+const WRONG_CODES_PER_DAY = 20;
+/**
+ * Wrong passwords an email takes in a day (no more than the 100 that NIST SP 800-63B allows): ten a
+ * minute would try 14,400 of the most common passwords a day. A password reset forgives them.
+ */
+const WRONG_PASSWORDS_PER_DAY = 100;
 /** Sign-ups, resends and reset requests a minute per client address, then 429: each costs a password hash or a commit. */
 const REQUESTS_PER_MINUTE = 30;
 /** Codes sent a minute per email (register, resend, reset request): beyond, nothing is sent, and the answer is the same. */
@@ -115,7 +129,8 @@ const EMAIL_RE = /^[^\s@]+@[^\s@]+$/;
 const SENT_IF_ANY = "If this email may receive one, a code is on its way; it is valid for 10 minutes.";
 
 /** The same refusal for an unknown email and a wrong password. */
-const invalidCredentials = () => new ApiError(401, "invalid_credentials", "The email or the password is wrong. Check both, or reset the password (auth/reset-password-request).");
+const invalidCredentials = () =>
+  new ApiError(401, "invalid_credentials", `The email or the password is wrong (or the email has had its ${WRONG_PASSWORDS_PER_DAY} wrong passwords of the day: a password reset lets it in again). Check both, or reset the password (auth/reset-password-request).`);
 const invalidCode = () =>
   new ApiError(400, "invalid_code", `The code is wrong, used or expired (a code is valid 10 minutes, for 5 tries; an email takes ${WRONG_CODES_PER_DAY} wrong codes a day, and then none until the day is out). Ask for a new one (auth/resend-otp, or auth/reset-password-request).`);
 const sessionEnded = (why: string) => new ApiError(401, "unauthorized", `${why} Sign in again (auth/login).`);
@@ -374,13 +389,11 @@ export class Users {
   async verifyOtp(body: unknown, address: string): Promise<{ access_token: string; user: UserView }> {
     const members = bodyOf(body, `{"email": "ada@example.com", "otp_code": "123456"}`);
     const email = emailOf(members.email);
-    this.checkFailures([email, address]);
-    const row = await this.findByEmail(email);
-    const accepted = row !== undefined && (await this.useCode(["verify", "invite"], email, members.otp_code));
-    if (!accepted) {
-      this.failures.fail([email, address]);
-      throw invalidCode();
-    }
+    const row = await this.guessing([email, address], async () => {
+      const found = await this.findByEmail(email);
+      if (found === undefined || !(await this.useCode(["verify", "invite"], email, members.otp_code))) throw invalidCode();
+      return found;
+    });
     // The code proves the email, not who chose the password a sign-up left (anyone may sign any email
     // up): it is kept only when the proof comes from the client address of the sign-up that chose
     // it, and no other sign-up chose another. Else the prover is signed in by this answer and sets a
@@ -395,16 +408,14 @@ export class Users {
   async login(body: unknown, address: string): Promise<{ access_token: string; user: UserView }> {
     const members = bodyOf(body, `{"email": "ada@example.com", "password": "…"}`);
     const email = emailOf(members.email);
-    if (typeof members.password !== "string") throw invalidField("password", "must be the user's password, a string.");
-    this.checkFailures([email, address]);
-    const row = await this.findByEmail(email);
-    const credentials = row === undefined ? undefined : await this.credentialsOf(row.id);
-    // An unknown email is checked against a dummy hash: the same time as a wrong password.
-    const isRight = await verifyPassword(members.password, credentials?.hash ?? undefined);
-    if (!isRight || row === undefined) {
-      this.failures.fail([email, address]);
-      throw invalidCredentials();
-    }
+    const password = members.password;
+    if (typeof password !== "string") throw invalidField("password", "must be the user's password, a string.");
+    const { row, credentials } = await this.guessing([email, address], async () => {
+      const found = await this.findByEmail(email);
+      const kept = found === undefined ? undefined : await this.credentialsOf(found.id);
+      if (!(await this.isPasswordOf(email, kept, password))) throw invalidCredentials();
+      return { row: found!, credentials: kept };
+    });
     if (row.data.disabled === true) throw new ApiError(403, "user_disabled", "This user is disabled: an admin may enable it again.");
     if (credentials?.verified !== true) {
       throw new ApiError(403, "email_not_verified", "This email is not verified yet: send the code it was sent to auth/verify-otp, or ask for a new one (auth/resend-otp).");
@@ -432,16 +443,17 @@ export class Users {
     const members = bodyOf(body, `{"reset_token": "<from the reset event>", "new_password": "…"}`);
     const password = passwordOf(members.new_password, "new_password");
     const { email, code } = members.reset_token !== undefined ? resetTokenParts(members.reset_token) : { email: emailOf(members.email), code: members.otp_code };
-    this.checkFailures([email, address]);
-    const row = await this.findByEmail(email);
-    const hash = await hashPassword(password);
-    if (row === undefined || !(await this.useCode(["reset"], email, code))) {
-      this.failures.fail([email, address]);
-      throw invalidCode();
-    }
+    const { row, hash } = await this.guessing([email, address], async () => {
+      const found = await this.findByEmail(email);
+      const newHash = await hashPassword(password);
+      if (found === undefined || !(await this.useCode(["reset"], email, code))) throw invalidCode();
+      return { row: found, hash: newHash };
+    });
+    // The wrong passwords of the day are forgiven: the way back for an owner someone kept out by guessing.
     await this.changeUser(row.id, () => [
       { key: meta.credentials(row.id), value: { hash, verified: true } satisfies Credentials },
       { key: meta.sessions(row.id), value: [] },
+      { key: meta.passwordGuesses(email), value: null },
     ]);
     return { email, message: "The password is changed and every session of this user has ended; sign in with the new password." };
   }
@@ -452,12 +464,12 @@ export class Users {
     if (members.user_id !== undefined && members.user_id !== user.id) throw forbidden("A user may change only its own password: user_id must be the signed-in user's id.");
     if (typeof members.current_password !== "string") throw invalidField("current_password", "must be the user's password now, a string.");
     const password = passwordOf(members.new_password, "new_password");
-    this.checkFailures([user.email]);
-    const credentials = await this.credentialsOf(user.id);
-    if (!(await verifyPassword(members.current_password, credentials?.hash ?? undefined))) {
-      this.failures.fail([user.email]);
-      throw new ApiError(401, "invalid_credentials", "current_password is not this user's password.");
-    }
+    const current = members.current_password;
+    await this.guessing([user.email], async () => {
+      if (!(await this.isPasswordOf(user.email, await this.credentialsOf(user.id), current))) {
+        throw new ApiError(401, "invalid_credentials", "current_password is not this user's password.");
+      }
+    });
     const hash = await hashPassword(password);
     await this.changeUser(user.id, (sessions) => [
       { key: meta.credentials(user.id), value: { hash, verified: true } satisfies Credentials },
@@ -661,8 +673,8 @@ export class Users {
     // One lock for all of an email's codes and its count, taken alone: no nesting on a shared store's pool.
     return store.exclusively(`users.codes.${email}`, async () => {
       const now = Date.now();
-      const guesses = (await store.meta(meta.guesses(email))) as CodeGuesses | undefined;
-      if (isGuessingStopped(guesses, now)) return false;
+      const guesses = (await store.meta(meta.codeGuesses(email))) as Guesses | undefined;
+      if (isGuessingStopped(guesses, now, WRONG_CODES_PER_DAY)) return false;
       const writes: MetaWrite[] = [];
       let outcome: CodeCheck["outcome"] = "none";
       for (const purpose of purposes) {
@@ -674,8 +686,8 @@ export class Users {
         if (outcome === "accepted") break;
       }
       // Only an offer that could have been right counts: one for an email with no code pending cannot.
-      if (outcome === "accepted" && guesses !== undefined) writes.push({ key: meta.guesses(email), value: null });
-      if (outcome === "wrong") writes.push({ key: meta.guesses(email), value: withWrongGuess(guesses, now) });
+      if (outcome === "accepted" && guesses !== undefined) writes.push({ key: meta.codeGuesses(email), value: null });
+      if (outcome === "wrong") writes.push({ key: meta.codeGuesses(email), value: withWrongGuess(guesses, now) });
       if (writes.length > 0) await store.commit({ puts: [], meta: writes });
       return outcome === "accepted";
     });
@@ -701,9 +713,48 @@ export class Users {
     if (!isSent) this.options.print(`${type} for ${email}: code ${code.code}${event.reset_token ? ` (reset_token ${event.reset_token})` : ""}, valid until ${event.expires_at}`);
   }
 
-  private checkFailures(keys: readonly string[]): void {
+  /**
+   * Runs a guess (a password or a code) for `keys` (the email, the client's address) within the
+   * minute's limit: 429 beyond it, counting guesses still running (a burst at once is no more than
+   * ten). A guess that ends in invalid_credentials or invalid_code counts as a failure.
+   */
+  private async guessing<T>(keys: readonly string[], guess: () => Promise<T>): Promise<T> {
     const wait = this.failures.retryAfterMs(keys);
     if (wait > 0) throw tooManyTries(wait);
+    this.failures.begin(keys);
+    let isFailed = false;
+    try {
+      return await guess();
+    } catch (error) {
+      isFailed = error instanceof ApiError && (error.code === "invalid_credentials" || error.code === "invalid_code");
+      throw error;
+    } finally {
+      this.failures.end(keys, isFailed);
+    }
+  }
+
+  /**
+   * Whether `password` is the one `credentials` keep for `email`, within the email's wrong passwords
+   * of the day: once they are spent, none is (the right one neither). An unknown email (no
+   * credentials) is checked against a dummy hash, and its count is written as nothing, under the
+   * same lock: the same time as a known one, so that no one learns which emails are known.
+   */
+  private async isPasswordOf(email: string, credentials: Credentials | undefined, password: string): Promise<boolean> {
+    const store = this.records.store;
+    const key = meta.passwordGuesses(email);
+    const canGuess = typeof credentials?.hash === "string";
+    const guesses = (await store.meta(key)) as Guesses | undefined;
+    const isStopped = isGuessingStopped(guesses, Date.now(), WRONG_PASSWORDS_PER_DAY);
+    const isRight = (await verifyPassword(password, credentials?.hash ?? undefined)) && canGuess && !isStopped;
+    if (isRight && guesses === undefined) return true;
+    await store.exclusively(`users.passwords.${email}`, async () => {
+      // Read again under the lock: guesses at once, here or in another process, each count.
+      const now = Date.now();
+      const counted = (await store.meta(key)) as Guesses | undefined;
+      const value = isRight ? null : canGuess && !isGuessingStopped(counted, now, WRONG_PASSWORDS_PER_DAY) ? withWrongGuess(counted, now) : counted;
+      await store.commit({ puts: [], meta: [canGuess && value !== undefined ? { key, value } : { key: meta.nothing, value: null }] });
+    });
+    return isRight;
   }
 
   private async findByEmail(email: string): Promise<Row | undefined> {

@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { checkCode, CODE_TRIES, CODE_TTL_MS, GUESS_WINDOW_MS, guessesCounted, isGuessingStopped, newCode, sha256Hex, withWrongGuess, WRONG_CODES_PER_DAY, type CodeGuesses, type PendingCode } from "../../src/users/codes.ts";
+import { checkCode, CODE_TRIES, CODE_TTL_MS, newCode, sha256Hex, type PendingCode } from "../../src/users/codes.ts";
 
 const NOW = 1_800_000_000_000;
 
@@ -82,21 +82,4 @@ test("a pending code survives a round trip through JSON", () => {
 
 test("sha256Hex is the hex SHA-256 of the text", () => {
   assert.equal(sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-});
-
-test("an email takes twenty wrong codes a day: then it is stopped until the day that began with the first is over", () => {
-  let guesses: CodeGuesses | null = null;
-  for (let i = 0; i < WRONG_CODES_PER_DAY; i++) {
-    assert.equal(isGuessingStopped(guesses, NOW + i * 60_000), false, `after ${i} wrong codes`);
-    guesses = withWrongGuess(guesses, NOW + i * 60_000);
-  }
-  assert.deepEqual(guesses, { since: NOW, wrong: WRONG_CODES_PER_DAY });
-  assert.equal(isGuessingStopped(guesses, NOW + GUESS_WINDOW_MS - 1), true);
-  // The day is counted from the first wrong code, not the last: then a new day begins.
-  assert.equal(isGuessingStopped(guesses, NOW + GUESS_WINDOW_MS), false);
-  assert.equal(guessesCounted(guesses, NOW + GUESS_WINDOW_MS), null);
-  assert.deepEqual(withWrongGuess(guesses, NOW + GUESS_WINDOW_MS + 5), { since: NOW + GUESS_WINDOW_MS + 5, wrong: 1 });
-  // Kept as JSON in the store, and read back from it.
-  assert.equal(isGuessingStopped(JSON.parse(JSON.stringify(guesses)), NOW + 1), true);
-  assert.equal(isGuessingStopped(undefined, NOW), false);
 });

@@ -63,13 +63,26 @@ test("the worst of several keys decides the wait, and a failure counts for each 
   assert.equal(limit.retryAfterMs([]), 0);
 });
 
-test("forget clears a key's failures", () => {
-  const limit = new FailureLimit(1, clockAt(0).now);
-  limit.fail(["ada@example.com"]);
-  assert.ok(limit.retryAfterMs(["ada@example.com"]) > 0);
-  limit.forget("ada@example.com");
+test("tries still running count as failures: a burst at once passes only as many as the minute allows", () => {
+  const clock = clockAt(0);
+  const limit = new FailureLimit(10, clock.now);
+  let begun = 0;
+  for (let i = 0; i < 60; i++) {
+    if (limit.retryAfterMs(["ada@example.com", `10.0.0.${i}`]) > 0) continue;
+    limit.begin(["ada@example.com", `10.0.0.${i}`]);
+    begun++;
+  }
+  assert.equal(begun, 10);
+  assert.equal(limit.retryAfterMs(["ada@example.com"]), 1000, "a running try ends soon: wait a second");
+  // Nine fail and one succeeds: the one that succeeded frees its place; the nine count for the minute.
+  for (let i = 0; i < 9; i++) limit.end(["ada@example.com", `10.0.0.${i}`], true);
+  limit.end(["ada@example.com", "10.0.0.9"], false);
   assert.equal(limit.retryAfterMs(["ada@example.com"]), 0);
-  limit.forget("never-seen");
+  limit.begin(["ada@example.com"]);
+  assert.equal(limit.retryAfterMs(["ada@example.com"]), 1000);
+  limit.end(["ada@example.com"], true);
+  assert.equal(limit.retryAfterMs(["ada@example.com"]), 60_000);
+  assert.equal(limit.retryAfterMs(["10.0.0.9"]), 0, "an address whose try succeeded owes nothing");
 });
 
 test("past maxKeys, the least recently failed key is forgotten", () => {

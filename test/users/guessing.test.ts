@@ -1,8 +1,10 @@
-// Guessing codes (docs/users.md, "Codes"), through HTTP on a data folder: a code takes five tries
-// and the sign-in limit ten a minute, but asking for new codes again and again would give a guesser
-// ten tries a minute for as long as it likes. An email takes twenty wrong codes a day, kept in the
-// store, so that neither a restart nor another process sharing the store gives more; and asking
-// for codes beyond the few a minute that are sent leaves the code last sent valid.
+// Guessing codes and passwords (docs/users.md, "Codes" and "Passwords"), through HTTP on a data
+// folder. A code takes five tries and the minute's limit ten guesses an email, but asking for new
+// codes again and again would give a guesser ten tries a minute for as long as it likes, and a
+// password ten a minute is 14,400 of the commonest a day. An email takes 20 wrong codes and 100
+// wrong passwords a day, kept in the store, so that neither a restart nor another process sharing
+// it gives more; a burst of guesses at once is held to the minute's ten; and asking for codes beyond
+// the few a minute that are sent leaves the code last sent valid.
 
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
@@ -21,6 +23,8 @@ const printed: string[] = [];
 function start(): Promise<TabulaServer> {
   return createServer({ schema: { Task: TASK }, data: dataDir, port: 0, secretKey: SECRET, publishableKey: PUBLISHABLE, trustProxy: true, printCode: (line) => printed.push(line), log: "off" });
 }
+
+const PASSWORD = "correct horse battery";
 
 async function post(server: TabulaServer, path: string, body: unknown, address: string): Promise<{ status: number; body: any }> {
   const response = await fetch(`${server.url}/api/auth/${path}`, { method: "POST", headers: { "Content-Type": "application/json", "X-Forwarded-For": address }, body: JSON.stringify(body) });
@@ -135,6 +139,76 @@ test("a right code ends the count: the wrong ones before it are forgiven", async
     assert.equal((await post(server, "reset-password-request", { email }, "10.7.2.1")).status, 200);
     const reset = await post(server, "reset-password", { email, otp_code: lastCodeFor(email), new_password: "another horse battery" }, "10.7.2.1");
     assert.equal(reset.status, 200, JSON.stringify(reset.body));
+  } finally {
+    await server.close();
+  }
+});
+
+/** Signs `email` up and proves it, from `address`. */
+async function signedUp(server: TabulaServer, email: string, address: string): Promise<void> {
+  assert.equal((await post(server, "register", { email, password: PASSWORD }, address)).status, 200);
+  const proven = await post(server, "verify-otp", { email, otp_code: lastCodeFor(email) }, address);
+  assert.equal(proven.status, 200, JSON.stringify(proven.body));
+}
+
+test("sixty wrong passwords at once for one email are ten guesses: the rest wait (429)", async () => {
+  const server = await start();
+  try {
+    await signedUp(server, "burst@example.com", "10.6.0.1");
+    const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => post(server, "login", { email: "burst@example.com", password: `wrong guess ${i}` }, `10.6.1.${i}`)));
+    const statuses = answers.map((answer) => answer.status).sort();
+    assert.equal(statuses.filter((status) => status === 401).length, 10, `answered ${JSON.stringify(statuses)}`);
+    assert.equal(statuses.filter((status) => status === 429).length, 50);
+  } finally {
+    await server.close();
+  }
+});
+
+test("an email takes 100 wrong passwords a day, across restarts: then the right one is refused as wrong, until a password reset", async () => {
+  const email = "guessed@example.com";
+  let server = await start();
+  await signedUp(server, email, "10.5.0.1");
+  await signedUp(server, "neighbour@example.com", "10.5.0.2");
+  // Ten a minute in a process: a restart starts the minute over, not the day.
+  for (let round = 0; round < 10; round++) {
+    for (let i = 0; i < 10; i++) {
+      const answer = await post(server, "login", { email, password: `guess ${round}.${i}` }, `10.5.${round + 1}.${i}`);
+      assert.equal(answer.status, 401, JSON.stringify(answer.body));
+    }
+    await server.close();
+    server = await start();
+  }
+  try {
+    const refused = await post(server, "login", { email, password: PASSWORD }, "10.5.0.1");
+    assert.equal(refused.status, 401);
+    assert.equal(refused.body.error.code, "invalid_credentials");
+    assert.match(refused.body.error.message, /100 wrong passwords/);
+    // Answered as an unknown email is: the limit tells no one who signed up.
+    assert.deepEqual(await post(server, "login", { email: "stranger@example.com", password: PASSWORD }, "10.5.0.3"), refused);
+    // Another email is its own.
+    assert.equal((await post(server, "login", { email: "neighbour@example.com", password: PASSWORD }, "10.5.0.2")).status, 200);
+    // The owner resets the password with the code its email receives, and is let in again.
+    assert.equal((await post(server, "reset-password-request", { email }, "10.5.0.1")).status, 200);
+    const reset = await post(server, "reset-password", { email, otp_code: lastCodeFor(email), new_password: "a brand new battery" }, "10.5.0.1");
+    assert.equal(reset.status, 200, JSON.stringify(reset.body));
+    const login = await post(server, "login", { email, password: "a brand new battery" }, "10.5.0.1");
+    assert.equal(login.status, 200, JSON.stringify(login.body));
+  } finally {
+    await server.close();
+  }
+});
+
+test("a right password forgives the wrong ones before it", async () => {
+  const email = "forgetful@example.com";
+  let server = await start();
+  try {
+    await signedUp(server, email, "10.4.0.1");
+    for (let round = 0; round < 12; round++) {
+      for (let i = 0; i < 9; i++) assert.equal((await post(server, "login", { email, password: `guess ${round}.${i}` }, `10.4.${round + 1}.${i}`)).status, 401);
+      assert.equal((await post(server, "login", { email, password: PASSWORD }, "10.4.0.1")).status, 200, `round ${round}: 108 wrong in all, but never 100 since a right one`);
+      await server.close();
+      server = await start();
+    }
   } finally {
     await server.close();
   }
