@@ -391,7 +391,7 @@ export class Users {
     const email = emailOf(members.email);
     const row = await this.guessing([email, address], async () => {
       const found = await this.findByEmail(email);
-      if (found === undefined || !(await this.useCode(["verify", "invite"], email, members.otp_code))) throw invalidCode();
+      if (!(await this.useCode(["verify", "invite"], email, found !== undefined, members.otp_code)) || found === undefined) throw invalidCode();
       return found;
     });
     // The code proves the email, not who chose the password a sign-up left (anyone may sign any email
@@ -446,7 +446,7 @@ export class Users {
     const { row, hash } = await this.guessing([email, address], async () => {
       const found = await this.findByEmail(email);
       const newHash = await hashPassword(password);
-      if (found === undefined || !(await this.useCode(["reset"], email, code))) throw invalidCode();
+      if (!(await this.useCode(["reset"], email, found !== undefined, code)) || found === undefined) throw invalidCode();
       return { row: found, hash: newHash };
     });
     // The wrong passwords of the day are forgiven: the way back for an owner someone kept out by guessing.
@@ -666,15 +666,21 @@ export class Users {
   /**
    * Checks a code offered for `email` against its pending codes of `purposes`, in turn: a wrong one
    * uses up a try of each and counts once among the email's wrong codes of the day, the right one is
-   * used up and forgives them. Once the day's are spent, no code is checked at all.
+   * used up and forgives them. Once the day's are spent, no code is checked at all. An email no user
+   * has (`isKnown` false) is refused in the same time (one lock, one commit), so that no one learns
+   * which emails have codes pending.
    */
-  private async useCode(purposes: readonly Purpose[], email: string, offered: unknown): Promise<boolean> {
+  private async useCode(purposes: readonly Purpose[], email: string, isKnown: boolean, offered: unknown): Promise<boolean> {
     const store = this.records.store;
+    const nothing: MetaWrite[] = [{ key: meta.nothing, value: null }];
     // One lock for all of an email's codes and its count, taken alone: no nesting on a shared store's pool.
     return store.exclusively(`users.codes.${email}`, async () => {
       const now = Date.now();
       const guesses = (await store.meta(meta.codeGuesses(email))) as Guesses | undefined;
-      if (isGuessingStopped(guesses, now, WRONG_CODES_PER_DAY)) return false;
+      if (!isKnown || isGuessingStopped(guesses, now, WRONG_CODES_PER_DAY)) {
+        await store.commit({ puts: [], meta: nothing });
+        return false;
+      }
       const writes: MetaWrite[] = [];
       let outcome: CodeCheck["outcome"] = "none";
       for (const purpose of purposes) {
@@ -688,7 +694,7 @@ export class Users {
       // Only an offer that could have been right counts: one for an email with no code pending cannot.
       if (outcome === "accepted" && guesses !== undefined) writes.push({ key: meta.codeGuesses(email), value: null });
       if (outcome === "wrong") writes.push({ key: meta.codeGuesses(email), value: withWrongGuess(guesses, now) });
-      if (writes.length > 0) await store.commit({ puts: [], meta: writes });
+      await store.commit({ puts: [], meta: writes.length > 0 ? writes : nothing });
       return outcome === "accepted";
     });
   }
