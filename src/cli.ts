@@ -69,6 +69,7 @@ Usage: npx tabula-server [serve] [options]   serve the entities of --schema
   --max-record-size SIZE   largest record, as JSON; a write making a bigger one     [TABULA_MAX_RECORD_SIZE, default 1mb]
                            gets 413 (docs/entities.md)
   --max-file-size SIZE     largest uploaded file (docs/api.md#files); over it 413  [TABULA_MAX_FILE_SIZE, default 50mb]
+  --max-files-total SIZE   all uploaded files together; past it 507  [TABULA_MAX_FILES_TOTAL, default 10gb]
   --max-memory SIZE        memory the server may use: near it (85%), heavy          [TABULA_MAX_MEMORY, default the cgroup's
                            requests (bulk writes, aggregates, exports...) get 503   limit, else the machine's memory]
                            server_busy; with kb, mb or gb (docs/operating.md)
@@ -145,7 +146,7 @@ const STOP_DEADLINE_MS = 1800;
 
 class UsageError extends Error {}
 
-const VALUE_FLAGS = ["schema", "migrations", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "max-memory", "idempotency-memory", "cors", "app-id", "rate-limit", "changes-keep", "max-streams", "max-connections", "max-connections-per-client", "max-groups", "max-array-items", "max-object-keys", "max-record-size", "max-file-size", "log", "pid-file", "webhook-retry-scale", "signup", "session-days", "auth-secret", "app-dir"] as const;
+const VALUE_FLAGS = ["schema", "migrations", "store", "pg-schema", "data", "port", "host", "secret-key", "publishable-key", "seed", "max-body", "max-memory", "idempotency-memory", "cors", "app-id", "rate-limit", "changes-keep", "max-streams", "max-connections", "max-connections-per-client", "max-groups", "max-array-items", "max-object-keys", "max-record-size", "max-file-size", "max-files-total", "log", "pid-file", "webhook-retry-scale", "signup", "session-days", "auth-secret", "app-dir"] as const;
 type ValueFlag = (typeof VALUE_FLAGS)[number];
 
 const SWITCHES = ["memory", "demo", "trust-proxy", "no-ui", "anonymous", "webhooks-allow-private", "help", "version"] as const;
@@ -325,6 +326,7 @@ function toOptions(parsed: Parsed, env: NodeJS.ProcessEnv, project: Base44Projec
     ...sizeOf("maxMemoryBytes", values["max-memory"], env.TABULA_MAX_MEMORY, ["--max-memory", "TABULA_MAX_MEMORY"]),
     ...sizeOf("maxRecordBytes", values["max-record-size"], env.TABULA_MAX_RECORD_SIZE, ["--max-record-size", "TABULA_MAX_RECORD_SIZE"]),
     ...sizeOf("maxFileBytes", values["max-file-size"], env.TABULA_MAX_FILE_SIZE, ["--max-file-size", "TABULA_MAX_FILE_SIZE"]),
+    ...sizeOf("maxFilesTotalBytes", values["max-files-total"], env.TABULA_MAX_FILES_TOTAL, ["--max-files-total", "TABULA_MAX_FILES_TOTAL"]),
     ...sizeOf("idempotencyMemoryBytes", values["idempotency-memory"], env.TABULA_IDEMPOTENCY_MEMORY, ["--idempotency-memory", "TABULA_IDEMPOTENCY_MEMORY"]),
     cors: values.cors ?? env.TABULA_CORS ?? "*",
     appId: values["app-id"] ?? env.TABULA_APP_ID ?? project?.appId,

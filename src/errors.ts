@@ -324,6 +324,9 @@ export const fileTooLarge = (maxBytes: number) =>
 export const memoryFilesFull = (maxBytes: number) =>
   new ApiError(507, "insufficient_storage", `A server in memory keeps at most ${maxBytes} bytes of files (four times --max-file-size), and this file would pass it: it was not stored. Delete files (DELETE /api/files/<id>, with a secret key), or serve from a data folder, then retry.`, { maxBytes });
 
+export const filesFull = (maxBytes: number) =>
+  new ApiError(507, "insufficient_storage", `Uploaded files take at most ${maxBytes} bytes in all (--max-files-total), and this file would pass it: it was not stored. Delete files (DELETE /api/files/<id>, with a secret key), or start the server with a larger --max-files-total, then retry.`, { maxBytes });
+
 export const fileNotFound = (id: string) =>
   new ApiError(404, "file_not_found", `No file has the id "${id}" (it may have been deleted). GET /api/files lists the files, with a secret key.`, { id });
 

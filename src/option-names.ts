@@ -16,6 +16,7 @@ const FLAGS = {
   maxObjectKeys: "--max-object-keys",
   maxRecordBytes: "--max-record-size",
   maxFileBytes: "--max-file-size",
+  maxFilesTotalBytes: "--max-files-total",
   log: "--log",
   pgSchema: "--pg-schema",
   store: "--store",

@@ -151,6 +151,8 @@ export interface StartOptions {
   readonly maxRecordBytes?: number;
   /** The largest uploaded file, in bytes (docs/api.md, "Files"): one over it is refused 413. Default 50 MiB. */
   readonly maxFileBytes?: number;
+  /** All uploaded files together, in bytes: an upload that would pass it is refused 507. Default 10 GiB (in memory, also at most four times maxFileBytes). */
+  readonly maxFilesTotalBytes?: number;
   /** Unsent bytes after which a stream is closed with event: overflow (a realtime socket with close 1008). Default 1 MiB. */
   readonly streamBufferBytes?: number;
   /** How often a stream gets a keep-alive comment, and a realtime socket a ping, in ms. Default 15,000. */

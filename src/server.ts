@@ -53,7 +53,7 @@ import { DEFAULT_SESSION_DAYS, SIGNUPS, Users, type Signup } from "./users/users
 import { USER_EVENT_TYPES, type UserEventType } from "./views.ts";
 import { addUserRoutes } from "./http/users-routes.ts";
 import { addFileRoutes } from "./http/file-routes.ts";
-import { DEFAULT_MAX_FILE_BYTES, Files } from "./files/files.ts";
+import { DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES_TOTAL_BYTES, Files } from "./files/files.ts";
 import { FileSigning } from "./files/file-signing.ts";
 import type { FileStorage } from "./store/file-storage.ts";
 
@@ -227,7 +227,8 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
     addAnalyticsRoute(router, sdk);
     const maxFileBytes = checkCount(`The largest file (${settingName("maxFileBytes")}), in bytes,`, options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES, 1);
     fileStorage = await opened.openFiles(maxFileBytes);
-    const files = new Files(fileStorage, new FileSigning(store), maxFileBytes);
+    const maxFilesTotalBytes = checkCount(`All uploaded files together (${settingName("maxFilesTotalBytes")}), in bytes,`, options.maxFilesTotalBytes ?? DEFAULT_MAX_FILES_TOTAL_BYTES, 1);
+    const files = new Files(fileStorage, new FileSigning(store), maxFileBytes, maxFilesTotalBytes);
     addFileRoutes(router, files, { sdk });
     // The Host check is App's, so that its refusal is JSON like every other.
     const ready = new App({

@@ -47,7 +47,7 @@ export function filePaths({ errors, jsonContent, tag, sdkTag }: Helpers): Json {
         tags: [tag],
         operationId: "uploadFile",
         summary: "Upload a file (any key or signed-in user)",
-        description: "The file in the form field `file`, or as the raw body with its Content-Type and `?name=`. Kept durably before the answer; at most `--max-file-size` (50 MiB).",
+        description: "The file in the form field `file`, or as the raw body with its Content-Type and `?name=`. Kept durably before the answer; at most `--max-file-size` (50 MiB), and all files together at most `--max-files-total` (10 GiB).",
         parameters: [
           { name: "private", in: "query", schema: { type: "boolean", default: false }, description: "Readable only by a signed URL." },
           { name: "name", in: "query", schema: { type: "string" }, description: "A raw body's file name." },

@@ -42,6 +42,8 @@ export interface FileStorage {
   /** The bytes from `start` to `end` inclusive, read a piece at a time. */
   read(info: FileInfo, start: number, end: number): Readable;
   list(offset: number, limit: number): Promise<FilePage>;
+  /** The bytes of every file kept (not of uploads under way). */
+  usedBytes(): Promise<number>;
   /** False when no file has that id. */
   delete(id: string): Promise<boolean>;
   close(): Promise<void>;

@@ -1,4 +1,5 @@
-// --max-groups, --max-array-items, --max-object-keys and --max-record-size (docs/operating.md), spawned as users run
+// --max-groups, --max-array-items, --max-object-keys, --max-record-size, --max-file-size and
+// --max-files-total (docs/operating.md), spawned as users run
 // the command: in --help, bad values exiting 1 before listening with a message naming the flag or
 // variable, and the limits given reaching the requests (and the variables too).
 
@@ -54,6 +55,8 @@ describe("the limit flags", { concurrency: 4 }, () => {
     assert.match(output, /--max-array-items N .*\[TABULA_MAX_ARRAY_ITEMS, default 10000\]/);
     assert.match(output, /--max-object-keys N .*\[TABULA_MAX_OBJECT_KEYS, default 1000\]/);
     assert.match(output, /--max-record-size SIZE .*\[TABULA_MAX_RECORD_SIZE, default 1mb\]/);
+    assert.match(output, /--max-file-size SIZE .*\[TABULA_MAX_FILE_SIZE, default 50mb\]/);
+    assert.match(output, /--max-files-total SIZE .*\[TABULA_MAX_FILES_TOTAL, default 10gb\]/);
   });
 
   // [args, env, what the message must say]
@@ -67,6 +70,8 @@ describe("the limit flags", { concurrency: 4 }, () => {
     [[], { TABULA_MAX_OBJECT_KEYS: "0" }, /TABULA_MAX_OBJECT_KEYS must be a whole number of keys, at least 1/],
     [["--max-record-size", "big"], {}, /--max-record-size must be a size such as 1048576, 512kb, 10mb or 2gb \(got "big"\)/],
     [[], { TABULA_MAX_RECORD_SIZE: "0" }, /TABULA_MAX_RECORD_SIZE must be a size/],
+    [["--max-files-total", "plenty"], {}, /--max-files-total must be a size such as 1048576, 512kb, 10mb or 2gb \(got "plenty"\)/],
+    [[], { TABULA_MAX_FILES_TOTAL: "0" }, /TABULA_MAX_FILES_TOTAL must be a size/],
   ];
   for (const [args, env, said] of bad) {
     test(`${[...args, ...Object.entries(env).map(([name, value]) => `${name}=${value}`)].join(" ")} exits 1 before listening, naming the fault`, async () => {
@@ -78,8 +83,8 @@ describe("the limit flags", { concurrency: 4 }, () => {
   }
 
   for (const [how, args, env] of [
-    ["flags", ["--max-groups", "2", "--max-array-items", "3", "--max-object-keys", "2", "--max-record-size", "1kb"], {}],
-    ["variables", [], { TABULA_MAX_GROUPS: "2", TABULA_MAX_ARRAY_ITEMS: "3", TABULA_MAX_OBJECT_KEYS: "2", TABULA_MAX_RECORD_SIZE: "1kb" }],
+    ["flags", ["--max-groups", "2", "--max-array-items", "3", "--max-object-keys", "2", "--max-record-size", "1kb", "--max-file-size", "1kb", "--max-files-total", "1kb"], {}],
+    ["variables", [], { TABULA_MAX_GROUPS: "2", TABULA_MAX_ARRAY_ITEMS: "3", TABULA_MAX_OBJECT_KEYS: "2", TABULA_MAX_RECORD_SIZE: "1kb", TABULA_MAX_FILE_SIZE: "1kb", TABULA_MAX_FILES_TOTAL: "1kb" }],
   ] as const) {
     test(`the limits given as ${how} hold requests to them, naming the flag`, async () => {
       const server = await startSpawnedServer(CLI, ["--schema", schemaDir, "--memory", "--port", "0", "--secret-key", SECRET, ...args], START_TIMEOUT_MS, { env: childEnv(env) });
@@ -102,6 +107,16 @@ describe("the limit flags", { concurrency: 4 }, () => {
         assert.match(groups.body.error.message, /--max-groups/);
         const long = await call(server, "POST", "/api/entities/Task", { title: "x".repeat(1024) });
         assert.deepEqual([long.status, long.body.error.code, long.body.error.details.maxRecordBytes], [413, "payload_too_large", 1024]);
+        const upload = async (bytes: number) => {
+          const response = await fetch(`${server.url}/api/files?name=f.bin`, { method: "POST", headers: { "X-Api-Key": SECRET, "Content-Type": "application/octet-stream" }, body: new Uint8Array(bytes) });
+          return { status: response.status, body: (await response.json()) as any };
+        };
+        const tooBig = await upload(1025);
+        assert.deepEqual([tooBig.status, tooBig.body.error.details.maxBytes], [413, 1024]);
+        assert.equal((await upload(600)).status, 201);
+        const full = await upload(600);
+        assert.deepEqual([full.status, full.body.error.code, full.body.error.details.maxBytes], [507, "insufficient_storage", 1024]);
+        assert.match(full.body.error.message, /--max-files-total/);
       } finally {
         server.child.kill("SIGTERM");
         await server.exited;

@@ -145,6 +145,32 @@ test("in memory, files take at most four times --max-file-size in all: past it 5
   }
 });
 
+test("files take at most --max-files-total in all, on every store: past it 507 and nothing kept, a full store refuses before reading, a delete makes room", async () => {
+  const own = await startTestServer({ maxFileBytes: 64 * 1024, maxFilesTotalBytes: 150 * 1024 });
+  try {
+    const send = (seed: number, length = 60 * 1024) => fetch(`${own.url}/api/files?name=f${seed}.bin`, { method: "POST", headers: { "X-Api-Key": PUBLISHABLE, "Content-Type": "application/octet-stream" }, body: bytesOf(length, seed) });
+    const first = await jsonOf(await send(1));
+    assert.equal((await send(2)).status, 201);
+    // 120 KiB kept: a third of 60 KiB would make 180.
+    const over = await send(3);
+    assert.equal(over.status, 507);
+    const { error } = (await over.json()) as any;
+    assert.equal(error.code, "insufficient_storage");
+    assert.equal(error.details.maxBytes, 150 * 1024);
+    assert.match(error.message, /at most 153600 bytes in all \(--max-files-total\).*DELETE \/api\/files/);
+    assert.equal((await own.call("GET", "/api/files")).headers.get("x-total-count"), "2", "nothing of the refused upload is kept");
+    // What still fits is taken: 30 KiB makes 150.
+    assert.equal((await send(4, 30 * 1024)).status, 201);
+    const full = await send(5, 1);
+    assert.equal(full.status, 507, "a full store refuses even a byte");
+    assert.equal((await own.call("DELETE", `/api/files/${first.id}`)).status, 200);
+    assert.equal((await send(6)).status, 201, "the deleted file's room is free again");
+    assert.equal((await own.call("GET", "/api/files")).headers.get("x-total-count"), "3");
+  } finally {
+    await own.close();
+  }
+});
+
 describe("native uploads and reads", () => {
   test("POST /api/files answers 201 with the description; a raw body takes ?name= and its Content-Type", async () => {
     const bytes = bytesOf(1234);

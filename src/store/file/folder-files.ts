@@ -106,6 +106,12 @@ export class FolderFiles implements FileStorage {
     return createReadStream(join(this.folder, info.id), { start, end, highWaterMark: READ_CHUNK_BYTES });
   }
 
+  async usedBytes(): Promise<number> {
+    let bytes = 0;
+    for (const info of this.files.values()) bytes += info.size;
+    return bytes;
+  }
+
   async list(offset: number, limit: number): Promise<FilePage> {
     const all = [...this.files.values()].sort(compareFiles);
     return { files: all.slice(offset, offset + limit), total: all.length };

@@ -51,6 +51,12 @@ export class MemoryFiles implements FileStorage {
     return Readable.from(slices(pieces, start, end), { objectMode: false });
   }
 
+  async usedBytes(): Promise<number> {
+    let bytes = 0;
+    for (const kept of this.files.values()) bytes += kept.info.size;
+    return bytes;
+  }
+
   async list(offset: number, limit: number): Promise<FilePage> {
     const all = [...this.files.values()].map((kept) => kept.info).sort(compareFiles);
     return { files: all.slice(offset, offset + limit), total: all.length };

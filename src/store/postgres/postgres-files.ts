@@ -151,6 +151,11 @@ export class PostgresFiles implements FileStorage {
     }
   }
 
+  async usedBytes(): Promise<number> {
+    const rows = await this.reaching(this.reads.unsafe(`SELECT COALESCE(sum(size), 0) AS bytes FROM ${this.files}`));
+    return Number(rows[0]!.bytes);
+  }
+
   async list(offset: number, limit: number): Promise<FilePage> {
     const rows = await this.reaching(this.reads.unsafe(`SELECT ${COLUMNS}, count(*) OVER () AS total FROM ${this.files} ORDER BY created_date, id LIMIT $1 OFFSET $2`, [limit, offset]));
     const total = rows.length > 0 ? Number(rows[0]!.total) : Number((await this.reaching(this.reads.unsafe(`SELECT count(*) AS total FROM ${this.files}`)))[0]!.total);
