@@ -10,7 +10,8 @@ import type { FilterNode } from "../query/filter-tree.ts";
 import { compileFilter, isStructurallyEqual, type Predicate } from "../query/predicate.ts";
 import type { EntityDef } from "../schema/fields.ts";
 import type { Row } from "../rows/row.ts";
-import { FULL_ACCESS, rulesOf, substitute, type RuleNode, type UserRule } from "./rule-tree.ts";
+import { FULL_ACCESS, rulesOf, substitute, templatePathOf, type RuleNode, type UserRule } from "./rule-tree.ts";
+import { isPlainObject } from "../schema/load.ts";
 
 export type RecordOperation = "create" | "read" | "update" | "delete";
 
@@ -217,6 +218,10 @@ class Binder {
   private field(field: string, operand: unknown): Bound {
     const bound = substitute(operand, (path) => this.userValue(path));
     if (bound === undefined) return UNKNOWN;
+    // A user's value is a value, never operators: an object standing for the whole operand
+    // ({"team": "{{user.data.prefs}}"}) meets no record, as an object there never did. A user who may
+    // edit its own record could otherwise set prefs to {"$ne": null} and meet the rule on every record.
+    if (typeof operand === "string" && templatePathOf(operand) !== undefined && isPlainObject(bound)) return UNKNOWN;
     try {
       const node = parseFilter(this.entity, { [field]: bound }, FULL_ACCESS);
       return node === null ? TRUE : { value: node, isUnknown: false };
