@@ -54,7 +54,7 @@ test("codes asked for beyond the few a minute that are sent leave the code last 
   const server = await start();
   try {
     const email = "quick@example.com";
-    assert.equal((await post(server, "register", { email, password: "correct horse battery" }, "10.8.0.1")).status, 200);
+    assert.equal((await post(server, "register", { email, password: PASSWORD }, "10.8.0.1")).status, 200);
     assert.equal((await post(server, "resend-otp", { email }, "10.8.0.2")).status, 200);
     assert.equal((await post(server, "resend-otp", { email }, "10.8.0.3")).status, 200);
     assert.equal(codesPrinted(email), 3, "three codes a minute are sent");
@@ -74,8 +74,8 @@ test("an email takes twenty wrong codes a day, across restarts; then even its ri
   const victim = "victim@example.com";
   const bystander = "bystander@example.com";
   let server = await start();
-  assert.equal((await post(server, "register", { email: victim, password: "correct horse battery" }, "10.9.100.1")).status, 200);
-  assert.equal((await post(server, "register", { email: bystander, password: "correct horse battery" }, "10.9.100.2")).status, 200);
+  assert.equal((await post(server, "register", { email: victim, password: PASSWORD }, "10.9.100.1")).status, 200);
+  assert.equal((await post(server, "register", { email: bystander, password: PASSWORD }, "10.9.100.2")).status, 200);
   // Each restart ends the minute's limits, which live in the process: what is kept in the store stays.
   for (let round = 0; round < 4; round++) {
     if (round > 0 && round % 2 === 0) {
@@ -114,7 +114,7 @@ test("a right code ends the count: the wrong ones before it are forgiven", async
   const email = "typo@example.com";
   let server = await start();
   try {
-    assert.equal((await post(server, "register", { email, password: "correct horse battery" }, "10.7.0.1")).status, 200);
+    assert.equal((await post(server, "register", { email, password: PASSWORD }, "10.7.0.1")).status, 200);
     await fiveWrong(server, email, 50);
     assert.equal((await post(server, "resend-otp", { email }, "10.7.0.2")).status, 200);
     await fiveWrong(server, email, 51);

@@ -30,6 +30,8 @@ const RESERVE_CHECK_BYTES = 8 * 1024 * 1024;
 export class FolderFiles implements FileStorage {
   /** Whether files/ is known to exist: it is made at the first upload, so a folder that never had one has none. */
   private isMade: boolean;
+  /** The bytes of the files described, kept as they change: every upload asks (usedBytes). */
+  private keptBytes = 0;
 
   private constructor(
     private readonly dataDir: string,
@@ -38,6 +40,7 @@ export class FolderFiles implements FileStorage {
     isMade: boolean,
   ) {
     this.isMade = isMade;
+    for (const info of files.values()) this.keptBytes += info.size;
   }
 
   /** Reads `<dataDir>/files` when there is one, and clears what a crash left (see the top). */
@@ -82,6 +85,7 @@ export class FolderFiles implements FileStorage {
         await syncDirectory(this.folder);
         await replaceFileWith(join(this.folder, id + DESCRIPTION_SUFFIX), JSON.stringify(info), DATA_FILE_MODE);
         this.files.set(id, info);
+        this.keptBytes += info.size;
       },
       // Also after a commit that failed midway: its bytes may have been renamed already (never described).
       discard: async () => {
@@ -107,9 +111,7 @@ export class FolderFiles implements FileStorage {
   }
 
   async usedBytes(): Promise<number> {
-    let bytes = 0;
-    for (const info of this.files.values()) bytes += info.size;
-    return bytes;
+    return this.keptBytes;
   }
 
   async list(offset: number, limit: number): Promise<FilePage> {
@@ -119,7 +121,10 @@ export class FolderFiles implements FileStorage {
 
   /** The description first: a crash between the two leaves bytes that start-up removes. */
   async delete(id: string): Promise<boolean> {
-    if (!this.files.delete(id)) return false;
+    const info = this.files.get(id);
+    if (info === undefined) return false;
+    this.files.delete(id);
+    this.keptBytes -= info.size;
     await rm(join(this.folder, id + DESCRIPTION_SUFFIX), { force: true });
     await syncDirectory(this.folder);
     await rm(join(this.folder, id), { force: true });

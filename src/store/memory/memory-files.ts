@@ -19,6 +19,8 @@ export class MemoryFiles implements FileStorage {
   private readonly files = new Map<string, Kept>();
   /** Bytes held by files kept and by uploads under way. */
   private heldBytes = 0;
+  /** Bytes of the files kept alone: every upload asks (usedBytes). */
+  private keptBytes = 0;
 
   constructor(private readonly maxTotalBytes: number) {}
 
@@ -33,7 +35,10 @@ export class MemoryFiles implements FileStorage {
         // A copy: the piece may be a view of a buffer its reader reuses.
         pieces.push(Buffer.from(piece));
       },
-      commit: async (info) => void this.files.set(info.id, { info, pieces }),
+      commit: async (info) => {
+        this.files.set(info.id, { info, pieces });
+        this.keptBytes += info.size;
+      },
       discard: async () => {
         pieces.length = 0;
         this.heldBytes -= bytes;
@@ -52,9 +57,7 @@ export class MemoryFiles implements FileStorage {
   }
 
   async usedBytes(): Promise<number> {
-    let bytes = 0;
-    for (const kept of this.files.values()) bytes += kept.info.size;
-    return bytes;
+    return this.keptBytes;
   }
 
   async list(offset: number, limit: number): Promise<FilePage> {
@@ -67,6 +70,7 @@ export class MemoryFiles implements FileStorage {
     if (kept === undefined) return false;
     this.files.delete(id);
     this.heldBytes -= kept.info.size;
+    this.keptBytes -= kept.info.size;
     return true;
   }
 
