@@ -39,7 +39,7 @@ const storeArgs = values.store === "file" ? ["--data", join(dir, "data")] : ["--
 const args = [values.cli, "--schema", schema, ...storeArgs, "--port", "0", "--log", "off", "--secret-key", KEY, "--max-body", "20mb", ...positionals];
 // SIGUSR2 makes the server collect its garbage and print what is left: what the written records keep.
 // It also keeps the peaks of V8's heap (committed and used) and of memory outside it, sampled every 10 ms.
-const PROBE = `const peaks = { heapTotal: 0, heapUsed: 0, external: 0 };
+const PROBE = `const peaks = { heapTotal: 0, heapUsed: 0, external: 0, arrayBuffers: 0 };
 setInterval(() => { const m = process.memoryUsage(); for (const k in peaks) peaks[k] = Math.max(peaks[k], m[k]); }, 10).unref();
 process.on("SIGUSR2", () => { gc(); const m = process.memoryUsage(); process.stderr.write("probe " + JSON.stringify({ ...m, peaks }) + "\\n"); });`;
 const nodeArgs = ["--expose-gc", `--import=data:text/javascript,${encodeURIComponent(PROBE)}`];
@@ -158,4 +158,4 @@ console.log(`resident: before ${mib(before)}, peak ${mib(Math.max(peak, hwm || 0
 const rise = Math.max(peak, hwm || 0) - before;
 console.log(`peak rise ${mib(rise)}${SCENARIO === "bulk" ? ` = ${(rise / (sent / 1048576)).toFixed(2)} × the bytes sent` : ""}`);
 if (probed) console.log(`after a full collection: resident ${mib(kept)}, heap used ${mib(probed.heapUsed / 1048576)}, external ${mib(probed.external / 1048576)}, array buffers ${mib(probed.arrayBuffers / 1048576)}`);
-if (probed) console.log(`peaks inside: heap committed ${mib(probed.peaks.heapTotal / 1048576)}, heap used ${mib(probed.peaks.heapUsed / 1048576)}, external ${mib(probed.peaks.external / 1048576)}`);
+if (probed) console.log(`peaks inside: heap committed ${mib(probed.peaks.heapTotal / 1048576)}, heap used ${mib(probed.peaks.heapUsed / 1048576)}, external ${mib(probed.peaks.external / 1048576)} (array buffers ${mib(probed.peaks.arrayBuffers / 1048576)})`);

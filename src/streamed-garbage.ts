@@ -7,16 +7,27 @@
 // little alive) after every few MiB streamed keeps that under 4 MiB (docs/operating.md, "Files stream through").
 // V8 offers no other way to ask for one than gc(), which node exposes only under --expose-gc: the
 // flag is set here once and gc() taken from a fresh context, as jest's leak detector does.
+//
+// A heavy write (a bulk write of megabytes) leaves its garbage in the old generation instead: the
+// body's text, its parsed records, the log's line and the answer, each as large as the body. V8
+// collects the old generation once it has grown by a share of what it holds, so twenty bulk writes
+// of 9.5 MB left 100 MiB of garbage beside 226 MiB of records. Starting an incremental collection
+// (marked on V8's helper threads and in small steps between requests, no long pause) after every
+// 8 MiB of heavy bodies written keeps a write's peak near twice its size (docs/benchmarks.md,
+// "Memory of bulk writes").
 
-import { setFlagsFromString } from "node:v8";
+import { getHeapStatistics, setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 
 /** Bytes streamed between two collections: a few pieces of 64 KiB to 1 MiB. */
 const COLLECT_EVERY_BYTES = 4 * 1024 * 1024;
+/** Bytes of heavy writes' bodies between two collections of the old generation: about one bulk write of the default --max-body. */
+const COLLECT_OLD_EVERY_BYTES = 8 * 1024 * 1024;
 
-type Collect = (options: { type: "minor" }) => void;
+type Collect = (options: { type: "minor" | "major"; execution?: "async" }) => void;
 
 let bytesSinceCollect = 0;
+let heavyBytesSinceCollect = 0;
 let collect: Collect | undefined;
 
 /** Counts `bytes` just passed on (written to disk, sent to a client); collects the young generation every 4 MiB. */
@@ -27,10 +38,26 @@ export function noteStreamed(bytes: number): void {
   collectYoungGarbage();
 }
 
+/** Counts a heavy write's body, its answer sent; starts collecting the old generation every 8 MiB. */
+export function noteHeavyWritten(bytes: number): void {
+  heavyBytesSinceCollect += bytes;
+  if (heavyBytesSinceCollect < COLLECT_OLD_EVERY_BYTES) return;
+  heavyBytesSinceCollect = 0;
+  // Near node's heap limit V8 collects often by itself, and asked to collect a heap that is all
+  // records it takes the fruitless collections for thrashing and ends the process.
+  const heap = getHeapStatistics();
+  if (heap.used_heap_size > heap.heap_size_limit / 2) return;
+  collector()({ type: "major", execution: "async" });
+}
+
 function collectYoungGarbage(): void {
+  collector()({ type: "minor" });
+}
+
+function collector(): Collect {
   if (collect === undefined) {
     setFlagsFromString("--expose-gc");
     collect = runInNewContext("gc") as Collect;
   }
-  collect({ type: "minor" });
+  return collect;
 }

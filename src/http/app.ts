@@ -13,6 +13,7 @@ import type { AccessLog } from "../metrics/access-log.ts";
 import type { RequestMetrics, SeriesHandle } from "../metrics/request-metrics.ts";
 import type { ImportFile } from "../records/import-file.ts";
 import type { Records } from "../records/records.ts";
+import { noteHeavyWritten } from "../streamed-garbage.ts";
 import { ConflictError, isOutOfSpace, StoreUnreachableError, UniqueViolation, WriteFailedError } from "../store/store.ts";
 import { countCheap, countRequest, enqueueFirst, settle } from "../turns/loop-share.ts";
 import { then, type Maybe } from "../maybe.ts";
@@ -70,6 +71,29 @@ export interface AppOptions {
 const READ_METHODS = new Set(["GET", "HEAD"]);
 
 const NOTHING_HELD: Release = () => {};
+
+/**
+ * A heavy write's share of the bodies' budget, held until its answer has left the process: an
+ * answer is as large as the records it names, and twenty such answers queued for their clients
+ * were 200 MiB outside V8's heap at once (docs/benchmarks.md, "Memory of bulk writes"). A client
+ * that does not read its answer holds the share no longer than ANSWER_HOLD_MS.
+ */
+const HELD_BODY = Symbol("heldBody");
+type HoldingRequest = IncomingMessage & { [HELD_BODY]?: Release };
+const ANSWER_HOLD_MS = 1000;
+
+/** Gives the request's share of the bodies' budget back once `res` is done, or ANSWER_HOLD_MS from now. */
+function releaseWhenSent(req: IncomingMessage, res: ServerResponse): void {
+  const release = (req as HoldingRequest)[HELD_BODY];
+  if (release === undefined) return;
+  (req as HoldingRequest)[HELD_BODY] = undefined;
+  if (res.writableFinished || res.destroyed) return release();
+  const timer = setTimeout(release, ANSWER_HOLD_MS).unref();
+  res.once("close", () => {
+    clearTimeout(timer);
+    release();
+  });
+}
 
 /**
  * The bytes a request's body may hold, for the bodies' budget: its Content-Length; --max-body for a
@@ -228,6 +252,14 @@ export class App {
   }
 
   private send(req: IncomingMessage, res: ServerResponse, reply: Reply, note: RequestNote): void {
+    try {
+      this.sendNow(req, res, reply, note);
+    } finally {
+      releaseWhenSent(req, res);
+    }
+  }
+
+  private sendNow(req: IncomingMessage, res: ServerResponse, reply: Reply, note: RequestNote): void {
     if (res.headersSent) return;
     if (res.destroyed) {
       reply.cancel?.();
@@ -372,8 +404,12 @@ export class App {
       } finally {
         this.idempotency.finish(request);
       }
-    } finally {
+    } catch (error) {
       release();
+      throw error;
+    } finally {
+      // Held on until the answer is sent (send: releaseWhenSent); a refusal's answer is short.
+      (req as HoldingRequest)[HELD_BODY] = release;
     }
   }
 
@@ -387,18 +423,26 @@ export class App {
     if (bytes < HEAVY_BODY_BYTES) return NOTHING_HELD;
     this.memory.admitHeavy();
     const admitted = this.bodies.admit(bytes);
-    if (!(admitted instanceof Promise)) return admitted;
-    const release = await admitted;
+    const held = admitted instanceof Promise ? await admitted : admitted;
+    let isHeld = true;
+    const release = () => {
+      if (!isHeld) return;
+      isHeld = false;
+      held();
+      noteHeavyWritten(bytes);
+    };
+    if (!(admitted instanceof Promise)) return release;
     try {
       // It waited: memory may have grown meanwhile, and its client may have gone (the body's end would never come).
       this.memory.admitHeavy();
       if (req.destroyed) throw invalidRequest("The connection closed before the body ended; send the whole body.");
     } catch (error) {
-      release();
+      held(); // refused unread: it made no garbage to collect
       throw error;
     }
     return release;
   }
+
 
   /**
    * The write's context, and its body's hash when an Idempotency-Key needs it. The body's bytes are

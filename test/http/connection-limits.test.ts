@@ -137,6 +137,25 @@ test("a body the server is not reading yet (waiting its turn for the bodies' bud
     second.end();
   }));
 
+test("a heavy write whose client does not read its answer holds the bodies' budget a second at most", () =>
+  withServer({ maxBodyBytes: 64 * 1024 * 1024 }, async (server) => {
+    // 24 MiB of records, over the whole 16 MiB budget: admitted alone. Its answer (as long) cannot
+    // fit in the sockets' buffers, so while its client reads nothing it is never sent whole.
+    const records = JSON.stringify(Array.from({ length: 2400 }, (_, i) => ({ title: `${i} ${"x".repeat(10_000)}` })));
+    const unread = await RawConnection.open(server.url);
+    unread.socket.pause();
+    unread.write(`POST ${T}/bulk HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${SECRET}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(records)}\r\n\r\n${records}`);
+    // Answered once the first is written (the 2,400 records are counted) and its share given back.
+    while ((await server.call("GET", `${T}/count`)).body.count !== 2400) await sleep(PAUSE_MS);
+    const heavy = await Promise.race([
+      server.call("POST", `${T}/bulk`, { body: [{ title: `heavy ${"y".repeat(100_000)}` }] }),
+      sleep(20 * TIMEOUT_MS).then(() => assert.fail("the next heavy write waited 20 s for an answer nobody reads")),
+    ]);
+    assert.equal(heavy.status, 201, heavy.text);
+    assert.equal((await server.call("GET", `${T}/count`)).body.count, 2401);
+    unread.socket.destroy();
+  }));
+
 test("a head that trickles in is answered 408 request_timeout after headersTimeoutMs and closed, and so is a connection that sends nothing", () =>
   withServer({ headersTimeoutMs: TIMEOUT_MS }, async (server) => {
     const idle = await RawConnection.open(server.url);
