@@ -168,11 +168,17 @@ function cpuMs(pid) {
   }
 }
 
-/** Runs `load`, answering its result with the share of one core the server used meanwhile. */
-async function withServerCpu(pid, load) {
-  const [cpuBefore, before] = [cpuMs(pid), performance.now()];
+/**
+ * Runs `load`, answering its result with the share of one core the server used meanwhile, and the
+ * share this process (the good client) used: on a small host the client competes for the cores too.
+ */
+async function withServerCpu(pid, load, attackersPid) {
+  const [cpuBefore, clientBefore, attackersBefore, before] = [cpuMs(pid), process.cpuUsage(), attackersPid ? cpuMs(attackersPid) : 0, performance.now()];
   const result = await load();
-  return { ...result, serverCpu: (cpuMs(pid) - cpuBefore) / (performance.now() - before) };
+  const ms = performance.now() - before;
+  const client = process.cpuUsage(clientBefore);
+  const attackersCpu = attackersPid ? (cpuMs(attackersPid) - attackersBefore) / ms : 0;
+  return { ...result, serverCpu: (cpuMs(pid) - cpuBefore) / ms, clientCpu: (client.user + client.system) / 1000 / ms, attackersCpu };
 }
 
 /** Turns of the good client as one: its rate over all their time, the slowest turn's latencies, the statuses summed. */
@@ -182,8 +188,8 @@ function combined(turns) {
   const statuses = {};
   for (const turn of turns) for (const [status, n] of Object.entries(turn.statuses)) statuses[status] = (statuses[status] ?? 0) + n;
   const worst = (key) => Math.max(...turns.map((turn) => turn[key]));
-  const cpu = turns.reduce((sum, turn) => sum + turn.serverCpu * turn.seconds, 0) / seconds;
-  return { count, seconds, rate: count / seconds, p50: worst("p50"), p99: worst("p99"), statuses, serverCpu: cpu };
+  const cpuOf = (key) => turns.reduce((sum, turn) => sum + turn[key] * turn.seconds, 0) / seconds;
+  return { count, seconds, rate: count / seconds, p50: worst("p50"), p99: worst("p99"), statuses, serverCpu: cpuOf("serverCpu"), clientCpu: cpuOf("clientCpu"), attackersCpu: cpuOf("attackersCpu") };
 }
 
 function residentMiB(pid) {
@@ -288,7 +294,7 @@ export async function runHostile({ store = "memory", pgUrl, pgSchema = "tabula_h
     }, 250);
     for (let round = 1; round <= rounds; round++) {
       say(`the good client beside the attack, ${besideTurnMs / 1000} s (round ${round} of ${rounds})…`);
-      besideTurns.push(await withServerCpu(server.child.pid, () => runLoad({ port, requests: goodRequests, connections: goodConnections, durationMs: besideTurnMs, warmupMs: 1000 })));
+      besideTurns.push(await withServerCpu(server.child.pid, () => runLoad({ port, requests: goodRequests, connections: goodConnections, durationMs: besideTurnMs, warmupMs: 1000 }), attackers.pid));
       if (rounds === 1) break;
       // Paused once every request in flight is answered, and a moment more for what they left behind.
       await new Promise((resolve) => {
@@ -339,6 +345,8 @@ export async function runHostile({ store = "memory", pgUrl, pgSchema = "tabula_h
       goodTurns: { alone: aloneTurns.map((turn) => Math.round(turn.rate)), beside: besideTurns.map((turn) => Math.round(turn.rate)) },
       goodLatencyMs: { alone: { p50: alone.p50, p99: alone.p99 }, beside: { p50: beside.p50, p99: beside.p99 } },
       serverCpu: { alone: alone.serverCpu, beside: beside.serverCpu },
+      clientCpu: { alone: alone.clientCpu, beside: beside.clientCpu },
+      attackersCpu: beside.attackersCpu,
       goodStatuses: beside.statuses,
       maxResidentMiB: maxResident,
       attackStatuses: Object.fromEntries(Object.entries(statuses).sort()),
