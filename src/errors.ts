@@ -262,13 +262,13 @@ export const tooManyExports = (max: number) =>
     { "Retry-After": "5" },
   );
 
+export const passwordsBusy = () =>
+  new ApiError(503, "server_busy", "The server is checking too many passwords at once (sign-ups, sign-ins, password changes) to take this one in good time; retry in a few seconds (Retry-After).", { retryAfterSeconds: 5 }, { "Retry-After": "5" });
+
 /**
  * A heavy request while memory is near its limit (http/memory-guard.ts): `limit` is --max-memory
  * (named by `setting`) for resident memory, V8's heap limit for the heap.
  */
-export const passwordsBusy = () =>
-  new ApiError(503, "server_busy", "The server is checking too many passwords at once (sign-ups, sign-ins, password changes) to take this one in good time; retry in a few seconds (Retry-After).", { retryAfterSeconds: 5 }, { "Retry-After": "5" });
-
 export const serverBusy = (what: "resident" | "heap", usedBytes: number, limitBytes: number, setting: string) =>
   new ApiError(
     503,
@@ -276,6 +276,16 @@ export const serverBusy = (what: "resident" | "heap", usedBytes: number, limitBy
     `${what === "resident" ? `The server's memory is near ${setting}` : "The server's JavaScript heap is near its limit (node --max-old-space-size)"}: ${mebibytes(usedBytes)} of ${mebibytes(limitBytes)} MiB in use, so heavy requests (bulk, upsert, update-many, delete-many and import writes, bodies over 64 KiB, aggregates, distinct, exports, lists of over 1,000 records) wait. Retry after Retry-After seconds, send smaller batches, or give the server more memory (${setting}).`,
     { resource: what === "resident" ? "memory" : "heap", usedBytes, limitBytes },
     { "Retry-After": "2" },
+  );
+
+/** Any write while the records fill V8's heap (http/memory-guard.ts): storing more would end the process. */
+export const heapFull = (keptBytes: number, limitBytes: number) =>
+  new ApiError(
+    503,
+    "server_busy",
+    `The server's JavaScript heap is full of what it keeps (${mebibytes(keptBytes)} of ${mebibytes(limitBytes)} MiB after a collection), so it stores nothing more for now: writes are refused, reads go on. Give node a larger heap (node --max-old-space-size=MiB, or NODE_OPTIONS) and restart, or use the PostgreSQL store, whose records live in the database.`,
+    { resource: "heap", usedBytes: keptBytes, limitBytes },
+    { "Retry-After": "10" },
   );
 
 const mebibytes = (bytes: number) => (bytes / 1048576).toFixed(0);

@@ -387,6 +387,8 @@ export class App {
   }
 
   private async write(req: IncomingMessage, caller: Caller, handler: Handler, contextOf: (body: unknown, upload?: ImportFile) => Context, isReplayable: boolean): Promise<Reply> {
+    // Before its body is read: while the heap is full of records, nothing more is stored.
+    this.memory.admitWrite();
     const idempotencyKey = isReplayable ? headerOf(req, "idempotency-key") : undefined;
     // An upload's body is written out as it arrives, never held: it takes no share of the bodies' budget.
     const release = handler.readsOwnBody ? NOTHING_HELD : await this.admitBody(req);
