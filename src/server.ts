@@ -110,7 +110,7 @@ export async function createServer(options: ServerOptions): Promise<TabulaServer
   // The store first: it creates the data folder and takes its lock before keys.json is written.
   const changesKeep = checkCount(`The changes kept (${settingName("changesKeep")})`, options.changesKeep ?? DEFAULT_CHANGES_KEEP, 0);
   const idempotencyMemoryBytes = checkCount(`The memory for idempotent answers (${settingName("idempotencyMemoryBytes")}), in bytes,`, options.idempotencyMemoryBytes ?? DEFAULT_IDEMPOTENCY_MEMORY_BYTES, 1);
-  const memory = new MemoryGuard(checkCount(`The memory budget (${settingName("maxMemoryBytes")}), in bytes,`, options.maxMemoryBytes ?? defaultMaxMemoryBytes(), 1));
+  const memory = new MemoryGuard(checkCount(`The memory budget (${settingName("maxMemoryBytes")}), in bytes,`, options.maxMemoryBytes ?? defaultMaxMemoryBytes(), 1), warn);
   const feedLimits = {
     maxStreams: checkCount(`The most streams (${settingName("maxStreams")})`, options.maxStreams ?? DEFAULT_FEED_LIMITS.maxStreams, 1),
     streamBufferBytes: options.streamBufferBytes ?? DEFAULT_FEED_LIMITS.streamBufferBytes,

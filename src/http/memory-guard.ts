@@ -24,6 +24,8 @@ export const BUSY_SHARE = 0.85;
  * collection: V8 gives up on one that stays over 80% of it, and the writes under way need room.
  */
 export const FULL_HEAP_SHARE = 0.65;
+/** A full heap is told to the operator at most this often. */
+const HEAP_FULL_WARN_MS = 60_000;
 /** Memory is read at most this often: a read of /proc costs microseconds, and heavy requests come in bursts. */
 const SAMPLE_MS = 5;
 /** Where a cgroup (a container, a systemd unit) states its memory limit: v2, then v1. */
@@ -92,8 +94,12 @@ export class MemoryGuard {
   private rssBytes = 0;
   private heapBytes = 0;
 
+  private heapFullWarnedAt = -Infinity;
+
   constructor(
     readonly maxMemoryBytes: number,
+    /** Tells the operator, once a minute at most, that writes are being refused for a full heap. */
+    private readonly warn: (message: string) => void = () => {},
     /** The old generation's limit (oldGenerationLimitBytes). */
     readonly heapLimitBytes: number = oldGenerationLimitBytes(),
     private readonly now: () => number = () => performance.now(),
@@ -103,7 +109,14 @@ export class MemoryGuard {
 
   /** Refuses any write (503 server_busy) while the heap is full of what it keeps (FULL_HEAP_SHARE). */
   admitWrite(): void {
-    if (oldGenerationKeptBytes >= FULL_HEAP_SHARE * this.heapLimitBytes) throw heapFull(oldGenerationKeptBytes, this.heapLimitBytes);
+    if (oldGenerationKeptBytes < FULL_HEAP_SHARE * this.heapLimitBytes) return;
+    const refusal = heapFull(oldGenerationKeptBytes, this.heapLimitBytes);
+    const now = this.now();
+    if (now - this.heapFullWarnedAt >= HEAP_FULL_WARN_MS) {
+      this.heapFullWarnedAt = now;
+      this.warn(refusal.message);
+    }
+    throw refusal;
   }
 
   /** Refuses a heavy request (503 server_busy) while memory is near either limit. */

@@ -152,6 +152,10 @@ describe("a heap full of records", () => {
       const listed = await call(server, "GET", `${T}?sort_by=created_date&limit=1&fields=title`);
       assert.equal(listed.status, 200, JSON.stringify(listed.body));
       assert.equal(listed.body[0].title, "full 0");
+      // The operator hears of it, once: not a line per refused write.
+      const warnings = server.output().split("\n").filter((line) => line.includes("heap is full"));
+      assert.equal(warnings.length, 1, server.output().slice(-2000));
+      assert.match(warnings[0]!, /^warning: .*--max-old-space-size/);
     } finally {
       server.child.kill("SIGTERM");
       assert.equal(await exitOf(server), 0, server.output().slice(-3000));
