@@ -79,7 +79,9 @@ const NOTHING_HELD: Release = () => {};
  * that does not read its answer holds the share no longer than ANSWER_HOLD_MS.
  */
 const HELD_BODY = Symbol("heldBody");
-type HoldingRequest = IncomingMessage & { [HELD_BODY]?: Release };
+/** The bytes of a heavy write's body read whole (readWrite): what its share counts for collecting garbage once given back. */
+const BODY_READ_BYTES = Symbol("bodyReadBytes");
+type HoldingRequest = IncomingMessage & { [HELD_BODY]?: Release; [BODY_READ_BYTES]?: number };
 const ANSWER_HOLD_MS = 1000;
 
 /** Gives the request's share of the bodies' budget back once `res` is done, or ANSWER_HOLD_MS from now. */
@@ -427,11 +429,12 @@ export class App {
     const admitted = this.bodies.admit(bytes);
     const held = admitted instanceof Promise ? await admitted : admitted;
     let isHeld = true;
+    // A body refused unread (too large for its route, the client gone) made no garbage to collect.
     const release = () => {
       if (!isHeld) return;
       isHeld = false;
       held();
-      noteHeavyWritten(bytes);
+      noteHeavyWritten((req as HoldingRequest)[BODY_READ_BYTES] ?? 0);
     };
     if (!(admitted instanceof Promise)) return release;
     try {
@@ -439,7 +442,7 @@ export class App {
       this.memory.admitHeavy();
       if (req.destroyed) throw invalidRequest("The connection closed before the body ended; send the whole body.");
     } catch (error) {
-      held(); // refused unread: it made no garbage to collect
+      release();
       throw error;
     }
     return release;
@@ -459,6 +462,7 @@ export class App {
     }
     const maxRecordBody = 2 * this.records.limits.maxRecordBytes;
     const bytes = handler.takesOneRecord && maxRecordBody < this.maxBodyBytes ? await readBody(req, maxRecordBody, recordBodyTooLarge) : await readBody(req, this.maxBodyBytes);
+    (req as HoldingRequest)[BODY_READ_BYTES] = bytes.length;
     const at = performance.now();
     const ctx = contextOf(parseJsonBody(req, bytes, handler.takesUpload ? UPLOAD_MEDIA : undefined));
     const bodyHash = needsHash ? hashBody(bytes) : undefined;
