@@ -6,7 +6,7 @@ import { after, before, test } from "node:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { findTooDeep, MAX_JSON_DEPTH, stringifyDeep } from "../../src/json-depth.ts";
+import { findOverreach, findTooDeep, MAX_JSON_DEPTH, stringifyDeep } from "../../src/json-depth.ts";
 import { Records } from "../../src/records/records.ts";
 import { loadSchemaObject } from "../../src/schema/load.ts";
 import { FileStore } from "../../src/store/file/file-store.ts";
@@ -79,6 +79,20 @@ test("brackets inside strings do not count, whatever the escapes before them", (
     [`${'{"a":'.repeat(MAX_JSON_DEPTH + 1)}1`, 5 * MAX_JSON_DEPTH],
   ];
   for (const [text, expected] of table) assert.equal(findTooDeep(text), expected, text);
+});
+
+test("findOverreach counts each object's keys by its colons outside strings, and finds the first object past the limit where it opens", () => {
+  const table: Array<[string, number, ReturnType<typeof findOverreach>]> = [
+    ['{"a":1,"b":2}', 2, null],
+    ['{"a":1,"b":2,"c":3}', 2, { kind: "keys", at: 0 }],
+    ['{"a":{"x":1,"y":2},"b":2}', 2, null],
+    ['[{"a":1},{"b":1,"c":2,"d":3}]', 2, { kind: "keys", at: 9 }],
+    ['{"a:b:c":"d:e","f":"\\":"}', 2, null],
+    ['[1,2,3,4,5]', 2, null],
+    ['{"a":[{"k":1}],"b":[{"k":1}],"c":[]}', 2, { kind: "keys", at: 0 }],
+  ];
+  for (const [text, maxKeys, expected] of table) assert.deepEqual(findOverreach(text, maxKeys), expected, text);
+  assert.deepEqual(findOverreach("[".repeat(MAX_JSON_DEPTH + 1), Infinity), { kind: "depth", at: MAX_JSON_DEPTH });
 });
 
 test("a record stored deeper than the limit (by an older build, or a seed) can still be updated and deleted", async () => {

@@ -256,6 +256,33 @@ describe("the items of arrays and keys of objects in a written record", () => {
     });
   }
 
+  test("an object of more than ten times maxObjectKeys keys is refused unread, 400 invalid_json naming the limit, on every write; one of ten times is refused as any over the limit", async () => {
+    const existing = await server.call("POST", TASKS, { body: { title: "kept", priority: 1 } });
+    assertOk(existing, 201);
+    const id = existing.body.id;
+    const before = await count();
+    const wide = { meta: { nested: keys(10 * MAX_OBJECT_KEYS + 1) } };
+    const writes: Array<[string, () => Promise<Answer>]> = [
+      ["create", () => server.call("POST", TASKS, { body: { title: "t", ...wide } })],
+      ["update (PATCH)", () => server.call("PATCH", `${TASKS}/${id}`, { body: wide })],
+      ["bulk create", () => server.call("POST", `${TASKS}/bulk`, { body: [{ title: "ok" }, { title: "t", ...wide }] })],
+      ["import", () => server.call("POST", `${TASKS}/import`, { body: [{ title: "t", ...wide }] })],
+    ];
+    for (const [write, send] of writes) {
+      const answer = await send();
+      assertError(answer, 400, "invalid_json", { maxObjectKeys: MAX_OBJECT_KEYS }, [new RegExp(`more than ${10 * MAX_OBJECT_KEYS} keys`), /--max-object-keys/]);
+      const position = answer.body.error.details.position;
+      assert.ok(Number.isInteger(position) && position > 0, `${write}: details.position is where the object opens (${position})`);
+    }
+    // Ten times the limit is parsed, and refused with its field named as any record over the limit.
+    const atTen = await server.call("POST", TASKS, { body: { title: "t", meta: keys(10 * MAX_OBJECT_KEYS) } });
+    assertError(atTen, 400, "invalid_field", { field: "meta", keys: 10 * MAX_OBJECT_KEYS, maxObjectKeys: MAX_OBJECT_KEYS });
+    // Keys are counted per object, by the colons outside strings.
+    const manyColons = { title: ":".repeat(100), meta: { a: { b: 1, c: 2 }, "d:e:f": "g:h" } };
+    assertOk(await server.call("POST", TASKS, { body: manyColons }), 201);
+    assert.equal(await count(), before + 1);
+  });
+
   test("at the limits every write is taken", async () => {
     const body = { tags: tags(MAX_ARRAY_ITEMS), meta: { ...keys(MAX_OBJECT_KEYS - 1), deep: { list: tags(MAX_ARRAY_ITEMS), more: keys(MAX_OBJECT_KEYS) } } };
     const created = await server.call("POST", TASKS, { body: { title: "full", ...body } });
