@@ -464,7 +464,7 @@ export class App {
     const bytes = handler.takesOneRecord && maxRecordBody < this.maxBodyBytes ? await readBody(req, maxRecordBody, recordBodyTooLarge) : await readBody(req, this.maxBodyBytes);
     (req as HoldingRequest)[BODY_READ_BYTES] = bytes.length;
     const at = performance.now();
-    const ctx = contextOf(parseJsonBody(req, bytes, handler.takesUpload ? UPLOAD_MEDIA : undefined, this.records.limits.maxObjectKeys));
+    const ctx = contextOf(parseJsonBody(req, bytes, handler.takesUpload ? UPLOAD_MEDIA : undefined, this.records.limits));
     const bodyHash = needsHash ? hashBody(bytes) : undefined;
     this.settle(req, at);
     return { ctx, bodyHash };

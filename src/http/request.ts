@@ -5,7 +5,11 @@
 import { isUtf8 } from "node:buffer";
 import type { IncomingMessage } from "node:http";
 import { ApiError, invalidJson, invalidRequest } from "../errors.ts";
-import { findOverreach, MAX_JSON_DEPTH, UNPARSED_KEYS_FACTOR } from "../json-depth.ts";
+import { findOverreach, MAX_JSON_DEPTH, UNPARSED_FACTOR, type SizeLimits } from "../json-depth.ts";
+import { MAX_BATCH_RECORDS } from "../records/batch.ts";
+
+/** What a body is held to when its route names no limits. */
+const NO_SIZE_LIMITS: SizeLimits = { maxArrayItems: Infinity, maxObjectKeys: Infinity };
 
 export const DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024;
 
@@ -94,7 +98,7 @@ export function readBody(req: IncomingMessage, maxBytes: number, tooLarge: (maxB
 }
 
 /** The JSON value of a body; undefined when the body is empty. `orElse` names what else the route takes. */
-export function parseJsonBody(req: IncomingMessage, bytes: Buffer, orElse?: string, maxObjectKeys = Infinity): unknown {
+export function parseJsonBody(req: IncomingMessage, bytes: Buffer, orElse?: string, limits: SizeLimits = NO_SIZE_LIMITS): unknown {
   if (bytes.length === 0) return undefined;
   const type = (headerOf(req, "content-type") ?? "").split(";")[0]!.trim().toLowerCase();
   if (type !== "application/json" && !/^application\/[a-z0-9.+-]+\+json$/.test(type)) {
@@ -111,7 +115,7 @@ export function parseJsonBody(req: IncomingMessage, bytes: Buffer, orElse?: stri
     throw invalidJson(`The body is not UTF-8: byte ${offset} begins no valid character. Send JSON encoded as UTF-8.`, { offset });
   }
   const text = bytes.toString("utf8");
-  const overreach = findOverreach(text, UNPARSED_KEYS_FACTOR * maxObjectKeys);
+  const overreach = findOverreach(text, UNPARSED_FACTOR * limits.maxObjectKeys, UNPARSED_FACTOR * Math.max(limits.maxArrayItems, MAX_BATCH_RECORDS));
   if (overreach?.kind === "depth") {
     throw invalidJson(
       `The body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels (at position ${overreach.at}), the most this server accepts; flatten it.`,
@@ -120,8 +124,14 @@ export function parseJsonBody(req: IncomingMessage, bytes: Buffer, orElse?: stri
   }
   if (overreach?.kind === "keys") {
     throw invalidJson(
-      `The body holds an object of more than ${UNPARSED_KEYS_FACTOR * maxObjectKeys} keys (the one opening at position ${overreach.at}); a record's objects hold at most ${maxObjectKeys} keys (--max-object-keys), so it is refused unread. Keep a long list in records of its own.`,
-      { maxObjectKeys, position: overreach.at },
+      `The body holds an object of more than ${UNPARSED_FACTOR * limits.maxObjectKeys} keys (the one opening at position ${overreach.at}); a record's objects hold at most ${limits.maxObjectKeys} keys (--max-object-keys), so it is refused unread. Keep a long list in records of its own.`,
+      { maxObjectKeys: limits.maxObjectKeys, position: overreach.at },
+    );
+  }
+  if (overreach?.kind === "items") {
+    throw invalidJson(
+      `The body holds an array of more than ${UNPARSED_FACTOR * Math.max(limits.maxArrayItems, MAX_BATCH_RECORDS)} items (the one opening at position ${overreach.at}); a record's arrays hold at most ${limits.maxArrayItems} items (--max-array-items), so it is refused unread. Keep a long list in records of its own.`,
+      { maxArrayItems: limits.maxArrayItems, position: overreach.at },
     );
   }
   try {

@@ -92,6 +92,14 @@ test("findOverreach counts each object's keys by its colons outside strings, and
     ['{"a":[{"k":1}],"b":[{"k":1}],"c":[]}', 2, { kind: "keys", at: 0 }],
   ];
   for (const [text, maxKeys, expected] of table) assert.deepEqual(findOverreach(text, maxKeys), expected, text);
+  // Items by their commas, in arrays below the top level (a batch's length is bounded by its route).
+  const items: Array<[string, ReturnType<typeof findOverreach>]> = [
+    ["[1,2,3,4]", null],
+    ['[{"a":[1,2,3]}]', null],
+    ['[{"a":[1,2,3,4]}]', { kind: "items", at: 6 }],
+    ['{"a":"1,2,3,4,5","b":[[1,2],[3]]}', null],
+  ];
+  for (const [text, expected] of items) assert.deepEqual(findOverreach(text, Infinity, 3), expected, text);
   assert.deepEqual(findOverreach("[".repeat(MAX_JSON_DEPTH + 1), Infinity), { kind: "depth", at: MAX_JSON_DEPTH });
 });
 

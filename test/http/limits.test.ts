@@ -256,7 +256,7 @@ describe("the items of arrays and keys of objects in a written record", () => {
     });
   }
 
-  test("an object of more than ten times maxObjectKeys keys is refused unread, 400 invalid_json naming the limit, on every write; one of ten times is refused as any over the limit", async () => {
+  test("an object of more than ten times maxObjectKeys keys, or an array of more than ten times maxArrayItems (or 5,000) items, is refused unread, 400 invalid_json naming the limit, on every write; at ten times it is refused as any over the limit", async () => {
     const existing = await server.call("POST", TASKS, { body: { title: "kept", priority: 1 } });
     assertOk(existing, 201);
     const id = existing.body.id;
@@ -277,6 +277,12 @@ describe("the items of arrays and keys of objects in a written record", () => {
     // Ten times the limit is parsed, and refused with its field named as any record over the limit.
     const atTen = await server.call("POST", TASKS, { body: { title: "t", meta: keys(10 * MAX_OBJECT_KEYS) } });
     assertError(atTen, 400, "invalid_field", { field: "meta", keys: 10 * MAX_OBJECT_KEYS, maxObjectKeys: MAX_OBJECT_KEYS });
+    // Arrays alike, past ten times the larger of maxArrayItems and a batch's 5,000 records.
+    const unreadItems = 10 * Math.max(MAX_ARRAY_ITEMS, 5000);
+    const long = await server.call("POST", `${TASKS}/bulk`, { body: [{ title: "t", tags: Array.from({ length: unreadItems + 1 }, () => "t") }] });
+    assertError(long, 400, "invalid_json", { maxArrayItems: MAX_ARRAY_ITEMS }, [new RegExp(`more than ${unreadItems} items`), /--max-array-items/]);
+    const parsed = await server.call("POST", `${TASKS}/bulk`, { body: [{ title: "t", tags: Array.from({ length: unreadItems }, () => "t") }] });
+    assertError(parsed, 400, "invalid_field", { field: "tags", items: unreadItems, maxArrayItems: MAX_ARRAY_ITEMS, index: 0 });
     // Keys are counted per object, by the colons outside strings.
     const manyColons = { title: ":".repeat(100), meta: { a: { b: 1, c: 2 }, "d:e:f": "g:h" } };
     assertOk(await server.call("POST", TASKS, { body: manyColons }), 201);
