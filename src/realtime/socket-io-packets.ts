@@ -3,6 +3,8 @@
 // in an Engine.IO "message" (4) as a type digit, an optional "/namespace,", an optional ack id,
 // and JSON. Only text: binary packets (with attachments) are recognised, to be refused.
 
+import { findOverreach } from "../json-depth.ts";
+
 /** Engine.IO packet types (the first character of every message). */
 export const ENGINE = { open: "0", close: "1", ping: "2", pong: "3", message: "4", upgrade: "5", noop: "6" } as const;
 
@@ -26,6 +28,15 @@ const MAX_ACK_ID_DIGITS = 10;
 export function openPacket(sid: string, pingIntervalMs: number, pingTimeoutMs: number, maxPayload: number): string {
   return ENGINE.open + JSON.stringify({ sid, upgrades: [], pingInterval: pingIntervalMs, pingTimeout: pingTimeoutMs, maxPayload });
 }
+
+/**
+ * The most keys of an object, and items of an array inside the data, that a packet's data may hold:
+ * the SDK's events carry a room's name, and its connect an auth object of a key or two. Wider data
+ * is refused before it is parsed: a message of a megabyte of keys held the event loop a tenth of a
+ * second in JSON.parse, and a socket sends one after another.
+ */
+const MAX_DATA_KEYS = 100;
+const MAX_DATA_ITEMS = 100;
 
 /** A Socket.IO packet as the text of an Engine.IO message. */
 export function encodeSocketPacket(type: number, namespace: string, data?: unknown, ackId?: number): string {
@@ -66,8 +77,10 @@ export function decodeSocketPacket(text: string): SocketPacket | string {
   const ackId = digits === "" ? undefined : Number(digits);
   let data: unknown;
   if (at < text.length) {
+    const json = text.slice(at);
+    if (findOverreach(json, MAX_DATA_KEYS, MAX_DATA_ITEMS) !== null) return "the packet's data is deeper or wider than any event's";
     try {
-      data = JSON.parse(text.slice(at));
+      data = JSON.parse(json);
     } catch {
       return "the packet's data is not JSON";
     }
