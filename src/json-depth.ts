@@ -36,6 +36,11 @@ export function findTooDeep(text: string): number {
  */
 export const UNPARSED_FACTOR = 10;
 
+/** findOverreach of one record's (or one value's) JSON past UNPARSED_FACTOR times `limits`: every array counted. */
+export function findRecordOverreach(text: string, limits: SizeLimits): Overreach | null {
+  return findOverreach(text, UNPARSED_FACTOR * limits.maxObjectKeys, UNPARSED_FACTOR * limits.maxArrayItems, 0);
+}
+
 /** Where a body's JSON first goes past what is parsed: nesting past MAX_JSON_DEPTH, an object of too many keys, an array of too many items. */
 export interface Overreach {
   readonly kind: "depth" | "keys" | "items";
@@ -44,12 +49,13 @@ export interface Overreach {
 }
 
 /**
- * findTooDeep, and also the first object of more than `maxKeys` keys or array (below the body's
- * top level, whose length a batch's own limit bounds) of more than `maxItems` items, in one pass:
+ * findTooDeep, and also the first object of more than `maxKeys` keys or array of more than
+ * `maxItems` items, in one pass. Arrays at depth `topArrayDepth` or less are not counted: a body's
+ * top level is a batch, whose own limit bounds it (0 counts every array, as in a value's own JSON).
  * keys are counted by their colons outside strings, items by their commas, each container's count
  * kept on a stack as deep as the nesting allows.
  */
-export function findOverreach(text: string, maxKeys: number, maxItems = Infinity): Overreach | null {
+export function findOverreach(text: string, maxKeys: number, maxItems = Infinity, topArrayDepth = 1): Overreach | null {
   // counts[d]: keys of the object, or commas of the array, open at depth d.
   const counts = new Int32Array(MAX_JSON_DEPTH + 1);
   const isArray = new Uint8Array(MAX_JSON_DEPTH + 1);
@@ -68,7 +74,7 @@ export function findOverreach(text: string, maxKeys: number, maxItems = Infinity
       depth--;
     } else if (code === COLON && depth > 0 && isArray[depth] === 0) {
       if (++counts[depth]! > maxKeys) return { kind: "keys", at: opened[depth]! };
-    } else if (code === COMMA && depth > 1 && isArray[depth] === 1) {
+    } else if (code === COMMA && depth > topArrayDepth && isArray[depth] === 1) {
       // n commas separate n + 1 items
       if (++counts[depth]! >= maxItems) return { kind: "items", at: opened[depth]! };
     }

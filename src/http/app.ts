@@ -457,7 +457,7 @@ export class App {
     if (handler.readsOwnBody) return { ctx: contextOf(undefined), bodyHash: undefined };
     if (handler.takesUpload && isMultipart(req)) {
       // Read as it arrives; an Idempotency-Key's fingerprint hashes the body's digest (http/upload.ts).
-      const upload = await readUpload(req, this.maxBodyBytes);
+      const upload = await readUpload(req, this.maxBodyBytes, this.records.limits);
       return { ctx: contextOf(undefined, upload.file), bodyHash: needsHash ? hashBody(upload.digest) : undefined };
     }
     const maxRecordBody = 2 * this.records.limits.maxRecordBytes;

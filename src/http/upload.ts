@@ -2,6 +2,7 @@
 // FormData with a "file" part): the body read as it arrives, capped at --max-body, its "file"
 // part handed to the file reader (records/import-file.ts); other parts are skipped.
 
+import type { SizeLimits } from "../json-depth.ts";
 import { createHash } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { invalidRequest } from "../errors.ts";
@@ -28,10 +29,10 @@ export function isMultipart(req: IncomingMessage): boolean {
   return /^multipart\/form-data\s*(;|$)/i.test(headerOf(req, "content-type") ?? "");
 }
 
-export function readUpload(req: IncomingMessage, maxBytes: number): Promise<Upload> {
+export function readUpload(req: IncomingMessage, maxBytes: number, limits?: SizeLimits): Promise<Upload> {
   const declared = Number(headerOf(req, "content-length"));
   if (declared > maxBytes) return Promise.reject(payloadTooLarge(maxBytes));
-  const sink = new FilePartSink();
+  const sink = new FilePartSink(limits);
   let parser: MultipartParser;
   try {
     parser = new MultipartParser(boundaryOf(headerOf(req, "content-type")!), sink);
@@ -78,11 +79,14 @@ class FilePartSink {
   private fieldsSeen: string[] = [];
   private readonly hash = createHash("sha256");
 
+  /** `limits`: the records' (json-depth.ts), past which a record is refused unread. */
+  constructor(private readonly limits?: SizeLimits) {}
+
   part(headers: PartHeaders): void {
     this.fieldsSeen.push(headers.name ?? "(unnamed)");
     if (headers.name !== FILE_FIELD) return;
     if (this.reader !== null) throw invalidMultipart(`The body holds more than one "${FILE_FIELD}" part; send one file per request.`);
-    this.reader = new ImportFileReader(headers.filename ?? FILE_FIELD, headers.contentType);
+    this.reader = new ImportFileReader(headers.filename ?? FILE_FIELD, headers.contentType, this.limits);
     this.current = this.reader;
     this.hash.update(`${headers.filename ?? ""}\n${headers.contentType ?? ""}\n`);
   }

@@ -3,6 +3,7 @@
 // POST …/import imports a batch (import.ts). The whole file is one all-or-nothing write, so a
 // refused file stores nothing. CSV cells are typed by the entity's declaration.
 
+import { findRecordOverreach, type SizeLimits } from "../json-depth.ts";
 import { ApiError, invalidField, invalidFile } from "../errors.ts";
 import { isPlatformField, PLATFORM_FIELDS, type EntityDef, type FieldDef } from "../schema/fields.ts";
 import type { Row } from "../store/store.ts";
@@ -41,6 +42,8 @@ export class ImportFileReader {
   constructor(
     private readonly name: string,
     contentType: string | null,
+    /** The records' limits, past which a record is refused unread (json-depth.ts); none from the command line's own files. */
+    private readonly limits?: SizeLimits,
   ) {
     this.family = familyOf(name, contentType);
   }
@@ -91,7 +94,7 @@ export class ImportFileReader {
 
   /** A record's value and line; its text is let go. */
   private keep(record: SourceRecord): void {
-    const { line, value } = parseRecord(record);
+    const { line, value } = parseRecord(record, this.limits);
     this.records.push({ line, value });
   }
 
@@ -134,7 +137,7 @@ function familyOf(name: string, contentType: string | null): Family | null {
 
 /** Imports the file's records into `entity` in one write; an error names the file's line. */
 export function importFile(records: Records, entity: EntityDef, file: ImportFile, caller: Caller): Promise<Change<Row[]>> {
-  const items = file.format === "json" ? file.records : csvItems(entity, file);
+  const items = file.format === "json" ? file.records : csvItems(entity, file, records.limits);
   if (items.length === 0) throw invalidFile(`The file ${file.name} holds no records. ${MEND}.`, { file: file.name });
   return importItems(
     records,
@@ -146,7 +149,7 @@ export function importFile(records: Records, entity: EntityDef, file: ImportFile
 }
 
 /** Each CSV record as an object of typed values; an empty cell is no value. */
-function csvItems(entity: EntityDef, file: Extract<ImportFile, { format: "csv" }>): Array<{ line: number; value: Record<string, unknown> }> {
+function csvItems(entity: EntityDef, file: Extract<ImportFile, { format: "csv" }>, limits: SizeLimits): Array<{ line: number; value: Record<string, unknown> }> {
   if (file.header === null) throw invalidFile(`The file ${file.name} holds no records. ${MEND}.`, { file: file.name });
   const columns = csvColumns(entity, file.header);
   return file.rows.map(({ line, cells }) => {
@@ -158,7 +161,7 @@ function csvItems(entity: EntityDef, file: Extract<ImportFile, { format: "csv" }
       const text = cells[i]!;
       if (text === "") continue;
       try {
-        value[column.name] = csvValue(column, text);
+        value[column.name] = csvValue(column, text, limits);
       } catch (error) {
         throw error instanceof ApiError ? error.atLine(line) : error;
       }
@@ -190,8 +193,11 @@ function csvColumns(entity: EntityDef, header: CsvRecord): FieldDef[] {
 
 const NUMBER_RE = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
 
-/** A cell's text as the value its field's type takes; the entity's checks (validate.ts) follow. */
-export function csvValue(field: FieldDef, text: string): unknown {
+/**
+ * A cell's text as the value its field's type takes; the entity's checks (validate.ts) follow. An
+ * array or object far past `limits` is refused unread (json-depth.ts, UNPARSED_FACTOR).
+ */
+export function csvValue(field: FieldDef, text: string, limits?: SizeLimits): unknown {
   switch (field.type) {
     case "string":
       return text;
@@ -208,7 +214,12 @@ export function csvValue(field: FieldDef, text: string): unknown {
       throw invalidField(field.name, `must be true or false (got ${JSON.stringify(text)}).`, { value: text });
     }
     case "array":
-    case "object":
+    case "object": {
+      const overreach = limits === undefined ? null : findRecordOverreach(text, limits);
+      if (overreach !== null && overreach.kind !== "depth") {
+        const limit = overreach.kind === "keys" ? `${limits!.maxObjectKeys} keys (--max-object-keys)` : `${limits!.maxArrayItems} items (--max-array-items)`;
+        throw invalidField(field.name, `holds ${overreach.kind === "keys" ? "an object of more keys" : "an array of more items"} than ten times what a record may hold (${limit}), so its cell is refused unread.`, { ...(overreach.kind === "keys" ? { maxObjectKeys: limits!.maxObjectKeys } : { maxArrayItems: limits!.maxArrayItems }) });
+      }
       try {
         return JSON.parse(text);
       } catch {
@@ -216,5 +227,6 @@ export function csvValue(field: FieldDef, text: string): unknown {
         const example = field.type === "array" ? `["a", "b"]` : `{"a": 1}`;
         throw invalidField(field.name, `is an ${field.type} field: its cell holds JSON text such as ${example} (got ${JSON.stringify(text.slice(0, 60))}).`, { value: text });
       }
+    }
   }
 }

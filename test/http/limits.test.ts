@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { q, startTestServer, TASK, type Answer, type TestServer } from "../support/server.ts";
+import { q, SECRET, startTestServer, TASK, type Answer, type TestServer } from "../support/server.ts";
 
 const ITEM = { name: "Item", type: "object", properties: { n: { type: "integer" }, tags: { type: "array", items: { type: "string" } } } };
 const SCHEMA = { Task: TASK, Item: ITEM };
@@ -283,6 +283,23 @@ describe("the items of arrays and keys of objects in a written record", () => {
     assertError(long, 400, "invalid_json", { maxArrayItems: MAX_ARRAY_ITEMS }, [new RegExp(`more than ${unreadItems} items`), /--max-array-items/]);
     const parsed = await server.call("POST", `${TASKS}/bulk`, { body: [{ title: "t", tags: Array.from({ length: unreadItems }, () => "t") }] });
     assertError(parsed, 400, "invalid_field", { field: "tags", items: unreadItems, maxArrayItems: MAX_ARRAY_ITEMS, index: 0 });
+    // An uploaded file's records and cells alike: the import's file is read as it arrives.
+    const upload = async (name: string, text: string) => {
+      const form = new FormData();
+      form.append("file", new File([text], name));
+      const response = await fetch(`${server.url}${TASKS}/import`, { method: "POST", headers: { "X-Api-Key": SECRET }, body: form });
+      return { status: response.status, body: (await response.json()) as any };
+    };
+    const ndjson = await upload("wide.ndjson", `{"title":"ok"}\n${JSON.stringify({ title: "t", ...wide })}\n`);
+    assert.equal(ndjson.status, 400, JSON.stringify(ndjson.body));
+    assert.equal(ndjson.body.error.code, "invalid_file");
+    assert.equal(ndjson.body.error.details.line, 2);
+    assert.match(ndjson.body.error.message, /refused unread/);
+    const csv = await upload("wide.csv", `title,meta\nt,"${JSON.stringify(keys(10 * MAX_OBJECT_KEYS + 1)).replaceAll('"', '""')}"\n`);
+    assert.equal(csv.status, 400, JSON.stringify(csv.body));
+    assert.equal(csv.body.error.code, "invalid_field");
+    assert.equal(csv.body.error.details.maxObjectKeys, MAX_OBJECT_KEYS);
+    assert.match(csv.body.error.message, /refused unread/);
     // Keys are counted per object, by the colons outside strings.
     const manyColons = { title: ":".repeat(100), meta: { a: { b: 1, c: 2 }, "d:e:f": "g:h" } };
     assertOk(await server.call("POST", TASKS, { body: manyColons }), 201);
