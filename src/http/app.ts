@@ -448,7 +448,6 @@ export class App {
     return release;
   }
 
-
   /**
    * The write's context, and its body's hash when an Idempotency-Key needs it. The body's bytes are
    * dropped once parsed and hashed: nothing holds them while the write runs.
