@@ -128,6 +128,15 @@ export const invalidFilter = (message: string, details: ErrorDetails = {}) =>
 export const invalidParameter = (parameter: string, message: string) =>
   new ApiError(400, "invalid_parameter", message, { parameter });
 
+/** A list page whose records' JSON would pass what one page answers (records/serialize.ts). */
+export const pageTooLarge = (maxChars: number) =>
+  new ApiError(
+    400,
+    "invalid_parameter",
+    `This page's records come to more than ${(maxChars / 1048576).toFixed(0)} MiB of JSON, the most one page answers. Ask for fewer records (a smaller limit) or fewer fields (fields=…), or read them all as a stream (GET …/export).`,
+    { parameter: "limit", maxPageBytes: maxChars },
+  );
+
 export const invalidCursor = (message: string, parameter = "cursor") =>
   new ApiError(400, "invalid_cursor", message, { parameter });
 

@@ -21,6 +21,13 @@ import { hiddenFieldsOf, narrowedFilter } from "../rules/grants.ts";
 export const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT_SECRET = 5000;
 export const MAX_LIMIT_PUBLISHABLE = 500;
+/**
+ * The most a list page's records come to, in characters of JSON: a page of 500 records of 1 MiB was
+ * 500 MiB, and six such lists at once ended a server under a 512 MiB heap. A page past it is
+ * refused (invalid_parameter, limit) as soon as its JSON passes it; GET …/export streams any
+ * number (presenters.ts holds pages to it).
+ */
+export const MAX_PAGE_CHARS = 32 * 1024 * 1024;
 
 const COUNT_PARAMETERS = ["q", "search"];
 const EXPORT_PARAMETERS = ["format", "q", "search"];

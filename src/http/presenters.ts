@@ -6,6 +6,7 @@ import { etagOf, recordJson, recordJsonWith, recordsJson } from "../records/seri
 import type { Caller } from "../keys/caller.ts";
 import type { Row } from "../store/store.ts";
 import { jsonReply, type Reply } from "./response.ts";
+import { MAX_PAGE_CHARS } from "./list-params.ts";
 import type { NextPage, PageItems, Result } from "./results.ts";
 
 /** What a presenter needs of the request besides the result. */
@@ -35,10 +36,10 @@ export const nativePresenter: Presenter = {
   notModified: ({ etag }) => ({ status: 304, headers: { ETag: etag }, body: null }),
   restored: ({ entity, row, restored }, ctx) => jsonReply(200, recordJsonWith(entity, row, ctx.caller, { restored }), { ETag: etagOf(row) }),
   deleted: ({ row }) => jsonReply(200, JSON.stringify({ id: row.id, deleted: true }), { ETag: etagOf(row) }),
-  records: ({ entity, rows, fields, created, next, total }, ctx) => {
+  records: ({ entity, rows, fields, created, next, total, isPage }, ctx) => {
     const headers: Record<string, string> = pagingHeaders(next, ctx);
     if (total !== null) headers["X-Total-Count"] = String(total);
-    return jsonReply(created ? 201 : 200, recordsJson(entity, rows, ctx.caller, fields), headers);
+    return jsonReply(created ? 201 : 200, recordsJson(entity, rows, ctx.caller, fields, isPage ? MAX_PAGE_CHARS : Infinity), headers);
   },
   imported: ({ entity, rows }, ctx) => jsonReply(201, recordsJson(entity, rows, ctx.caller, null)),
   page: ({ items, nextCursor }, ctx) =>
@@ -84,5 +85,5 @@ function pagingHeaders(next: NextPage | null, ctx: PresentContext): Record<strin
 }
 
 function itemsJson(items: PageItems, caller: Caller): string {
-  return "values" in items ? JSON.stringify(items.values) : recordsJson(items.entity, items.rows, caller, items.fields);
+  return "values" in items ? JSON.stringify(items.values) : recordsJson(items.entity, items.rows, caller, items.fields, MAX_PAGE_CHARS);
 }

@@ -33,6 +33,8 @@ export type Result =
       readonly created: boolean;
       readonly next: NextPage | null;
       readonly total: number | null;
+      /** A list page (held to MAX_PAGE_CHARS), not the records a write wrote (answered whatever their size). */
+      readonly isPage?: true;
     }
   /** The records an import stored (201), in the order they were sent. */
   | { readonly type: "imported"; readonly entity: EntityDef; readonly rows: readonly Row[] }

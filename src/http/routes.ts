@@ -128,7 +128,7 @@ export function buildRouter(mounts: readonly Mount[]): Router<Handler> {
 const OPERATIONS = {
   list(ctx, mount) {
     return then(readList(ctx, mount.list), ({ entity, rows, fields, next, total }) => ({
-      result: { type: "records", entity, rows, fields, created: false, next, total },
+      result: { type: "records", entity, rows, fields, created: false, next, total, isPage: true },
     }));
   },
   async listPage(ctx, mount) {

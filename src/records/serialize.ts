@@ -3,6 +3,7 @@
 // the stored row but are never shown. The JSON of a row version is built once per key kind, or
 // taken from the data JSON a new version carries (records.ts); its ETag comes from its revision.
 
+import { pageTooLarge } from "../errors.ts";
 import type { EntityDef } from "../schema/fields.ts";
 import type { Row } from "../store/store.ts";
 import type { Caller } from "../keys/caller.ts";
@@ -139,11 +140,16 @@ export function recordObject(entity: EntityDef, row: Row, caller: Caller, fields
 }
 
 /** The JSON array of a page of records. */
-export function recordsJson(entity: EntityDef, rows: readonly Row[], caller: Caller, fields: readonly string[] | null): string {
-  if (fields || rows.every(isBuiltEachTime)) return JSON.stringify(rows.map((row) => recordObject(entity, row, caller, fields)));
+export function recordsJson(entity: EntityDef, rows: readonly Row[], caller: Caller, fields: readonly string[] | null, maxChars = Infinity): string {
+  const isBounded = maxChars !== Infinity;
+  if (!isBounded && (fields || rows.every(isBuiltEachTime))) return JSON.stringify(rows.map((row) => recordObject(entity, row, caller, fields)));
   const cache = rows.length <= MAX_CACHED_PAGE_ROWS;
   let out = "[";
-  for (let i = 0; i < rows.length; i++) out += (i === 0 ? "" : ",") + recordJson(entity, rows[i]!, caller, cache);
+  for (let i = 0; i < rows.length; i++) {
+    out += (i === 0 ? "" : ",") + (fields ? JSON.stringify(recordObject(entity, rows[i]!, caller, fields)) : recordJson(entity, rows[i]!, caller, cache));
+    // Given up as soon as it passes: never built whole (http/routes.ts, MAX_PAGE_CHARS).
+    if (isBounded && out.length > maxChars) throw pageTooLarge(maxChars);
+  }
   return out + "]";
 }
 

@@ -402,3 +402,26 @@ describe("the size of one record (maxRecordBytes)", () => {
     assertOk(await server.call("PUT", `${TASKS}/${created.body.id}/restore`));
   });
 });
+
+test("a list page whose records' JSON passes 32 MiB is 400 invalid_parameter naming limit, refused before it is built; fewer records, fewer fields and the export answer", async () => {
+  const server = await startTestServer({ schema: SCHEMA });
+  try {
+    // 40 records of about 900 kB: 36 MB in all, ten to a bulk write (under its 10 MiB body).
+    const title = (i: number) => `${i} ${"x".repeat(900_000)}`;
+    for (let from = 0; from < 40; from += 10) {
+      assertOk(await server.call("POST", `${TASKS}/bulk`, { body: Array.from({ length: 10 }, (_, i) => ({ title: title(from + i) })) }), 201);
+    }
+    const whole = await server.call("GET", `${TASKS}?limit=40`);
+    assertError(whole, 400, "invalid_parameter", { parameter: "limit", maxPageBytes: 32 * 1024 * 1024 }, [/32 MiB/, /smaller limit/, /export/]);
+    const half = await server.call("GET", `${TASKS}?limit=20`);
+    assertOk(half);
+    assert.equal(half.body.length, 20);
+    const ids = await server.call("GET", `${TASKS}?limit=40&fields=id`);
+    assertOk(ids);
+    assert.equal(ids.body.length, 40);
+    const exported = await fetch(`${server.url}${TASKS}/export?format=ndjson`, { headers: { "X-Api-Key": SECRET } });
+    assert.equal((await exported.text()).trim().split("\n").length, 40);
+  } finally {
+    await server.close();
+  }
+});
