@@ -36,9 +36,19 @@ export function findTooDeep(text: string): number {
  */
 export const UNPARSED_FACTOR = 10;
 
-/** findOverreach of one record's (or one value's) JSON past UNPARSED_FACTOR times `limits`: every array counted. */
-export function findRecordOverreach(text: string, limits: SizeLimits): Overreach | null {
-  return findOverreach(text, UNPARSED_FACTOR * limits.maxObjectKeys, UNPARSED_FACTOR * limits.maxArrayItems, 0);
+/**
+ * One record's (or one value's) JSON far past `limits` (UNPARSED_FACTOR times, every array
+ * counted): what it holds in words, and the limit as an error's details; null when it is not.
+ * Nesting is left to JSON.parse's own refusal.
+ */
+export function recordOverreach(text: string, limits: SizeLimits): { readonly words: string; readonly details: Record<string, number> } | null {
+  const found = findOverreach(text, UNPARSED_FACTOR * limits.maxObjectKeys, UNPARSED_FACTOR * limits.maxArrayItems, 0);
+  if (found === null || found.kind === "depth") return null;
+  const [what, limit, details] =
+    found.kind === "keys"
+      ? ["an object of more keys", `${limits.maxObjectKeys} keys, --max-object-keys`, { maxObjectKeys: limits.maxObjectKeys }]
+      : ["an array of more items", `${limits.maxArrayItems} items, --max-array-items`, { maxArrayItems: limits.maxArrayItems }];
+  return { words: `${what} than ten times what a record may hold (${limit})`, details };
 }
 
 /** Where a body's JSON first goes past what is parsed: nesting past MAX_JSON_DEPTH, an object of too many keys, an array of too many items. */
@@ -52,7 +62,7 @@ export interface Overreach {
  * findTooDeep, and also the first object of more than `maxKeys` keys or array of more than
  * `maxItems` items, in one pass. Arrays at depth `topArrayDepth` or less are not counted: a body's
  * top level is a batch, whose own limit bounds it (0 counts every array, as in a value's own JSON).
- * keys are counted by their colons outside strings, items by their commas, each container's count
+ * Keys are counted by their colons outside strings, items by their commas, each container's count
  * kept on a stack as deep as the nesting allows.
  */
 export function findOverreach(text: string, maxKeys: number, maxItems = Infinity, topArrayDepth = 1): Overreach | null {

@@ -3,7 +3,7 @@
 // POST …/import imports a batch (import.ts). The whole file is one all-or-nothing write, so a
 // refused file stores nothing. CSV cells are typed by the entity's declaration.
 
-import { findRecordOverreach, type SizeLimits } from "../json-depth.ts";
+import { recordOverreach, type SizeLimits } from "../json-depth.ts";
 import { ApiError, invalidField, invalidFile } from "../errors.ts";
 import { isPlatformField, PLATFORM_FIELDS, type EntityDef, type FieldDef } from "../schema/fields.ts";
 import type { Row } from "../store/store.ts";
@@ -215,11 +215,8 @@ export function csvValue(field: FieldDef, text: string, limits?: SizeLimits): un
     }
     case "array":
     case "object": {
-      const overreach = limits === undefined ? null : findRecordOverreach(text, limits);
-      if (overreach !== null && overreach.kind !== "depth") {
-        const limit = overreach.kind === "keys" ? `${limits!.maxObjectKeys} keys (--max-object-keys)` : `${limits!.maxArrayItems} items (--max-array-items)`;
-        throw invalidField(field.name, `holds ${overreach.kind === "keys" ? "an object of more keys" : "an array of more items"} than ten times what a record may hold (${limit}), so its cell is refused unread.`, { ...(overreach.kind === "keys" ? { maxObjectKeys: limits!.maxObjectKeys } : { maxArrayItems: limits!.maxArrayItems }) });
-      }
+      const overreach = limits === undefined ? null : recordOverreach(text, limits);
+      if (overreach !== null) throw invalidField(field.name, `holds ${overreach.words}, so its cell is refused unread.`, overreach.details);
       try {
         return JSON.parse(text);
       } catch {

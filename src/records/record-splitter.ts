@@ -4,7 +4,7 @@
 // tracks strings and nesting, so each element is parsed alone and the file is never held whole.
 // Used by `tabula import` and by an upload to POST …/import (docs/operating.md).
 
-import { findRecordOverreach, type SizeLimits } from "../json-depth.ts";
+import { recordOverreach, type SizeLimits } from "../json-depth.ts";
 
 /** The file is not what it should be, at `line`: the message says what and where. */
 export class FileFormatError extends Error {
@@ -141,11 +141,8 @@ function countLines(text: string, from: number, to: number): number {
  * record far past them is refused unread (json-depth.ts, UNPARSED_FACTOR).
  */
 export function parseRecord(record: SourceRecord, limits?: SizeLimits): SourceRecord & { readonly value: unknown } {
-  const overreach = limits === undefined ? null : findRecordOverreach(record.text, limits);
-  if (overreach !== null && overreach.kind !== "depth") {
-    const [what, limit] = overreach.kind === "keys" ? ["an object of more keys", `${limits!.maxObjectKeys} keys (--max-object-keys)`] : ["an array of more items", `${limits!.maxArrayItems} items (--max-array-items)`];
-    throw new FileFormatError(`Line ${record.line}: the record holds ${what} than ten times what a record may hold (${limit}), so it is refused unread.`, record.line);
-  }
+  const overreach = limits === undefined ? null : recordOverreach(record.text, limits);
+  if (overreach !== null) throw new FileFormatError(`Line ${record.line}: the record holds ${overreach.words}, so it is refused unread.`, record.line);
   try {
     return { ...record, value: JSON.parse(record.text) };
   } catch (error) {
