@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { after, test } from "node:test";
 import postgres from "postgres";
 import { startServer } from "../../src/api.ts";
-import { columnNameOf, typedColumnsOf } from "../../src/store/postgres/typed-columns.ts";
+import { columnNameOf, SEARCH_COLUMN, SEARCH_STATISTICS, typedColumnsOf } from "../../src/store/postgres/typed-columns.ts";
 import { loadSchemaObject } from "../../src/schema/load.ts";
 import { describeWithPostgres, dropPgSchema, freshPgSchema } from "../support/postgres.ts";
 import { SECRET, TASK } from "../support/server.ts";
@@ -50,6 +50,10 @@ describeWithPostgres("typed columns on PostgreSQL", (url) => {
     (await sql.unsafe(`SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'Task' AND column_name LIKE 'f\\_%' ORDER BY 1`, [pgSchema])).map((row) => row.column_name as string);
   const indexNames = async () =>
     (await sql.unsafe(`SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = 'Task' ORDER BY 1`, [pgSchema])).map((row) => row.indexname as string);
+  const searchColumn = typedColumnsOf(loadSchemaObject({ Task: TASK }).entities.get("Task")!).get(SEARCH_COLUMN)!.name;
+  const searchStatistics = async () =>
+    Number((await sql.unsafe(`SELECT attstattarget FROM pg_attribute WHERE attrelid = $1::regclass AND attname = $2`, [table, searchColumn]))[0]!.attstattarget);
+  const lastAnalyzed = async () => (await sql.unsafe(`SELECT last_analyze FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'Task'`, [pgSchema]))[0]!.last_analyze as Date | null;
   const answersOf = async (base: string) =>
     Promise.all(QUERIES.map(async (path) => (await fetch(`${base}${path}`, { headers: { "X-Api-Key": SECRET } })).json()));
 
@@ -65,6 +69,8 @@ describeWithPostgres("typed columns on PostgreSQL", (url) => {
     } finally {
       await first.close();
     }
+    // A new table's search column is sampled deep from the first (autovacuum samples it as rows come).
+    assert.equal(await searchStatistics(), SEARCH_STATISTICS);
     // The table as an older tabula left it: no typed columns (their indexes go with them), indexes over data.
     const wanted = [...typedColumnsOf(loadSchemaObject({ Task: TASK }).entities.get("Task")!).values()].map((column) => column.name).sort();
     assert.deepEqual(await columnNames(), wanted);
@@ -95,6 +101,27 @@ describeWithPostgres("typed columns on PostgreSQL", (url) => {
     } finally {
       await Promise.all(servers.map((server) => server.close()));
     }
+  });
+
+  test("a table whose search column has the planner's default sample gets a deeper one at start-up, sampled at once, once", async () => {
+    await sql.unsafe(`ALTER TABLE ${table} ALTER COLUMN "${searchColumn}" SET STATISTICS -1`);
+    const analyzedBefore = await lastAnalyzed();
+    const lines: string[] = [];
+    const servers = await Promise.all([0, 1].map(() => startServer({ schema: { Task: TASK }, store: url, pgSchema, secretKey: SECRET, progress: (line) => lines.push(line) })));
+    try {
+      assert.equal(await searchStatistics(), SEARCH_STATISTICS);
+      assert.equal(lines.filter((line) => line === "PostgreSQL: Task: sampling the search text for the planner…").length, 1, lines.join("\n"));
+      const analyzed = await lastAnalyzed();
+      assert.ok(analyzed !== null && (analyzedBefore === null || analyzed > analyzedBefore), `sampled: ${analyzedBefore} then ${analyzed}`);
+      const found = await fetch(`${servers[1]!.url}/api/entities/Task?search=${encodeURIComponent("é")}&fields=title`, { headers: { "X-Api-Key": SECRET } });
+      assert.deepEqual(((await found.json()) as Array<{ title: string }>).map((record) => record.title), ["É\u0000é"]);
+    } finally {
+      await Promise.all(servers.map((server) => server.close()));
+    }
+    // Started again, nothing left to do: no line.
+    const again = await startServer({ schema: { Task: TASK }, store: url, pgSchema, secretKey: SECRET, progress: (line) => lines.push(line) });
+    await again.close();
+    assert.equal(lines.filter((line) => line.includes("sampling")).length, 1, lines.join("\n"));
   });
 
   test("a field added or removed from the declaration adds or drops its column and index", async () => {

@@ -10,7 +10,7 @@ import type { OpenTransaction, Sql, TransactionSql } from "./connection.ts";
 import { settingName } from "../../option-names.ts";
 import type { UniqueClashReport } from "../store.ts";
 import { indexesOf } from "./sql-sort.ts";
-import { settleTypedColumns } from "./typed-columns.ts";
+import { settleSearchStatistics, settleTypedColumns } from "./typed-columns.ts";
 
 export const DEFAULT_PG_SCHEMA = "tabula";
 const PG_SCHEMA_RE = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -247,6 +247,7 @@ export async function createTables(sql: Sql, schema: Schema, pgSchema: string, p
         await tx.unsafe(`CREATE INDEX IF NOT EXISTS ${quoteIdent(indexNameOf(name, index.name))} ON ${table} ${index.definition}`);
       }
       if (tell) tell(`PostgreSQL: ${name}: typed columns and indexes ready in ${((performance.now() - startedAt) / 1000).toFixed(1)} s`);
+      await settleSearchStatistics(tx, entity, table, async () => hasToldRewrite || (await holdsRows(tx, table)), progress);
       for (const fields of entity.unique) clashes.push(...(await createUniqueIndex(tx, table, pgSchema, uniqueIndexOf(name, fields))));
     }
     await tx.unsafe(`CREATE TABLE IF NOT EXISTS ${names.answers} (
