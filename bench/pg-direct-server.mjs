@@ -11,7 +11,7 @@
 // GET /list             → W2: status = todo, sort -priority, a page of 100 (the store's statement)
 // GET /count            → W5: count of status = todo
 // GET /search?word=WORD → W6: WORD in the search column (the text fields), limit 20, newest first
-// POST /Task            → one transaction: INSERT of the body as a row, then nextval of the commit seq
+// POST /Task            → the store's create: one statement inserting the row and its change event
 //
 // The statements below are the store's text, word for word (captured with log_statement = all);
 // the bench checks that both servers answer the same JSON before it measures them.
@@ -30,7 +30,16 @@ const sql = postgres(url, {
   types: { bigint: { to: 20, from: [20], serialize: (value) => String(value), parse: (value) => Number(value) } },
 });
 const table = `"${schema}"."Task"`;
-const commits = `"${schema}"."$commits"`;
+const changes = `"${schema}"."$changes"`;
+const channel = `tabula_changes_${schema}`.slice(0, 63);
+const CREATE =
+  `WITH x AS (SELECT pg_current_xact_id()::text::bigint AS seq), v AS (SELECT id, rev, deleted, data, created_date, updated_date, seq, idx
+    FROM jsonb_to_recordset($1::text::jsonb) AS v(id text, rev bigint, deleted boolean, data jsonb, created_date timestamptz,
+      updated_date timestamptz, seq bigint, idx integer)), ` +
+  `ins AS (INSERT INTO ${table} (id, rev, deleted, data, created_date, updated_date, seq, idx) ` +
+  `SELECT v.id, v.rev, v.deleted, v.data, v.created_date, v.updated_date, x.seq, v.idx FROM v, x), ` +
+  `ev AS (INSERT INTO ${changes} (seq, idx, entity, id, type, rev, deleted, data) SELECT x.seq, v.idx, $2::text, v.id, 'create', v.rev, v.deleted, v.data FROM v, x) ` +
+  `SELECT x.seq, pg_notify($3::text, x.seq::text) FROM x`;
 const PAGE = 100;
 const SEARCH_PAGE = 20;
 /** The status todo as its typed column holds it: "a" and the text (src/store/postgres/sql-values.ts, sortKeyExpression). */
@@ -76,18 +85,11 @@ const server = createServer((req, res) => {
     const now = new Date().toISOString();
     const id = Date.now().toString(16).padStart(12, "0") + "ffff" + (counter++).toString(16).padStart(8, "0");
     const data = { id, ...JSON.parse(Buffer.concat(chunks).toString()), created_date: now, updated_date: now, created_by_id: "key_direct" };
-    const row = JSON.stringify([{ id, rev: Number.parseInt(randomBytes(4).toString("hex"), 16), deleted: false, data, created_date: now, updated_date: now }]);
+    const row = JSON.stringify([{ id, rev: Number.parseInt(randomBytes(4).toString("hex"), 16), deleted: false, data, created_date: now, updated_date: now, seq: 0, idx: 0 }]);
+    // The store's create (src/store/postgres/postgres-writes.ts, insertAtOnce): one statement, its
+    // transaction id the feed's seq, the row and its event inserted, the commit announced.
     sql
-      .begin(async (tx) => {
-        await tx.unsafe(
-          `INSERT INTO ${table} (id, rev, deleted, data, created_date, updated_date)
-           SELECT id, rev, deleted, data, created_date, updated_date FROM jsonb_to_recordset($1::text::jsonb)
-           AS v(id text, rev bigint, deleted boolean, data jsonb, created_date timestamptz, updated_date timestamptz)
-           ON CONFLICT (id) DO NOTHING RETURNING id`,
-          [row],
-        );
-        await tx.unsafe(`SELECT nextval('${commits}') AS seq`);
-      })
+      .unsafe(CREATE, [row, "Task", channel], { prepare: true })
       .then(() => answer(201, JSON.stringify(data)), fail);
   });
 });
