@@ -10,7 +10,7 @@
 //   node bench/backup-pause.mjs [--records 200000] [--duration 6] [--connections 32] [--keep]
 
 import { execFile } from "node:child_process";
-import { copyFileSync, cpSync, mkdtempSync, readdirSync, rmSync, statfsSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readdirSync, rmSync, statfsSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -40,7 +40,6 @@ async function main() {
   const dataDir = join(dir, "data");
   const cli = join(dir, "tabula.mjs");
   copyFileSync(new URL("../dist/tabula.mjs", import.meta.url), cli);
-  cpSync(new URL("../dist/chunks", import.meta.url), join(dir, "chunks"), { recursive: true });
   writeFileSync(join(dir, "schema.json"), JSON.stringify(TASK_SCHEMA));
   if (statfsSync(dir).type === TMPFS_MAGIC) console.log(`warning: ${dir} is on tmpfs, where fsync costs nothing; set TMPDIR to a disk folder.`);
   const server = await startChild("tabula", [cli, "--schema", join(dir, "schema.json"), "--data", dataDir, "--port", "0", "--secret-key", SECRET_KEY, "--log", "off"]);

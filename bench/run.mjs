@@ -96,7 +96,6 @@ async function main() {
   const dataDir = join(dir, "data");
   // A private copy of the bundle: another build of dist/ during the run cannot change what is measured.
   copyFileSync(new URL("../dist/tabula.mjs", import.meta.url), join(dir, "tabula.mjs"));
-  cpSync(new URL("../dist/chunks", import.meta.url), join(dir, "chunks"), { recursive: true });
   // --unique declares Task's titles unique (each holds its record's index), to weigh the check.
   const schema = options.unique ? { Task: { ...TASK_SCHEMA.Task, unique: [["title"]] } } : TASK_SCHEMA;
   writeFileSync(join(dir, "schema.json"), JSON.stringify(schema));
@@ -479,6 +478,9 @@ async function measureWithCpu(child, load) {
   const startedAt = performance.now();
   const timed = { durationMs: options.duration * 1000, warmupMs: options.warmup * 1000, ...load };
   const result = await runLoad(timed);
+  // A server that answers errors would measure how fast it fails.
+  const failed = Object.keys(result.statuses).filter((status) => !/^2\d\d$|^304$/.test(status));
+  if (failed.length > 0) throw new Error(`the server on port ${load.port} answered ${JSON.stringify(result.statuses)}`);
   const wallMs = performance.now() - startedAt;
   const own = process.cpuUsage(ownBefore);
   // Where the measured part lies in the child's --cpu-prof profile (which starts about when it was spawned).

@@ -67,7 +67,8 @@ async function main() {
   // A private copy of the bundle (--dist: another build's, to compare): a build meanwhile changes nothing.
   copyFileSync(join(options.dist, "tabula.mjs"), join(dir, "tabula.mjs"));
   rmSync(join(dir, "chunks"), { recursive: true, force: true });
-  cpSync(join(options.dist, "chunks"), join(dir, "chunks"), { recursive: true });
+  // A build with lazily loaded chunks beside the bundle (older ones): copied too.
+  if (existsSync(join(options.dist, "chunks"))) cpSync(join(options.dist, "chunks"), join(dir, "chunks"), { recursive: true });
   writeFileSync(join(dir, "schema.json"), JSON.stringify(TASK_SCHEMA));
   startServer = (dataDir, flags = options.nodeFlags) =>
     startChild("tabula", [...flags, join(dir, "tabula.mjs"), "--schema", join(dir, "schema.json"), "--data", dataDir, "--port", "0", "--secret-key", SECRET_KEY, "--log", "off"]);
