@@ -412,6 +412,8 @@ export class ChangeFeed {
       },
       (error: Error) => {
         this.fetching = false;
+        // A read still running when the server stopped fails as the store closes under it: no news.
+        if (this.closed) return;
         this.warn(`The change feed could not read the store (retrying in ${FETCH_RETRY_MS} ms): ${error.message}`);
         setTimeout(() => this.fetch(), FETCH_RETRY_MS).unref();
       },
