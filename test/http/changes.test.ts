@@ -104,9 +104,15 @@ describe("the change feed", () => {
     const polled = server.call("GET", `/api/entities/Task/changes?since=${since}&wait=20`);
     await new Promise((resolve) => setTimeout(resolve, 200));
     const id = await create(server, { title: "awaited" });
-    const answer = await polled;
+    let answer = await polled;
     assert.equal(answer.status, 200, answer.text);
-    assert.deepEqual(answer.body.changes.map((c: any) => c.id), [id]);
+    // On PostgreSQL the head may lag this file's earlier creates (readable once a transaction older
+    // than them, another test's, ends: docs/postgresql.md): those may come first, then this one.
+    for (let polls = 1; !answer.body.changes.some((c: any) => c.id === id) && polls < 5; polls++) {
+      assert.ok(answer.body.changes.every((c: any) => Date.parse(c.timestamp) < startedAt), `only writes from before the poll come before it: ${answer.text}`);
+      answer = await server.call("GET", `/api/entities/Task/changes?since=${answer.body.next}&wait=20`);
+    }
+    assert.deepEqual(answer.body.changes.map((c: any) => c.id).slice(-1), [id]);
     assert.ok(Date.now() - startedAt < 10_000, "it answered with the write, not at the end of its wait");
     // Nothing new: an empty page once the wait is over, with next where it was.
     const empty = await server.call("GET", `/api/entities/Task/changes?since=${answer.body.next}&wait=0.2`);
