@@ -26,7 +26,7 @@ import { addKeyRoutes } from "./http/keys-routes.ts";
 import { DEFAULT_RECORD_LIMITS, Records, type RecordLimits } from "./records/records.ts";
 import { loadSeed } from "./records/seed.ts";
 import { loadSchemaObject, loadSchemaPath, type Declarations, type Schema } from "./schema/load.ts";
-import { isPlatformField } from "./schema/fields.ts";
+import { isPlatformField, PLATFORM_FIELDS } from "./schema/fields.ts";
 import { checkRules, ruleEqualityFields } from "./rules/rule-tree.ts";
 import type { ValueIndexedFields } from "./store/memory/memory-store.ts";
 import { openStore, parseStoreUrl, type StoreLocation } from "./store/open-store.ts";
@@ -385,7 +385,8 @@ function checkRateLimit(perSecond: number): number {
 
 async function findUndeclaredFields(schema: Schema, records: Records): Promise<string[]> {
   const found: string[] = [];
-  for (const [entity, names] of await records.storedFieldNames()) {
+  const known = new Map([...schema.entities].map(([name, entity]) => [name, [...entity.fields.keys(), ...PLATFORM_FIELDS]]));
+  for (const [entity, names] of await records.storedFieldNames(known)) {
     const declared = schema.entities.get(entity);
     if (!declared) {
       found.push(`${entity} (the whole entity)`);

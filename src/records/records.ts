@@ -257,9 +257,9 @@ export class Records {
     return this.store.whenDurable();
   }
 
-  /** Every stored field name per entity, for reporting fields no longer declared. */
-  storedFieldNames(): Maybe<Map<string, Set<string>>> {
-    return this.store.storedFieldNames();
+  /** Stored field names per entity, for reporting fields no longer declared: all, or those outside `known` (Store.storedFieldNames). */
+  storedFieldNames(known?: ReadonlyMap<string, readonly string[]>): Maybe<Map<string, Set<string>>> {
+    return this.store.storedFieldNames(known);
   }
 
   /** The stored answer to an earlier write with this Idempotency-Key scope, while it has not expired. */

