@@ -561,8 +561,10 @@ test("the change feed, as JSON and as SSE from since=0, sends Bea and a visitor 
   let polled = await waiting;
   for (let polls = 1; ; polls++) {
     assert.equal(polled.status, 200, polled.text);
-    assert.ok(polled.body.changes.every((change: any) => change.id === beaPoll.id), JSON.stringify(polled.body));
-    if (polled.body.changes.length > 0) break;
+    // Bea's earlier writes may come first on PostgreSQL, where "now" is where the feed has got to
+    // (docs/postgresql.md); Alice's never.
+    assert.ok(polled.body.changes.every((change: any) => beaDiaryIds.has(change.id)), JSON.stringify(polled.body));
+    if (polled.body.changes.some((change: any) => change.id === beaPoll.id)) break;
     assert.ok(polls < 5, "Bea's own write reaches her long poll");
     polled = await probe("bea", "GET", `/api/entities/Diary/changes?since=${encodeURIComponent(polled.body.next)}&wait=10`);
   }
