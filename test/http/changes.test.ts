@@ -23,6 +23,18 @@ async function create(server: TestServer, body: Record<string, unknown>, entity 
   return answer.body.id as string;
 }
 
+/**
+ * A stream opened "from now" is read from here on: a marker is written and awaited, and what came
+ * before it dropped. On PostgreSQL "now" is where the feed has got to, so writes of earlier tests
+ * may come first while another test's older transaction is open (docs/postgresql.md); they come
+ * before the marker, whose transaction began after theirs ended.
+ */
+async function fromHere(server: TestServer, stream: SseClient): Promise<void> {
+  const marker = await create(server, { title: "marker" });
+  await stream.until(() => stream.events.some((event) => event.json?.id === marker), "the marker");
+  stream.events.splice(0);
+}
+
 /** The state a client builds from events: id → latest data, deleted ones marked. */
 function stateOf(events: ReadonlyArray<{ type: string; id: string; data: any; deleted?: boolean }>): Map<string, string> {
   const state = new Map<string, string>();
@@ -124,6 +136,7 @@ describe("the change feed", () => {
     const first = follow(server, "/api/entities/Task/changes");
     await first.opened;
     assert.equal(first.status, 200);
+    await fromHere(server, first);
     assert.match(String(first.headers["content-type"]), /^text\/event-stream/);
     assert.equal(first.headers["x-accel-buffering"], "no");
     assert.equal(first.headers["cache-control"], "no-cache");
@@ -189,6 +202,7 @@ describe("the change feed", () => {
     const stream = new SseClient(`${server.url}/api/entities/Task/changes?key=${PUBLISHABLE}`);
     await stream.opened;
     assert.equal(stream.status, 200);
+    await fromHere(server, stream);
     const id = await create(server, { title: "by key" });
     assert.equal((await stream.waitFor(1))[0]!.json.id, id);
     stream.close();
@@ -219,7 +233,7 @@ describe("the change feed", () => {
   test("32 concurrent writers: a stream gets every write once, in increasing event ids", async () => {
     const stream = follow(server, "/api/entities/Task/changes");
     await stream.opened;
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await fromHere(server, stream);
     const writers = Array.from({ length: 32 }, async (_, w) => {
       const ids: string[] = [];
       for (let i = 0; i < 8; i++) ids.push(await create(server, { title: `w${w}-${i}` }));
