@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { PUBLISHABLE, SECRET, startTestServer, TASK, type TestServer } from "../support/server.ts";
 import { SseClient, type SseEvent } from "../support/sse.ts";
+import { feedNow } from "../support/feed-now.ts";
 
 const NOTE = { name: "Note", properties: { text: { type: "string" } }, access: { publishable: ["create"] } };
 const SCHEMA = { Task: TASK, Note: NOTE };
@@ -90,7 +91,7 @@ describe("the change feed", () => {
   });
 
   test("bulk create, bulk update, upsert, update-many and delete-many give one event per record, in the batch's order", async () => {
-    const since = (await server.call("GET", "/api/changes")).body.next;
+    const since = await feedNow((path) => server.call("GET", path), "/api/changes");
     const bulk = await server.call("POST", "/api/entities/Task/bulk", { body: [{ title: "b1" }, { title: "b2" }, { title: "b3" }] });
     const ids = bulk.body.map((row: any) => row.id) as string[];
     await server.call("PUT", "/api/entities/Task/bulk", { body: [{ id: ids[2], priority: 3 }, { id: ids[0], priority: 1 }] });
@@ -111,7 +112,7 @@ describe("the change feed", () => {
   });
 
   test("a long poll waits for the next write and answers at once when it comes", async () => {
-    const since = (await server.call("GET", "/api/entities/Task/changes")).body.next;
+    const since = await feedNow((path) => server.call("GET", path), "/api/entities/Task/changes");
     const startedAt = Date.now();
     const polled = server.call("GET", `/api/entities/Task/changes?since=${since}&wait=20`);
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -159,7 +160,7 @@ describe("the change feed", () => {
   });
 
   test("q narrows by the version written, checked like a list's q; entities= narrows /api/changes", async () => {
-    const since = (await server.call("GET", "/api/changes")).body.next;
+    const since = await feedNow((path) => server.call("GET", path), "/api/changes");
     const stream = follow(server, `/api/entities/Task/changes?since=${since}&q=${encodeURIComponent(JSON.stringify({ status: "done" }))}`);
     const todo = await create(server, { title: "q1" });
     const done = await create(server, { title: "q2", status: "done" });
@@ -180,7 +181,7 @@ describe("the change feed", () => {
   });
 
   test("a publishable key never sees created_by_id, and follows only entities it may read", async () => {
-    const since = (await server.call("GET", "/api/changes")).body.next;
+    const since = await feedNow((path) => server.call("GET", path), "/api/changes");
     await create(server, { title: "p1" });
     await create(server, { text: "secret note" }, "Note");
     const page = await server.call("GET", `/api/changes?since=${since}`, { apiKey: PUBLISHABLE });

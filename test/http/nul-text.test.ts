@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { PUBLISHABLE, q, startTestServer, type TestServer } from "../support/server.ts";
+import { feedNow } from "../support/feed-now.ts";
 
 const NOTE = {
   name: "Note",
@@ -146,7 +147,7 @@ describe("text holding U+0000 on every store", () => {
     const csv = await server.call("GET", `${PATH}/export?format=csv&q=${q({ title: "a\u0000b" })}`);
     assert.ok(csv.text.includes("a\u0000b"), JSON.stringify(csv.text));
 
-    const since = (await server.call("GET", `${PATH}/changes`)).body.next as string;
+    const since = await feedNow((path) => server.call("GET", path), `${PATH}/changes`);
     const made = await server.call("POST", PATH, { body: { title: "fed \u0000", meta: { "\u0000": "\u0001" } } });
     assert.equal(made.status, 201, made.text);
     assert.equal((await server.call("PATCH", `${PATH}/${made.body.id}`, { body: { title: "fed \u0001\u0000" } })).status, 200);

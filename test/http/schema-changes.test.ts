@@ -10,6 +10,7 @@ import { after, describe, test } from "node:test";
 import { createServer, type ServerOptions, type TabulaServer } from "../../src/server.ts";
 import { q, SECRET, TEST_STORE } from "../support/server.ts";
 import { dropPgSchema, freshPgSchema, pgTestUrl } from "../support/postgres.ts";
+import { feedNow } from "../support/feed-now.ts";
 
 type Fields = Record<string, Record<string, unknown>>;
 
@@ -106,7 +107,7 @@ describe("a schema changed under stored records", { skip: TEST_STORE === "memory
     const same = await call(server, "GET", `/api/entities/Item/${id}`);
     assert.equal(same.headers.get("etag"), etag);
     assert.deepEqual((server as TabulaServer).schemaLines, []);
-    const since = (await call(server, "GET", "/api/entities/Item/changes")).body.next as string;
+    const since = await feedNow((path) => call(server, "GET", path), "/api/entities/Item/changes");
     await server.close();
 
     at.writeMigration("0001-priority-text-state-a-owner.json", [
@@ -286,7 +287,7 @@ describe("two processes on one PostgreSQL database", { skip: TEST_STORE !== "pos
     const at = place();
     let server = await at.start({ Item: item({ title: { type: "string" }, n: { type: "string" } }) });
     for (let i = 0; i < 50; i++) await call(server, "POST", "/api/entities/Item", { title: `t${i}`, n: String(i) });
-    const since = (await call(server, "GET", "/api/entities/Item/changes")).body.next as string;
+    const since = await feedNow((path) => call(server, "GET", path), "/api/entities/Item/changes");
     await server.close();
     at.writeMigration("0001-n-as-number.json", [{ convert: "Item.n", to: "integer" }]);
     const v2 = { Item: item({ title: { type: "string" }, n: { type: "integer" } }) };
