@@ -75,3 +75,43 @@ test("a place given back twice is given back once", async () => {
   second();
   (await third)();
 });
+
+test("a held place (an export whose client has stopped reading) keeps its connection, not the turn", async () => {
+  const lane = new ScanLane(2, () => true);
+  const held = await lane.hold();
+  assert.equal(await held.run(async () => "first page"), "first page");
+  // While cheap work flows the lane is one statement wide, and the holder is not running one.
+  const started = performance.now();
+  const { mostAtOnce } = await runMany(lane, 2, 5);
+  assert.equal(mostAtOnce, 1);
+  assert.ok(performance.now() - started < 1000, "statements waited for the holder's client");
+  // The holder's next page waits for its turn like any statement, and gets it.
+  assert.equal(await held.run(async () => "second page"), "second page");
+  held.release();
+});
+
+test("held places count against the lane's connections: past them a statement waits until one is given back", async () => {
+  const lane = new ScanLane(2, () => false);
+  const first = await lane.hold();
+  const second = await lane.hold();
+  let isStatementIn = false;
+  const statement = lane.run(async () => (isStatementIn = true));
+  await sleep(10);
+  assert.equal(isStatementIn, false, "a third connection was used beside two held");
+  // A holder's own statements still run: it has its connection.
+  assert.equal(await first.run(async () => 1), 1);
+  second.release();
+  second.release();
+  await statement;
+  assert.equal(isStatementIn, true);
+  first.release();
+  // Given back once each: two places again, not three.
+  const [a, b] = [await lane.hold(), await lane.hold()];
+  let isThirdIn = false;
+  const third = lane.hold().then((place) => ((isThirdIn = true), place));
+  await sleep(10);
+  assert.equal(isThirdIn, false);
+  a.release();
+  (await third).release();
+  b.release();
+});

@@ -16,7 +16,7 @@ import { beginSafely, connectionProblem, hostOf, loadDriver, poolOpener, probeDa
 import { DatabaseHealth, type Call } from "./health.ts";
 import { createTables, uniqueIndexOf, type Names, type UniqueIndex } from "./tables.ts";
 import { isCondition, whereClause, whereOf } from "./sql-filter.ts";
-import { openSnapshotPages } from "./snapshot-pages.ts";
+import { openSnapshotPages, type ReadPage } from "./snapshot-pages.ts";
 import { ScanLane } from "./scan-lane.ts";
 import { Turns } from "../../turns/loop-share.ts";
 import { afterOf, orderByOf } from "./sql-sort.ts";
@@ -207,13 +207,15 @@ export class PostgresStore implements Store {
 
   async openExport(entity: string, filter: FilterNode | null): Promise<RowPages> {
     // Each page asks for one row fewer than it wants: select answers up to limit + 1.
-    // The export's transaction holds a connection while the client reads: a place in the lane.
-    const release = await this.scans.enter();
+    // The export's transaction holds a connection of the lane while the client reads, and takes a
+    // turn at the database for each page (scan-lane.ts).
+    const place = await this.scans.hold();
     try {
-      const pages = await this.guard(() => openSnapshotPages(this.sql, (tx, after, max) => this.select(entity, filter, "exclude", ID_ORDER, after, 0, max - 1, tx)));
-      return { next: () => pages.next(), close: () => pages.close().finally(release) };
+      const readPage: ReadPage = (tx, after, max) => place.run(() => this.select(entity, filter, "exclude", ID_ORDER, after, 0, max - 1, tx));
+      const pages = await this.guard(() => openSnapshotPages(this.sql, readPage));
+      return { next: () => pages.next(), close: () => pages.close().finally(place.release) };
     } catch (error) {
-      release();
+      place.release();
       throw error;
     }
   }
