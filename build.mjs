@@ -4,7 +4,7 @@
 // types in tabula-api.d.ts and .d.cts. `npm pack` runs it first (prepack).
 import { build } from "esbuild";
 import { execFileSync } from "node:child_process";
-import { copyFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { renameSync, rmSync, writeFileSync } from "node:fs";
 import { tsImport } from "tsx/esm/api";
 
 rmSync("dist", { recursive: true, force: true });
@@ -85,12 +85,13 @@ exports.PortInUseError = class PortInUseError extends Error {
 `);
 // The public types: src/api.ts declares every type it exports without importing any other module's
 // (a check in src/api.ts keeps the implementation assignable to them), so its declaration file
-// stands alone: no internal class, no node type, usable with --strict without @types/node. The
-// same text as .d.cts types require() (TypeScript reads a .d.ts here as an ES module's).
+// stands alone: no internal class, no node type, usable with --strict without @types/node. It is
+// the .d.cts, which types require(); the .d.ts, for import (TypeScript reads a .d.ts here as an ES
+// module's), takes them from it, as an ES module may import a CommonJS one: one text, shipped once.
 execFileSync(process.execPath, [
   "node_modules/typescript/bin/tsc", "src/public-api.ts", "--declaration", "--emitDeclarationOnly", "--outDir", "dist/types",
   "--module", "ESNext", "--moduleResolution", "Bundler", "--target", "ES2022", "--strict", "--typeRoots", "dist/no-types",
 ], { stdio: "inherit" });
-renameSync("dist/types/public-api.d.ts", "dist/tabula-api.d.ts");
-copyFileSync("dist/tabula-api.d.ts", "dist/tabula-api.d.cts");
+renameSync("dist/types/public-api.d.ts", "dist/tabula-api.d.cts");
+writeFileSync("dist/tabula-api.d.ts", `export * from "./tabula-api.cjs";\n`);
 rmSync("dist/types", { recursive: true, force: true });

@@ -18,9 +18,9 @@ const FILE_VIEW: Json = {
     size: { type: "integer", minimum: 0 },
     content_type: { type: "string" },
     private: { type: "boolean" },
-    sha256: { type: "string", description: "Hex; the file's ETag." },
+    sha256: { type: "string", description: "Hex; the ETag." },
     created_date: { type: "string", format: "date-time" },
-    url: { type: ["string", "null"], format: "uri", description: "Absolute, readable with no key; null for a private file (sign one)." },
+    url: { type: ["string", "null"], format: "uri", description: "Readable with no key; null if private." },
   },
   required: ["id", "name", "size", "content_type", "private", "sha256", "created_date", "url"],
 };
@@ -34,7 +34,7 @@ const UPLOAD_BODY: Json = {
 
 const ID = { name: "id", in: "path", required: true, schema: { type: "string" } };
 const APP_ID = { name: "appId", in: "path", required: true, schema: { type: "string" } };
-const SIGN_BODY = { type: "object", properties: { file_uri: { type: "string", description: "The file's id (or its URL)." }, expires_in: { type: "integer", minimum: 1, maximum: 604800, default: 300 } }, required: ["file_uri"] };
+const SIGN_BODY = { type: "object", properties: { file_uri: { type: "string", description: "The file's id or URL." }, expires_in: { type: "integer", minimum: 1, maximum: 604800, default: 300 } }, required: ["file_uri"] };
 
 export function filePaths({ errors, jsonContent, tag, sdkTag }: Helpers): Json {
   const secretOnly = { tags: [tag], security: [{ secretKey: [] }, { bearer: [] }] };
@@ -46,14 +46,14 @@ export function filePaths({ errors, jsonContent, tag, sdkTag }: Helpers): Json {
       post: {
         tags: [tag],
         operationId: "uploadFile",
-        summary: "Upload a file (any key or signed-in user)",
-        description: "The file in the form field `file`, or as the raw body with its Content-Type and `?name=`. Kept durably before the answer; at most `--max-file-size` (50 MiB), and all files together at most `--max-files-total` (10 GiB).",
+        summary: "Upload a file (any key or user)",
+        description: "Form field `file`, or a raw body with `?name=`. At most `--max-file-size` (50 MiB); all files `--max-files-total` (10 GiB).",
         parameters: [
           { name: "private", in: "query", schema: { type: "boolean", default: false }, description: "Readable only by a signed URL." },
           { name: "name", in: "query", schema: { type: "string" }, description: "A raw body's file name." },
         ],
         requestBody: { required: true, content: { ...(UPLOAD_BODY.content as Json), "application/octet-stream": { schema: { type: "string", contentMediaType: "application/octet-stream" } } } },
-        responses: { 201: { description: "The file's description.", content: jsonContent(FILE_VIEW) }, ...errors(400, 401, 413, 507) },
+        responses: { 201: { description: "The file.", content: jsonContent(FILE_VIEW) }, ...errors(400, 401, 413, 507) },
       },
       get: {
         ...secretOnly,
@@ -63,14 +63,14 @@ export function filePaths({ errors, jsonContent, tag, sdkTag }: Helpers): Json {
           { name: "limit", in: "query", schema: { type: "integer", minimum: 1, maximum: 1000, default: 100 } },
           { name: "skip", in: "query", schema: { type: "integer", minimum: 0, default: 0 } },
         ],
-        responses: { 200: { description: "In upload order; X-Total-Count, and Link to the next page.", content: jsonContent({ type: "array", items: FILE_VIEW }) }, ...errors(400, 401, 403) },
+        responses: { 200: { description: "In upload order; X-Total-Count and Link.", content: jsonContent({ type: "array", items: FILE_VIEW }) }, ...errors(400, 401, 403) },
       },
     },
     "/api/files/signed-url": {
       post: {
         tags: [tag],
         operationId: "signFileUrl",
-        summary: "A signed, expiring URL to a file (any key or signed-in user)",
+        summary: "A signed, expiring file URL (any key or user)",
         requestBody: { required: true, content: jsonContent(SIGN_BODY) },
         responses: { 200: { description: "The URL.", content: jsonContent({ type: "object", properties: { signed_url: { type: "string", format: "uri" }, expires_at: { type: "string", format: "date-time" } }, required: ["signed_url", "expires_at"] }) }, ...errors(400, 401, 404) },
       },
@@ -82,7 +82,7 @@ export function filePaths({ errors, jsonContent, tag, sdkTag }: Helpers): Json {
         ...secretOnly,
         operationId: "deleteFile",
         summary: "Delete a file (secret key)",
-        responses: { 200: { description: "Its URLs answer 404 from now on.", content: jsonContent({ type: "object", properties: { id: { type: "string" }, deleted: { const: true } }, required: ["id", "deleted"] }) }, ...errors(401, 403, 404) },
+        responses: { 200: { description: "Deleted; its URLs now 404.", content: jsonContent({ type: "object", properties: { id: { type: "string" }, deleted: { const: true } }, required: ["id", "deleted"] }) }, ...errors(401, 403, 404) },
       },
     },
     "/api/files/{id}/{name}": {
@@ -97,9 +97,9 @@ export function filePaths({ errors, jsonContent, tag, sdkTag }: Helpers): Json {
           { name: "signature", in: "query", schema: { type: "string" } },
         ],
         responses: {
-          200: { description: "The file: its Content-Type, a strong ETag, Accept-Ranges; active types (HTML, SVG, XML) as attachments.", content: { "*/*": { schema: { type: "string", contentMediaType: "application/octet-stream" } } } },
-          206: { description: "The one range asked (Range), with Content-Range.", content: { "*/*": { schema: { type: "string", contentMediaType: "application/octet-stream" } } } },
-          304: { description: "If-None-Match holds its ETag." },
+          200: { description: "The bytes; HTML, SVG and XML as attachments.", content: { "*/*": { schema: { type: "string", contentMediaType: "application/octet-stream" } } } },
+          206: { description: "The `Range` asked.", content: { "*/*": { schema: { type: "string", contentMediaType: "application/octet-stream" } } } },
+          304: { description: "Unchanged (If-None-Match)." },
           ...errors(403, 404, 416),
         },
       },
@@ -120,7 +120,7 @@ export function filePaths({ errors, jsonContent, tag, sdkTag }: Helpers): Json {
       post: {
         tags: [sdkTag],
         operationId: "sdkAnalyticsBatch",
-        summary: "The SDK's analytics: answered and not kept (no key needed)",
+        summary: "The SDK's analytics: dropped (no key)",
         security: [{}],
         parameters: [APP_ID],
         requestBody: { content: jsonContent({ type: "object" }) },

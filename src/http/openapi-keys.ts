@@ -12,19 +12,19 @@ interface Helpers {
 const KEY_VIEW: Json = {
   type: "object",
   properties: {
-    id: { type: "string", description: "Recorded as created_by_id on the records the key creates." },
+    id: { type: "string", description: "The `created_by_id` of its records." },
     kind: { enum: ["secret", "publishable"] },
     name: { type: "string" },
-    prefix: { type: "string", description: "The key's first 8 characters." },
-    created: { type: ["string", "null"], format: "date-time", description: "null for a key given by flag or environment." },
-    last_used: { type: ["string", "null"], format: "date-time", description: "To the minute; written at most once a minute." },
+    prefix: { type: "string", description: "First 8 characters." },
+    created: { type: ["string", "null"], format: "date-time", description: "null for a flag key." },
+    last_used: { type: ["string", "null"], format: "date-time", description: "To the minute." },
     expires_at: { type: ["string", "null"], format: "date-time" },
-    source: { enum: ["stored", "flag", "process"], description: "`flag`: given by `--secret-key`, `--publishable-key`, their variables or an embedding program; not revocable through the API." },
+    source: { enum: ["stored", "flag", "process"], description: "`flag`: given at start-up; not revocable through the API." },
   },
   required: ["id", "kind", "name", "prefix", "created", "last_used", "expires_at", "source"],
 };
 
-const NEW_KEY: Json = { ...KEY_VIEW, properties: { ...(KEY_VIEW.properties as Json), key: { type: "string", description: "The key in full: in this answer only, never again." } }, required: [...(KEY_VIEW.required as string[]), "key"] };
+const NEW_KEY: Json = { ...KEY_VIEW, properties: { ...(KEY_VIEW.properties as Json), key: { type: "string", description: "The full key; shown only here." } }, required: [...(KEY_VIEW.required as string[]), "key"] };
 
 const ID_PARAMETER = { name: "id", in: "path", required: true, schema: { type: "string" }, description: "The key's id (not the key)." };
 
@@ -35,15 +35,15 @@ export function keyPaths({ errors, jsonContent, tag }: Helpers): Json {
       get: {
         ...secretOnly,
         operationId: "listKeys",
-        summary: "List the API keys (secret key)",
-        description: "Every key the server accepts, by id, name and prefix: never a key itself. A publishable key gets 403.",
+        summary: "List API keys (secret key)",
+        description: "Ids, names and prefixes; never the keys (docs/api.md).",
         responses: { 200: { description: "The keys.", content: jsonContent({ type: "array", items: KEY_VIEW }) }, ...errors(401, 403) },
       },
       post: {
         ...secretOnly,
         operationId: "createKey",
         summary: "Create an API key (secret key)",
-        description: "Answers the new key in full, once: only its SHA-256 and prefix are kept. It works at once on every process sharing the store.",
+        description: "Answers the full key once; only its hash is kept.",
         requestBody: {
           required: true,
           content: jsonContent({
@@ -53,7 +53,7 @@ export function keyPaths({ errors, jsonContent, tag }: Helpers): Json {
             additionalProperties: false,
           }),
         },
-        responses: { 201: { description: "The new key, with `key` in full.", content: jsonContent(NEW_KEY) }, ...errors(400, 401, 403) },
+        responses: { 201: { description: "The new key, with `key`.", content: jsonContent(NEW_KEY) }, ...errors(400, 401, 403) },
       },
     },
     "/api/keys/{id}": {
@@ -62,8 +62,8 @@ export function keyPaths({ errors, jsonContent, tag }: Helpers): Json {
         ...secretOnly,
         operationId: "revokeKey",
         summary: "Revoke an API key (secret key)",
-        description: "The key is refused (401) within a second on every process sharing the store, its open change feed streams closed. The last secret key, and keys given by flag, are not revoked (409).",
-        responses: { 200: { description: "The revoked key, with `revoked: true`.", content: jsonContent({ ...KEY_VIEW, properties: { ...(KEY_VIEW.properties as Json), revoked: { const: true } } }) }, ...errors(401, 403, 404, 409) },
+        description: "Refused (401) within a second. Not the last secret key or a flag key (409).",
+        responses: { 200: { description: "The key, `revoked: true`.", content: jsonContent({ ...KEY_VIEW, properties: { ...(KEY_VIEW.properties as Json), revoked: { const: true } } }) }, ...errors(401, 403, 404, 409) },
       },
     },
     "/api/keys/{id}/roll": {
@@ -72,10 +72,10 @@ export function keyPaths({ errors, jsonContent, tag }: Helpers): Json {
         ...secretOnly,
         operationId: "rollKey",
         summary: "Roll an API key (secret key)",
-        description: "Makes a successor of the same kind and name (answered in full, once); the old key keeps working for `expires_in` seconds (default 86400, a day), then is refused.",
+        description: "Makes a successor (answered in full once); the old key works `expires_in` seconds more (default 86400).",
         requestBody: { required: false, content: jsonContent({ type: "object", properties: { expires_in: { type: "integer", minimum: 0, maximum: 31622400 } }, additionalProperties: false }) },
         responses: {
-          201: { description: "The successor, with `key` in full, and the old key as `rolled` with its new `expires_at`.", content: jsonContent({ ...NEW_KEY, properties: { ...(NEW_KEY.properties as Json), rolled: KEY_VIEW } }) },
+          201: { description: "The successor with `key`, and the old key as `rolled`.", content: jsonContent({ ...NEW_KEY, properties: { ...(NEW_KEY.properties as Json), rolled: KEY_VIEW } }) },
           ...errors(400, 401, 403, 404, 409),
         },
       },

@@ -39,24 +39,21 @@ void HAS_EVERY_ERROR_CODE;
 
 // Error responses by status; each names the codes it carries, all sharing the Error schema.
 const ERROR_RESPONSES: Record<number, [name: string, description: string]> = {
-  400: ["BadRequest", "Refused: `invalid_json`, `unknown_field`, `read_only_field`, `invalid_field`, `invalid_filter`, `invalid_parameter`, `invalid_cursor`, `filter_required`, `batch_too_large`, `invalid_webhook_url` (a webhook URL on loopback, a private network, link-local or a metadata address, or not http(s)), `invalid_multipart` (an import upload whose multipart/form-data framing is broken, cut short or holds no `file` part), `invalid_file` (an uploaded file that is empty, malformed or not JSON, NDJSON or CSV; `details.line`) or `invalid_request` (HTTP itself refuses the request: a malformed request line, header or body framing, or no `Host`; or a user's token sent with a secret key), `invalid_code` (a sign-up or reset code that is wrong, used or expired). `details` names the field, parameter or batch `index` (an uploaded file's `line`) at fault. A body or `q` nesting arrays and objects deeper than 64 levels is `invalid_json` or `invalid_filter` (`details.maxDepth`), a body that is not UTF-8 `invalid_json` (`details.offset`)."],
-  401: ["Unauthorized", "`unauthorized`: the `X-Api-Key` header is missing or matches no key, or a user's token has expired or its session ended; `invalid_credentials`: a sign-in's email or password is wrong."],
-  403: ["Forbidden", "`forbidden`: a publishable key (or a signed-in user) may not do this; use a secret key. `email_not_verified`, `user_disabled`, `signup_closed`: a sign-up or sign-in this server refuses (docs/users.md)."],
-  404: ["NotFound", "`entity_not_found` (no such entity; names are case-sensitive), `record_not_found` (no such live record), `key_not_found` (no key has that id: revoked, expired or never made), `webhook_not_found` (no webhook endpoint has that id) or `not_found` (no such path)."],
-  409: ["Conflict", "`ambiguous_match` (an upsert match fits several records), `idempotency_key_in_use` (the same Idempotency-Key is still being processed; retry later), `unique_violation` (the write would give two live records the same values in fields the entity declares `unique`; `details` names the entity and fields, and the values and the `existing_id` of the record holding them to a caller who may read that entity), `backup_target_exists` (`POST /api/admin/backup` into a folder that exists and holds files), `last_secret_key` (revoking the last secret key: create another first) or `key_not_managed` (a key given by flag or environment cannot be revoked or rolled through the API)."],
-  412: ["PreconditionFailed", "`precondition_failed`: `If-Match` differs from the record's current ETag; read it again and retry."],
-  413: ["PayloadTooLarge", "`payload_too_large`: the body is over the server's limit (10 MiB by default). It is answered while the body is still arriving; the server reads and drops the rest (up to 64 MiB or 10 s) before it closes the connection."],
-  415: ["UnsupportedMediaType", "`unsupported_media_type`: send the body as `Content-Type: application/json`."],
-  416: ["RangeNotSatisfiable", "`range_not_satisfiable`: a file's `Range` starts past its end; `Content-Range` names its size."],
-  422: ["IdempotencyKeyReused", "`idempotency_key_reused`: this Idempotency-Key was used with a different method, path or body."],
-  429: ["RateLimited", "`rate_limited`: with `--rate-limit N`, a client sent more than N requests a second with a publishable key, or sign-ins failed 10 times in a minute for one email or client. Wait for `Retry-After` (seconds). Secret keys are never limited."],
-  500: ["Internal", "`internal`: the server failed; it has been logged. Never caused by what the client sent."],
-  503: [
-    "StoreUnavailable",
-    "`too_many_streams` (a change feed stream or long poll over `--max-streams`; retry after `Retry-After`), `too_many_exports` (on PostgreSQL, more exports at once than half the connection pool; retry after `Retry-After`), `server_busy` (heavy work, such as a bulk write, a body over 64 KiB, an aggregate, a distinct, an export or a list of over 1,000 records, while the server's memory is near `--max-memory`; retry after `Retry-After`, or send smaller batches) or `store_unavailable`: the store cannot serve the request now. On PostgreSQL, the database cannot be reached (nothing of the request was stored, unless the message says the database went while the write was being committed: then read it back, or retry with the same `Idempotency-Key`; retry after `Retry-After`), or other writes to the same records kept coming first. On the file store, writing to the data folder's disk failed (not for lack of space), so the server stops; whether a write answered so was stored is unknown. Read it back once the server is up again, or retry with the same `Idempotency-Key`.",
-  ],
-  501: ["NotImplemented", "`backup_unsupported`: `POST /api/admin/backup` on a store whose data is not a folder of this server's: back up the memory store with `tabula export`, PostgreSQL with `pg_dump`."],
-  507: ["InsufficientStorage", "`insufficient_storage`: the data folder's disk is full, so the write was not stored (none of it). Reads go on; retry once space has been freed."],
+  400: ["BadRequest", "`invalid_json`, `unknown_field`, `read_only_field`, `invalid_field`, `invalid_filter`, `invalid_parameter`, `invalid_cursor`, `filter_required`, `batch_too_large`, `invalid_webhook_url`, `invalid_multipart`, `invalid_file`, `invalid_request` or `invalid_code`; `details` names the field, parameter, batch `index` or file `line` (docs/errors.md)."],
+  401: ["Unauthorized", "`unauthorized` (no valid key or token) or `invalid_credentials` (wrong email or password)."],
+  403: ["Forbidden", "`forbidden` (not for this key or user; use a secret key), `email_not_verified`, `user_disabled` or `signup_closed` (docs/users.md)."],
+  404: ["NotFound", "`entity_not_found`, `record_not_found`, `key_not_found`, `webhook_not_found`, `file_not_found`, `app_not_found` or `not_found` (no such path)."],
+  409: ["Conflict", "`ambiguous_match`, `idempotency_key_in_use` (retry later), `unique_violation` (`details` names the fields and `existing_id`), `backup_target_exists`, `last_secret_key` or `key_not_managed`."],
+  412: ["PreconditionFailed", "`precondition_failed`: `If-Match` is not the current ETag."],
+  413: ["PayloadTooLarge", "`payload_too_large`: the body is over the limit (10 MiB by default)."],
+  415: ["UnsupportedMediaType", "`unsupported_media_type`: send `Content-Type: application/json`."],
+  416: ["RangeNotSatisfiable", "`range_not_satisfiable`: `Range` starts past the end; `Content-Range` names the size."],
+  422: ["IdempotencyKeyReused", "`idempotency_key_reused`: this Idempotency-Key came with another method, path or body."],
+  429: ["RateLimited", "`rate_limited` (`--rate-limit`, publishable keys only, or failed sign-ins): wait `Retry-After` seconds."],
+  500: ["Internal", "`internal`: the server failed (logged)."],
+  503: ["StoreUnavailable", "`too_many_streams`, `too_many_exports`, `server_busy` or `store_unavailable`: retry after `Retry-After`. A write answered `store_unavailable` may be stored: read it back or retry it with the same `Idempotency-Key`."],
+  501: ["NotImplemented", "`backup_unsupported`: only the file store backs up this way (docs/operating.md)."],
+  507: ["InsufficientStorage", "`insufficient_storage`: the disk is full; nothing was stored. Retry once space is freed."],
 };
 
 // Errors a write with a JSON body may answer; 409 and 422 come from idempotency keys, 507 from a full disk.
@@ -67,23 +64,10 @@ const REPLAYED = "Idempotent-Replayed";
 const SERVICE_TAG = "tabula server";
 const SDK_TAG = "@base44/sdk prefix";
 
-const FILTER_DESCRIPTION = [
-  "A filter is a JSON object keyed by field name; in a query string it is URL-encoded JSON.",
-  '- A plain value means equality: `{"status": "done"}`. On an array field it matches when any element equals the value.',
-  '- A plain array means any of its values, on every field: `{"status": ["todo", "doing"]}` is `$in` (whole-array equality is `{"$eq": [...]}`).',
-  '- An operator object compares: `{"priority": {"$gte": 3}}`. Operators: `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$in` and `$nin` (with an array of values), `$contains` (case-insensitive substring, text fields only), `$exists` (`true`: present and not null), `$regex`, `$not`, `$all`, `$size` and `$elemMatch`.',
-  "- `$ne` and `$nin` also match records that lack the field. `null` (plain, or listed in `$in`/`$nin`) means \"has no value\".",
-  '- `$regex` (text fields; on an array of strings, any element) is a JavaScript regular expression run with the `u` flag; `$options` adds `i`, `m`, `s`: `{"title": {"$regex": "^re", "$options": "i"}}`. It runs on an automaton, in time linear in the value, whatever the pattern. A pattern over 256 characters, with a back-reference or lookaround (which no automaton runs), or needing over 2,000 states is `invalid_filter`; so is a scan that has taken 10 s of work (`details.timeLimitMs`).',
-  '- `$not` inverts an operator object, so it also matches records lacking the field: `{"priority": {"$not": {"$gt": 3}}}`.',
-  '- On array fields: `$all` lists values that must all be elements (`{"tags": {"$all": ["a", "b"]}}`), `$size` counts elements (`{"tags": {"$size": 2}}`), `$elemMatch` asks for one element meeting every condition: an operator object for values (`{"scores": {"$elemMatch": {"$gte": 80, "$lt": 85}}}`) or conditions on members for objects (`{"lines": {"$elemMatch": {"sku": "a", "qty": {"$gt": 1}}}}`).',
-  '- Several fields in one object must all match; `{"$and": [<filter>, ...]}`, `{"$or": [<filter>, ...]}` and `{"$nor": [<filter>, ...]}` (none matches) combine non-empty arrays of filters, nested up to 64 levels. A filter holds at most 512 nodes (conditions and combinators) and 1,000 values in its `$in`, `$nin` and `$all` lists together; past either it is `invalid_filter` (`details.maxNodes`, `details.maxListItems`).',
-  '- Dotted names reach inside object fields: `{"meta.owner": "ada"}`; a step over an array looks into each element (any element matches), a numeric step picks one (`meta.items.0.k`).',
-  "- Object and array operands of `$eq` compare as JSON values: an object's members in any order, an array's items in order.",
-  "- `$contains` and `search` compare by Unicode case folding (Σ, σ and ς are one letter; İ finds i).",
-  '- Operands are typed by the field: `{"priority": {"$gt": "3"}}` is `invalid_filter`, and so is a value outside an enum. Date and date-time fields compare chronologically and accept `2026-01-01` or a full timestamp; digits past the millisecond compare exactly against stored values, which are whole milliseconds.',
-  "- Platform fields `id`, `created_date`, `updated_date` and `created_by_id` (secret keys only) can be filtered too.",
-  "- An undeclared field is `unknown_field` (the message lists the real ones), an unknown operator `invalid_filter`, malformed JSON `invalid_json`.",
-].join("\n");
+const FILTER_DESCRIPTION =
+  "A JSON object keyed by field (docs/query-language.md). A value means equality (on an array field, any element); an array means any of its values. " +
+  "Operators: `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$in`, `$nin`, `$contains`, `$exists`, `$regex` (`$options`), `$not`, `$all`, `$size`, `$elemMatch`; combine with `$and`, `$or`, `$nor`. " +
+  "Dotted names reach into objects (`meta.owner`). Operands are typed by the field: a bad one is `invalid_filter`, an unknown field `unknown_field`. `created_by_id`: secret keys only.";
 
 export function buildOpenApi(schema: Schema, serverVersion: string, mounts: readonly Mount[]): Record<string, unknown> {
   // The built-in User is described with the sign-in routes (docs/users.md), unless the app declares its own.
@@ -99,14 +83,14 @@ export function buildOpenApi(schema: Schema, serverVersion: string, mounts: read
     info: {
       title: "tabula",
       version: serverVersion,
-      description: "tabula (npm package `tabula-server`, command `tabula`): each declared entity served as a REST collection of JSON records. Lists are bare arrays; paging and counts travel in headers. Every refusal is `{ error: { code, message, details } }`, including those of requests HTTP itself refuses, on any path: 400 `invalid_request`, 408 `request_timeout`, 417 `expectation_failed`, 431 `headers_too_large` (request line and headers over 16 KB), and 405 `method_not_allowed` for `CONNECT`.\n\n**From a browser**: CORS is on for every origin unless the server is started with `--cors` (a list of origins, or `off`). Preflights are answered 204 without a key; answers to cross-origin requests expose `ETag`, `Location`, `Link`, `X-Next-Cursor`, `X-Total-Count` and `Idempotent-Replayed`. Use the publishable key, e.g. `fetch(url, { headers: { Authorization: \"Bearer pk_...\" } })`.\n\n**With `@base44/sdk`**: `createClient({ serverUrl, appId, token })` calls the paths tagged `@base44/sdk prefix` (`/api/apps/{appId}/entities/...`), which serve the same records with the SDK's shapes.",
+      description: "tabula (npm `tabula-server`): each declared entity as a REST collection of JSON records (docs/api.md). Every refusal is `{ error: { code, message, details } }` (docs/errors.md), on any path also 400 `invalid_request`, 405 `method_not_allowed`, 408 `request_timeout`, 417 `expectation_failed`, 431 `headers_too_large`.\n\n**Browsers**: CORS is open unless `--cors`; send the publishable key as `Authorization: Bearer pk_...`.\n\n**`@base44/sdk`**: `createClient({ serverUrl, appId, token })` uses the paths tagged `@base44/sdk prefix`.",
     },
     security: [{ secretKey: [] }, { publishableKey: [] }, { bearer: [] }],
     tags: [
       // The space keeps this tag apart from every entity's tag: entity names cannot hold one.
       { name: SERVICE_TAG, description: "Health, entity declarations and this document." },
-      { name: SDK_TAG, description: "The same records at `/api/apps/{appId}/entities/<Entity>`, with the request and reply shapes of `@base44/sdk` 0.8.x (see docs/base44-sdk.md): `sort`, `/v2/list` pages, delete-many with a JSON body, update-many with `$set`/`$inc`/`$unset`, upsert by `key`." },
-      ...entities.map((entity) => ({ name: entity.name, description: `Records of the ${entity.name} entity.` })),
+      { name: SDK_TAG, description: "The same records in the shapes of `@base44/sdk` 0.8.x (docs/base44-sdk.md)." },
+      ...entities.map((entity) => ({ name: entity.name, description: `${entity.name} records.` })),
     ],
     paths,
     components: components(entities),
@@ -145,15 +129,15 @@ function securitySchemes(): Json {
     bearer: {
       type: "http",
       scheme: "bearer",
-      description: "Either key sent as `Authorization: Bearer <key>` (as `@base44/sdk` sends it) instead of `X-Api-Key`: the key's kind decides what it may do, as below. Both headers naming different keys is 401.",
+      description: "Either key as `Authorization: Bearer <key>` instead of `X-Api-Key`; two different keys is 401.",
     },
     secretKey: {
       ...header,
-      description: `A secret key (by convention \`sk_...\`): may do everything, sees \`created_by_id\`, may restore, update-many, delete-many, use \`deleted=\` and \`limit\` up to ${MAX_LIMIT_SECRET}. Keep it on servers.`,
+      description: `A secret key (\`sk_...\`): may do everything, incl. \`created_by_id\`, restore, update-many, delete-many, \`deleted=\`, \`limit\` up to ${MAX_LIMIT_SECRET}. Keep it on servers.`,
     },
     publishableKey: {
       ...header,
-      description: `A publishable key (by convention \`pk_...\`): may read, count, aggregate, list distinct values, create, update and delete single records, bulk create, bulk update and upsert. It may not restore, update-many, delete-many, use \`deleted=\`, sort, filter, group, measure or list by \`created_by_id\` (403), or ask for \`limit\` over ${MAX_LIMIT_PUBLISHABLE} (400). It never sees \`created_by_id\`.`,
+      description: `A publishable key (\`pk_...\`): reads and single, bulk and upsert writes; not restore, update-many, delete-many, \`deleted=\` or \`created_by_id\` (403), nor \`limit\` over ${MAX_LIMIT_PUBLISHABLE} (400).`,
     },
   };
 }
@@ -166,15 +150,15 @@ function servicePaths(): Json {
   const health = get("getHealth", "Health check", "The server is up.", { type: "object", properties: { status: { const: "ok" } }, required: ["status"] }, {});
   return {
     "/health": { get: { ...health.get, security: [] } },
-    "/api/entities": get("listEntities", "List the entities and their declarations", "Every entity, with its declared fields. The `X-Api-Key-Kind` header says which kind of key asked: `secret` or `publishable`.", { type: "array", items: ref("EntityDeclaration") }),
-    "/api/openapi.json": get("getOpenApi", "This OpenAPI document", "The OpenAPI 3.1 document of this server and schema.", { type: "object" }),
+    "/api/entities": get("listEntities", "List the entities and their declarations", "Every entity's declaration; `X-Api-Key-Kind` names the key's kind.", { type: "array", items: ref("EntityDeclaration") }),
+    "/api/openapi.json": get("getOpenApi", "This OpenAPI document", "This document.", { type: "object" }),
     "/metrics": {
       get: {
         operationId: "getMetrics",
         tags: [SERVICE_TAG],
         summary: "Prometheus metrics (secret key)",
-        description: "Requests by route template and status, latency histograms, records per entity, the file store's log, snapshot, fsync latency and compactions, open change feed streams. A publishable key gets 403.",
-        responses: { 200: { description: "The Prometheus text exposition format, version 0.0.4.", content: { "text/plain": { schema: { type: "string" } } } }, ...errors(401, 403) },
+        description: "Requests, latencies, records, store and streams (docs/operating.md).",
+        responses: { 200: { description: "Prometheus text format 0.0.4.", content: { "text/plain": { schema: { type: "string" } } } }, ...errors(401, 403) },
       },
     },
     "/api/admin/backup": {
@@ -182,19 +166,19 @@ function servicePaths(): Json {
         operationId: "backup",
         tags: [SERVICE_TAG],
         summary: "Back up the data folder (secret key)",
-        description: "Copies the file store's data folder (the snapshot, the log up to its last whole entry, keys.json; fsynced) into `to`, a new or empty folder on the server's machine, while writes go on: every write answered before the request is in the copy. `tabula --data <to>` starts from it. A publishable key gets 403; the memory and PostgreSQL stores 501.",
-        requestBody: { required: true, content: jsonContent({ type: "object", properties: { to: { type: "string", description: "An absolute path on the server's machine." } }, required: ["to"] }) },
+        description: "Copies the file store's data folder into `to` while writes go on; `tabula --data <to>` starts from it. Other stores: 501 (docs/operating.md).",
+        requestBody: { required: true, content: jsonContent({ type: "object", properties: { to: { type: "string", description: "A new or empty folder (absolute path) on the server." } }, required: ["to"] }) },
         responses: {
           200: {
-            description: "The copy is whole and synced.",
+            description: "Copied and synced.",
             content: jsonContent({
               type: "object",
               properties: {
                 to: { type: "string" },
-                seq: { type: "integer", description: "The last log entry in the copy." },
+                seq: { type: "integer", description: "Last log entry copied." },
                 bytes: { type: "integer" },
                 files: { type: "array", items: { type: "string" } },
-                records: { type: "object", additionalProperties: { type: "integer" }, description: "Live records per entity in the copy." },
+                records: { type: "object", additionalProperties: { type: "integer" }, description: "Live records per entity." },
                 ms: { type: "integer" },
               },
               required: ["to", "seq", "bytes", "files", "records", "ms"],
@@ -231,7 +215,7 @@ function entityPaths(entity: EntityDef, mount: Mount): Json {
 function withAccess(doc: Json, entity: EntityDef, needs: readonly AccessOperation[]): Json {
   const denied = needs.filter((operation) => !entity.publishableAccess.has(operation));
   if (denied.length === 0) return doc;
-  const note = `**Not for publishable keys** on ${entity.name}: its declaration's \`access\` does not allow them to ${denied.join(" or ")} (403 \`forbidden\`). Use a secret key.`;
+  const note = `**Not for publishable keys** on ${entity.name}: \`access\` denies ${denied.join(" or ")} (403).`;
   const responses = { ...(doc.responses as Json), 403: { $ref: "#/components/responses/Forbidden" } };
   return { ...doc, description: doc.description ? `${note}\n\n${doc.description as string}` : note, responses };
 }
@@ -268,14 +252,13 @@ function importOperation(entity: EntityDef, isSdk: boolean): Json {
   const doc = operation({
     verb: "import", entity, summary: `Import ${entity.name} records with their ids and timestamps`, isSecretOnly: true, parameters: [IDEMPOTENCY_KEY],
     description:
-      "Bulk create that keeps the `id`, `created_date`, `updated_date` and `created_by_id` a record carries (those it lacks are made as for a create): what `tabula import --keep-ids` sends. " +
-      `All or nothing, at most ${MAX_BATCH_RECORDS} records; an id already stored (live or deleted) or given twice is 409 \`unique_violation\` naming the record's \`details.index\`. ` +
-      "Or a file as `multipart/form-data` in the field `file` (what `@base44/sdk`'s importEntities sends): a JSON array, NDJSON or CSV, the whole file one all-or-nothing write up to `--max-body`; a refusal names the file's `details.line`.",
+      `Bulk create keeping each record's \`id\`, timestamps and \`created_by_id\`. All or nothing, at most ${MAX_BATCH_RECORDS}; a taken id is 409 \`unique_violation\` (\`details.index\`). ` +
+      "Or a `multipart/form-data` `file` (the SDK's importEntities); a refusal names `details.line`.",
     body: { type: "array", items: { allOf: [ref(`${entity.name}Input`), { type: "object", properties: kept }] }, maxItems: MAX_BATCH_RECORDS },
     responses: {
       201: isSdk
-        ? response("`@base44/sdk`'s ImportResult: the created records as `output`, in the file's order.", importResult(entity), [REPLAYED])
-        : response("The created records, in request order.", { type: "array", items: ref(entity.name) }, [REPLAYED]),
+        ? response("The SDK's ImportResult: the created records as `output`.", importResult(entity), [REPLAYED])
+        : response("The created records, in order.", { type: "array", items: ref(entity.name) }, [REPLAYED]),
       ...errors(...BODY_ERRORS, 403),
     },
   });
@@ -284,7 +267,7 @@ function importOperation(entity: EntityDef, isSdk: boolean): Json {
   requestBody.content["multipart/form-data"] = {
     schema: {
       type: "object",
-      properties: { file: { type: "string", contentMediaType: "application/octet-stream", description: "A JSON array, NDJSON or CSV (a header of field names; cells typed by the declaration), UTF-8." } },
+      properties: { file: { type: "string", contentMediaType: "application/octet-stream", description: "A JSON array, NDJSON or CSV (a header of field names), UTF-8." } },
       required: ["file"],
     },
   };
@@ -296,7 +279,7 @@ function importResult(entity: EntityDef): Json {
     type: "object",
     properties: {
       status: { const: "success" },
-      details: { type: "string", description: "What was imported, in words." },
+      details: { type: "string", description: "A summary." },
       output: { type: "array", items: ref(entity.name) },
     },
     required: ["status", "details", "output"],
@@ -308,13 +291,11 @@ function exportOperation(entity: EntityDef): Json {
   const text = { schema: { type: "string" } };
   return operation({
     verb: "export", entity, summary: `Export ${entity.name} records`,
-    description:
-      "Every live record matching `q` and `search`, as they stood when the request came, oldest id first, streamed in pages while writes go on. " +
-      "NDJSON: one record per line. JSON: one array. CSV (RFC 4180): a header of id, the declared fields, the timestamps (and created_by_id for a secret key); arrays and objects as JSON text.",
+    description: "Live records matching `q` and `search`, as of the request, oldest first. CSV: a header row; arrays and objects as JSON.",
     parameters: [
-      query("format", "ndjson (the default), json or csv.", { type: "string", enum: ["ndjson", "json", "csv"], default: "ndjson" }),
+      query("format", "ndjson (default), json or csv.", { type: "string", enum: ["ndjson", "json", "csv"], default: "ndjson" }),
       filterParameter(entity, false),
-      query("search", "Case-insensitive substring looked for in every declared string field; combined with `q` by AND.", { type: "string" }),
+      query("search", "Case-insensitive substring of any string field; ANDed with `q`.", { type: "string" }),
     ],
     responses: {
       200: { description: "The records, streamed.", content: { "application/x-ndjson": text, "application/json": { schema: { type: "array", items: ref(entity.name) } }, "text/csv": text } },
@@ -324,27 +305,24 @@ function exportOperation(entity: EntityDef): Json {
 }
 
 const FEED_DESCRIPTION =
-  "The change feed (see docs/change-feed.md): one event per record written (`create`, `update`, `delete`, `restore`), in commit order, each sent once its write is durable; its id is `<seq>.<index>`. " +
-  "With `Accept: text/event-stream`, a Server-Sent Events stream (`id:`, `event:`, `data:` lines; a comment every 15 s; `event: overflow` ends a stream that fell too far behind). It resumes after `Last-Event-ID` (or `since`), else starts from now. " +
-  "Otherwise JSON: the changes after `since` (else from now), up to `limit`; with `wait`, a long poll. " +
-  "A resume point older than the kept window (`--changes-keep`, `oldest` in JSON replies) first gets the latest version of each record written since (`sync`, with `deleted`), then every event. `since=0` catches up from the start. " +
-  "EventSource cannot send headers: these routes also take the key as `?key=`.";
+  "The change feed (docs/change-feed.md): one event per write, in commit order, id `<seq>.<index>`. `Accept: text/event-stream` streams SSE from `Last-Event-ID` or `since`; " +
+  "otherwise JSON after `since`, up to `limit`, long-polled with `wait`. Default: from now. An old point first gets `sync` events. The key may also be `?key=`.";
 
 function feedParameters(): Json[] {
   const query = (name: string, description: string, schema: Json) => ({ name, in: "query", required: false, description, schema });
   return [
-    query("since", "Resume after this event id (`<seq>.<index>`, or `<seq>` for after that whole batch; `0` for the start). Not given: from now. Malformed or never issued: 400 `invalid_cursor`.", { type: "string", pattern: "^[0-9]+(\\.[0-9]+)?$" }),
-    query("limit", "JSON only: changes per reply, 1 to 1000 (default 100).", { type: "integer", minimum: 1, maximum: 1000 }),
-    query("wait", "JSON only: seconds to wait for a change when there is none (a long poll), 0 to 30.", { type: "number", minimum: 0, maximum: 30 }),
-    query("key", "The API key, for clients that cannot send headers (EventSource). Only these routes take it.", { type: "string" }),
-    { name: "Last-Event-ID", in: "header", required: false, description: "SSE: resume after this event id (browsers send it when they reconnect). Wins over `since`.", schema: { type: "string" } },
+    query("since", "Resume after this event id (`<seq>.<index>`, `<seq>`, or `0`: the start); else from now. Unknown: `invalid_cursor`.", { type: "string", pattern: "^[0-9]+(\\.[0-9]+)?$" }),
+    query("limit", "JSON only: changes per reply (default 100).", { type: "integer", minimum: 1, maximum: 1000 }),
+    query("wait", "JSON only: seconds to long-poll.", { type: "number", minimum: 0, maximum: 30 }),
+    query("key", "The API key, for EventSource.", { type: "string" }),
+    { name: "Last-Event-ID", in: "header", required: false, description: "SSE: resume after this id; wins over `since`.", schema: { type: "string" } },
   ];
 }
 
 function feedResponses(): Json {
   return {
     200: {
-      description: "JSON: `{ changes, next, oldest }`; resume with `since=<next>`. SSE: a stream of the same change objects as `data:`.",
+      description: "JSON `{ changes, next, oldest }` (resume with `since=<next>`), or SSE of the same changes.",
       content: { ...jsonContent(ref("Changes")), "text/event-stream": { schema: { type: "string" } } },
     },
     ...errors(400, 401, 403, 404),
@@ -360,7 +338,7 @@ function changesOperation(entity: EntityDef): Json {
 
 /** /api/changes: every entity the key may read, or those of entities=. */
 function allChangesOperation(mount: Mount): Json {
-  const entities = { name: "entities", in: "query", required: false, description: "The entities to follow, by name, separated by commas (default: every entity the key may read). `q` is checked against each.", schema: { type: "string" } };
+  const entities = { name: "entities", in: "query", required: false, description: "Entities to follow, comma-separated (default: all the key may read).", schema: { type: "string" } };
   const doc = {
     operationId: mount.name === "sdk" ? "sdkChanges" : "changes", tags: [mount.name === "sdk" ? SDK_TAG : SERVICE_TAG],
     summary: "Follow the changes of every entity", description: FEED_DESCRIPTION,
@@ -394,9 +372,9 @@ function operation({ verb, entity, summary, description, parameters, body, respo
 function listOperation(entity: EntityDef): Json {
   return operation({
     verb: "list", entity, summary: `List ${entity.name} records`, parameters: listParameters(entity),
-    description: "Filter, search, sort, select fields and page. The body is a bare array; paging and the total travel in headers. Default sort `-created_date`.",
+    description: "Filter, search, sort, select and page; paging and the total are in headers.",
     responses: {
-      200: response(`A page of ${entity.name} records.`, { type: "array", items: ref(entity.name) }, ["X-Next-Cursor", "Link", "X-Total-Count"]),
+      200: response("A page of records.", { type: "array", items: ref(entity.name) }, ["X-Next-Cursor", "Link", "X-Total-Count"]),
       ...errors(400, 401, 403, 404),
     },
   });
@@ -404,8 +382,8 @@ function listOperation(entity: EntityDef): Json {
 
 function countOperation(entity: EntityDef): Json {
   return operation({
-    verb: "count", entity, summary: `Count ${entity.name} records matching a filter`, parameters: [filterParameter(entity, false)],
-    responses: { 200: response("The number of matching live records.", ref("CountResult")), ...errors(400, 401, 403, 404) },
+    verb: "count", entity, summary: `Count ${entity.name} records`, parameters: [filterParameter(entity, false)],
+    responses: { 200: response("The count.", ref("CountResult")), ...errors(400, 401, 403, 404) },
   });
 }
 
@@ -436,47 +414,47 @@ function aggregateOperation(entity: EntityDef): Json {
   const groupable = fieldsWhere(entity, isListable);
   const body = {
     type: "object", additionalProperties: false,
-    description: "The `@base44/sdk` EntityAggregateSpec. Every member is optional (`null` counts as absent); no body at all counts every live record.",
+    description: "The `@base44/sdk` EntityAggregateSpec (docs/aggregates.md); every member is optional.",
     properties: {
-      query: { ...ref("Filter"), description: "Which live records to aggregate, in the language of `q`." },
-      groupBy: oneOrMore(groupable, `Up to ${MAX_GROUP_FIELDS} fields to group by; each row names its group by these fields. Records lacking a field group under \`null\`. An array field (at most one) groups by each distinct element; an empty or missing array is the \`null\` group. At most \`--max-groups\` groups (10,000 by default) are gathered, whatever \`limit\` says; more is \`invalid_parameter\` (\`details.maxGroups\`).`, MAX_GROUP_FIELDS),
+      query: { ...ref("Filter"), description: "Which records, as `q`." },
+      groupBy: oneOrMore(groupable, `Up to ${MAX_GROUP_FIELDS} fields (one array field at most); missing values group as \`null\`. Over \`--max-groups\` groups is \`invalid_parameter\`.`, MAX_GROUP_FIELDS),
       dateBucket: {
         type: "object", additionalProperties: false, required: ["field", "unit"],
-        description: "Group by a UTC time bucket of a date or date-time field (every unit on each). The row names the bucket by the field: `YYYY-MM-DD` for day and for week (the week's Monday), `YYYY-MM` for month, `YYYY` for year; it comes before the groupBy fields.",
+        description: "Group by a UTC day, week, month or year of a date field, named by the field.",
         properties: { field: fieldNameSchema(dates), unit: { type: "string", enum: [...DATE_BUCKET_UNITS] } },
       },
-      count: { type: "boolean", default: true, description: "Include the number of records per group as `count`." },
-      sum: oneOrMore(numbers, "Number fields to sum, as `sum_<field>` (0 when a group has no numbers)."),
-      avg: oneOrMore(numbers, "Number fields to average, as `avg_<field>` (null when a group has no numbers)."),
-      min: oneOrMore(ordered, "Number, date or string fields, as `min_<field>` (null when none)."),
-      max: oneOrMore(ordered, "Number, date or string fields, as `max_<field>` (null when none)."),
-      countDistinct: fieldNameSchema(groupable, "One field whose distinct values to count per group, as `count_distinct_<field>` (array fields: their elements)."),
-      having: { type: "object", description: `A filter over the rows' columns, ANDed: a plain value or ${HAVING_OPERATORS.join(", ")}, operands typed by the column (\`null\`: no value). Example: \`{"count": {"$gt": 1}}\`.` },
-      sort: { type: "string", description: "A column of the rows, with a leading `-` for descending. Ties, and the default order, go by the group columns ascending; no value sorts last ascending, first descending.", examples: ["-count"] },
+      count: { type: "boolean", default: true, description: "Include `count` per group." },
+      sum: oneOrMore(numbers, "Sum, as `sum_<field>`."),
+      avg: oneOrMore(numbers, "Average, as `avg_<field>`."),
+      min: oneOrMore(ordered, "Minimum, as `min_<field>`."),
+      max: oneOrMore(ordered, "Maximum, as `max_<field>`."),
+      countDistinct: fieldNameSchema(groupable, "Distinct values, as `count_distinct_<field>`."),
+      having: { type: "object", description: `A filter on the rows' columns: a value or ${HAVING_OPERATORS.join(", ")}.` },
+      sort: { type: "string", description: "A column, `-` for descending; default: the group columns.", examples: ["-count"] },
       limit: { type: "integer", minimum: 1, maximum: MAX_AGGREGATE_ROWS, default: MAX_AGGREGATE_ROWS },
     },
   };
   return operation({
-    verb: "aggregate", entity, summary: `Count, sum, average, min, max and count distinct ${entity.name} records, grouped`, parameters: [], body,
-    description: "Live records only. A row holds the group fields by name, then `count`, `sum_<f>`, `avg_<f>`, `min_<f>`, `max_<f>` and `count_distinct_<f>`. A publishable key may not use `created_by_id` anywhere in the spec (403).",
-    responses: { 200: response("One row per group, and whether `limit` cut rows off.", ref("AggregateResult")), ...errors(400, 401, 403, 404, 413, 415) },
+    verb: "aggregate", entity, summary: `Aggregate ${entity.name} records by group`, parameters: [], body,
+    description: "Live records only; `created_by_id` is for secret keys (403).",
+    responses: { 200: response("One row per group, and whether `limit` cut some.", ref("AggregateResult")), ...errors(400, 401, 403, 404, 413, 415) },
   });
 }
 
 function distinctFieldParameter(entity: EntityDef): Json {
-  const description = "The field whose distinct values to list: a field holding strings, numbers, booleans or dates, or an array of them (each element counts). `created_by_id`: secret keys only.";
+  const description = "A field of scalars, or of arrays of them (each element counts); `created_by_id`: secret keys only.";
   return { name: "field", in: "path", required: true, description, schema: fieldNameSchema(fieldsWhere(entity, isListable)) };
 }
 
 function distinctOperation(entity: EntityDef): Json {
   const query = (name: string, description: string, schema: Json) => ({ name, in: "query", description, schema });
   return operation({
-    verb: "distinct", entity, summary: `List the distinct values of a ${entity.name} field`,
-    description: "Among live records matching `q`, ascending by the field's order (strings by code point, numbers numerically, dates chronologically, `false` before `true`). Records lacking the field contribute nothing, so `null` is never listed.",
+    verb: "distinct", entity, summary: `Distinct values of a ${entity.name} field`,
+    description: "Among live records matching `q`, ascending; never `null`.",
     parameters: [
       filterParameter(entity, false),
       query("limit", `Values per page, at most ${MAX_DISTINCT_LIMIT}.`, { type: "integer", minimum: 1, maximum: MAX_DISTINCT_LIMIT, default: DEFAULT_DISTINCT_LIMIT }),
-      query("cursor", "The `X-Next-Cursor` of the previous page: it carries the field and `q`, and resumes strictly after the page's last value. Another field or `q` is `invalid_cursor`.", { type: "string" }),
+      query("cursor", "The previous page's `X-Next-Cursor` (it carries the field and `q`).", { type: "string" }),
     ],
     responses: {
       200: response("A page of distinct values.", { type: "array", items: { type: ["string", "number", "boolean"] } }, ["X-Next-Cursor", "Link"]),
@@ -490,7 +468,7 @@ function getOperation(entity: EntityDef): Json {
     verb: "get", entity, summary: `Read one ${entity.name} record`, parameters: [parameterRef("IfNoneMatch")],
     responses: {
       200: response("The record.", ref(entity.name), ["ETag"]),
-      304: { description: "Not Modified: `If-None-Match` matches the current ETag; no body.", headers: headerRefs(["ETag"]) },
+      304: { description: "Unchanged (`If-None-Match`); no body.", headers: headerRefs(["ETag"]) },
       ...errors(401, 404),
     },
   });
@@ -507,7 +485,7 @@ function createOperation(entity: EntityDef): Json {
 function updateOperation(entity: EntityDef, verb: "update" | "patch", summary: string): Json {
   return operation({
     verb, entity, summary, parameters: [IF_MATCH, IDEMPOTENCY_KEY], body: ref(`${entity.name}Changes`),
-    description: "Omitted fields keep their value; `null` clears an optional field.",
+    description: "Omitted fields stay; `null` clears one.",
     responses: { 200: response("The updated record.", ref(entity.name), ["ETag", REPLAYED]), ...errors(...BODY_ERRORS, 412) },
   });
 }
@@ -515,13 +493,13 @@ function updateOperation(entity: EntityDef, verb: "update" | "patch", summary: s
 function deleteOperation(entity: EntityDef, isSdk: boolean): Json {
   return operation({
     verb: "delete", entity, summary: `Delete a ${entity.name} record (soft)`, parameters: [IF_MATCH, IDEMPOTENCY_KEY],
-    description: "The record is hidden from reads, updates and lists, not destroyed; a secret key can restore it.",
-    responses: { 200: response("The record is deleted.", ref(isSdk ? "SdkDeleteResult" : "DeleteResult"), [REPLAYED]), ...errors(401, 404, 409, 412, 422, 507) },
+    description: "Hidden, not destroyed; a secret key can restore it.",
+    responses: { 200: response("Deleted.", ref(isSdk ? "SdkDeleteResult" : "DeleteResult"), [REPLAYED]), ...errors(401, 404, 409, 412, 422, 507) },
   });
 }
 
 function restoreOperation(entity: EntityDef): Json {
-  const restored = { type: "object", properties: { restored: { type: "boolean", description: "`false` when the record was already live." } }, required: ["restored"] };
+  const restored = { type: "object", properties: { restored: { type: "boolean", description: "`false` if already live." } }, required: ["restored"] };
   return operation({
     verb: "restore", entity, summary: `Restore a deleted ${entity.name} record`, parameters: [IDEMPOTENCY_KEY], isSecretOnly: true,
     responses: {
@@ -534,9 +512,9 @@ function restoreOperation(entity: EntityDef): Json {
 function bulkCreateOperation(entity: EntityDef): Json {
   return operation({
     verb: "bulkCreate", entity, summary: `Create many ${entity.name} records`, parameters: [IDEMPOTENCY_KEY],
-    description: `All or nothing: one invalid record refuses the batch, and the error's \`details.index\` names it. At most ${MAX_BATCH_RECORDS} records.`,
+    description: `All or nothing, at most ${MAX_BATCH_RECORDS}; \`details.index\` names a refused record.`,
     body: { type: "array", items: ref(`${entity.name}Input`), maxItems: MAX_BATCH_RECORDS },
-    responses: { 201: response("The created records, in request order.", { type: "array", items: ref(entity.name) }, [REPLAYED]), ...errors(...BODY_ERRORS) },
+    responses: { 201: response("The created records, in order.", { type: "array", items: ref(entity.name) }, [REPLAYED]), ...errors(...BODY_ERRORS) },
   });
 }
 
@@ -545,9 +523,9 @@ function bulkUpdateOperation(entity: EntityDef): Json {
   const item = { ...changes, properties: { id: idSchema(), ...(changes.properties as Json) }, required: ["id"] };
   return operation({
     verb: "bulkUpdate", entity, summary: `Update many ${entity.name} records by id`, parameters: [IDEMPOTENCY_KEY],
-    description: "Each item is `id` plus the fields to change (merge). All or nothing; `details.index` names a refused item.",
+    description: "Items are `id` plus fields to change; all or nothing (`details.index`).",
     body: { type: "array", items: item, maxItems: MAX_BATCH_RECORDS },
-    responses: { 200: response("The updated records, in request order.", { type: "array", items: ref(entity.name) }, [REPLAYED]), ...errors(...BODY_ERRORS) },
+    responses: { 200: response("The updated records, in order.", { type: "array", items: ref(entity.name) }, [REPLAYED]), ...errors(...BODY_ERRORS) },
   });
 }
 
@@ -556,31 +534,31 @@ function upsertOperation(entity: EntityDef): Json {
   const body = {
     type: "object", additionalProperties: false, required: ["match", "records"],
     properties: {
-      match: { type: "array", items: matchField, minItems: 1, maxItems: MAX_UPSERT_MATCH_FIELDS, uniqueItems: true, description: "Fields whose values identify an existing record." },
-      records: { type: "array", items: ref(`${entity.name}Changes`), maxItems: MAX_BATCH_RECORDS, description: "A record that matches none is created, so it must hold the required fields." },
+      match: { type: "array", items: matchField, minItems: 1, maxItems: MAX_UPSERT_MATCH_FIELDS, uniqueItems: true, description: "Fields identifying a record." },
+      records: { type: "array", items: ref(`${entity.name}Changes`), maxItems: MAX_BATCH_RECORDS, description: "Unmatched records are created: give required fields." },
     },
   };
-  const created = { type: "object", properties: { created: { type: "boolean", description: "`true` if created, `false` if updated." } }, required: ["created"] };
+  const created = { type: "object", properties: { created: { type: "boolean", description: "`true` if created." } }, required: ["created"] };
   return operation({
     verb: "upsert", entity, summary: `Create or update ${entity.name} records by match fields`, parameters: [IDEMPOTENCY_KEY], body,
-    responses: { 200: response("The records, in request order.", { type: "array", items: { allOf: [ref(entity.name), created] } }, [REPLAYED]), ...errors(...BODY_ERRORS) },
+    responses: { 200: response("The records, in order.", { type: "array", items: { allOf: [ref(entity.name), created] } }, [REPLAYED]), ...errors(...BODY_ERRORS) },
   });
 }
 
 function updateManyOperation(entity: EntityDef): Json {
-  const q = { ...ref("Filter"), description: "Which records to change; `{}` is refused with `filter_required`." };
+  const q = { ...ref("Filter"), description: "Which records; `{}` is `filter_required`." };
   return operation({
-    verb: "updateMany", entity, summary: `Apply one change to every ${entity.name} record matching a filter`, parameters: [IDEMPOTENCY_KEY], isSecretOnly: entity.rls?.update === undefined,
-    description: "The change is validated like an update and applied to all matches or to none. `set` writes values, `inc` adds to number fields (a missing field counts as 0), `unset` removes fields; each field in one of them only.",
+    verb: "updateMany", entity, summary: `Update every ${entity.name} record matching a filter`, parameters: [IDEMPOTENCY_KEY], isSecretOnly: entity.rls?.update === undefined,
+    description: "All matches or none. `set` writes, `inc` adds, `unset` removes; a field in one only.",
     body: {
       type: "object", additionalProperties: false, required: ["q"], minProperties: 2,
       properties: {
         q, set: ref(`${entity.name}Changes`),
-        inc: { type: "object", additionalProperties: { type: "number" }, description: "Numbers to add to number fields." },
-        unset: { oneOf: [{ type: "array", items: { type: "string" } }, { type: "object" }], description: "Fields to remove: a list of names, or MongoDB's `{\"field\": \"\"}`." },
+        inc: { type: "object", additionalProperties: { type: "number" }, description: "Numbers to add." },
+        unset: { oneOf: [{ type: "array", items: { type: "string" } }, { type: "object" }], description: "Fields to remove: names, or `{\"field\": \"\"}`." },
       },
     },
-    responses: { 200: response("How many records changed, and their ids.", ref("ManyResult"), [REPLAYED]), ...errors(...BODY_ERRORS, 403) },
+    responses: { 200: response("Count and ids changed.", ref("ManyResult"), [REPLAYED]), ...errors(...BODY_ERRORS, 403) },
   });
 }
 
@@ -588,20 +566,20 @@ function deleteManyOperation(entity: EntityDef): Json {
   return operation({
     verb: "deleteMany", entity, summary: `Delete every ${entity.name} record matching a filter (soft)`, isSecretOnly: entity.rls?.delete === undefined,
     parameters: [filterParameter(entity, true), IDEMPOTENCY_KEY],
-    responses: { 200: response("How many records were deleted, and their ids.", ref("ManyResult"), [REPLAYED]), ...errors(400, 401, 403, 404, 409, 422, 507) },
+    responses: { 200: response("Count and ids deleted.", ref("ManyResult"), [REPLAYED]), ...errors(400, 401, 403, 404, 409, 422, 507) },
   });
 }
 
 function sdkListOperation(entity: EntityDef): Json {
   const parameters = listParameters(entity).map((parameter) => (parameter.name === "sort_by" ? { ...parameter, name: "sort" } : parameter));
   const limit = parameters.find((parameter) => parameter.name === "limit")!;
-  limit.description = `Records per page: by default, and at most, ${MAX_LIMIT_SECRET} with a secret key and ${MAX_LIMIT_PUBLISHABLE} with a publishable key (a larger limit is 400 \`invalid_parameter\`). Every sort pages by cursor here.`;
+  limit.description = `Per page: default and at most ${MAX_LIMIT_SECRET} (${MAX_LIMIT_PUBLISHABLE} publishable); more is \`invalid_parameter\`.`;
   limit.schema = { type: "integer", minimum: 1 };
   return operation({
     verb: "list", entity, summary: `List ${entity.name} records (the SDK's list() and filter())`, parameters,
-    description: "As the native list, with the sort named `sort` (`sort_by` is accepted too; `+field` is ascending).",
+    description: "As the native list; sort by `sort` (`+field` ascending). Every sort pages by cursor.",
     responses: {
-      200: response(`${entity.name} records.`, { type: "array", items: ref(entity.name) }, ["X-Next-Cursor", "Link", "X-Total-Count"]),
+      200: response("The records.", { type: "array", items: ref(entity.name) }, ["X-Next-Cursor", "Link", "X-Total-Count"]),
       ...errors(400, 401, 403, 404),
     },
   });
@@ -611,10 +589,10 @@ function pageOperation(entity: EntityDef): Json {
   const query = (name: string, description: string, schema: Json) => ({ name, in: "query", description, schema });
   const parameters = [
     ...listParameters(entity).filter((parameter) => ["q", "search", "fields", "deleted"].includes(String(parameter.name))),
-    query("sort", "One field, `-` for descending, `+` or nothing for ascending. Every sort pages by cursor.", { type: "string", default: "-created_date" }),
-    query("limit", `Items per page: default ${DEFAULT_LIMIT}; at most ${MAX_LIMIT_SECRET} records (${MAX_LIMIT_PUBLISHABLE} with a publishable key); a larger limit is 400 \`invalid_parameter\`.`, { type: "integer", minimum: 1 }),
-    query("cursor", "`next_cursor` of the previous page. It carries the walk: send it with `limit` alone.", { type: "string" }),
-    query("distinct", "A field: the items are then its distinct values among the matching records, ascending (array fields contribute each element), up to 1,000 a page (default 100). Takes `q`, `limit` and `cursor` only.", { type: "string" }),
+    query("sort", "One field, `-` for descending.", { type: "string", default: "-created_date" }),
+    query("limit", `Per page: default ${DEFAULT_LIMIT}, at most ${MAX_LIMIT_SECRET} (${MAX_LIMIT_PUBLISHABLE} publishable).`, { type: "integer", minimum: 1 }),
+    query("cursor", "The previous `next_cursor`; send with `limit` only.", { type: "string" }),
+    query("distinct", "A field: list its distinct values instead (with `q`, `limit`, `cursor` only).", { type: "string" }),
   ];
   const page = {
     type: "object", required: ["items", "next_cursor", "has_more"],
@@ -625,15 +603,15 @@ function pageOperation(entity: EntityDef): Json {
   };
   return operation({
     verb: "listPage", entity, summary: `One cursor page of ${entity.name} records (the SDK's list(options))`, parameters,
-    responses: { 200: response("The page: its items, the cursor of the next page (null on the last), and whether one exists.", page), ...errors(400, 401, 403, 404) },
+    responses: { 200: response("Items, `next_cursor` (null on the last page), `has_more`.", page), ...errors(400, 401, 403, 404) },
   });
 }
 
 function sdkDeleteManyOperation(entity: EntityDef): Json {
   return operation({
     verb: "deleteMany", entity, summary: `Delete every ${entity.name} record matching a filter (soft; the SDK's deleteMany())`, isSecretOnly: entity.rls?.delete === undefined,
-    parameters: [IDEMPOTENCY_KEY], body: { ...ref("Filter"), description: "The filter itself is the body; `{}` is refused with `filter_required`." },
-    responses: { 200: response("How many records were deleted.", object({ success: { const: true }, deleted: { type: "integer", minimum: 0 } })), ...errors(...BODY_ERRORS, 403) },
+    parameters: [IDEMPOTENCY_KEY], body: { ...ref("Filter"), description: "The filter; `{}` is `filter_required`." },
+    responses: { 200: response("How many were deleted.", object({ success: { const: true }, deleted: { type: "integer", minimum: 0 } })), ...errors(...BODY_ERRORS, 403) },
   });
 }
 
@@ -643,16 +621,16 @@ function sdkUpdateManyOperation(entity: EntityDef): Json {
     type: "object", additionalProperties: false, minProperties: 1,
     properties: {
       $set: ref(`${entity.name}Changes`),
-      $inc: fields("Numbers to add to number fields; a missing field counts as 0.", { type: "number" }),
-      $unset: fields("Fields to remove (any value, as MongoDB writes it).", {}),
+      $inc: fields("Numbers to add (missing counts as 0).", { type: "number" }),
+      $unset: fields("Fields to remove.", {}),
     },
   };
   return operation({
     verb: "updateMany", entity, summary: `Update every ${entity.name} record matching a filter (the SDK's updateMany())`, parameters: [IDEMPOTENCY_KEY], isSecretOnly: entity.rls?.update === undefined,
-    description: "Each field may appear in one operator. All matches are updated at once, so `has_more` is always `false`.",
+    description: "A field in one operator only; `has_more` is always `false`.",
     body: { type: "object", additionalProperties: false, required: ["query", "data"], properties: { query: ref("Filter"), data } },
     responses: {
-      200: response("How many records changed.", object({ success: { const: true }, updated: { type: "integer", minimum: 0 }, has_more: { const: false } }), [REPLAYED]),
+      200: response("How many changed.", object({ success: { const: true }, updated: { type: "integer", minimum: 0 }, has_more: { const: false } }), [REPLAYED]),
       ...errors(...BODY_ERRORS, 403),
     },
   });
@@ -664,13 +642,13 @@ function sdkUpsertOperation(entity: EntityDef): Json {
     type: "object", additionalProperties: false, required: ["records", "key"],
     properties: {
       records: { type: "array", items: ref(`${entity.name}Changes`), maxItems: MAX_BATCH_RECORDS },
-      key: { oneOf: [name, { type: "array", items: name, minItems: 1, maxItems: MAX_UPSERT_MATCH_FIELDS, uniqueItems: true }], description: "The field, or fields, that identify a record." },
+      key: { oneOf: [name, { type: "array", items: name, minItems: 1, maxItems: MAX_UPSERT_MATCH_FIELDS, uniqueItems: true }], description: "Field(s) identifying a record." },
     },
   };
   const result = object({ created: { type: "integer", minimum: 0 }, updated: { type: "integer", minimum: 0 }, records: { type: "array", items: ref(entity.name) } });
   return operation({
     verb: "upsert", entity, summary: `Create or update ${entity.name} records by a key (the SDK's upsert())`, parameters: [IDEMPOTENCY_KEY], body,
-    responses: { 200: response("How many were created and updated, and each written record once, as it now is.", result, [REPLAYED]), ...errors(...BODY_ERRORS) },
+    responses: { 200: response("Counts created and updated, and the written records.", result, [REPLAYED]), ...errors(...BODY_ERRORS) },
   });
 }
 
@@ -681,28 +659,28 @@ function object(properties: Json): Json {
 function listParameters(entity: EntityDef): Json[] {
   const fieldList = [...entity.fieldNames, "created_date", "updated_date", "created_by_id"].join(", ");
   const query = (name: string, description: string, schema: Json) => ({ name, in: "query", description, schema });
-  const searched = entity.textFields.length > 0 ? entity.textFields.join(", ") : "none: this entity declares no string field";
+  const searched = entity.textFields.length > 0 ? entity.textFields.join(", ") : "none";
   return [
     filterParameter(entity, false),
-    query("search", `Case-insensitive substring looked for in every declared string field (${searched}); combined with \`q\` by AND.`, { type: "string" }),
-    query("sort_by", `One field, with a leading \`-\` for descending: id, ${fieldList} (\`created_by_id\`: secret keys only). Ties break on \`id\`. Only \`created_date\`, \`updated_date\` and \`id\` allow cursors; other sorts page with \`skip\`.`, { type: "string", default: "-created_date", examples: ["-created_date", [...entity.fields.values()].find(isScalar)?.name ?? "id"] }),
-    query("fields", `Comma-separated fields to return; \`id\` is always included. Fields: ${fieldList}. An unknown name is \`unknown_field\`.`, { type: "string" }),
-    query("limit", `Records per page: at most ${MAX_LIMIT_SECRET} with a secret key, ${MAX_LIMIT_PUBLISHABLE} with a publishable key.`, { type: "integer", minimum: 1, maximum: MAX_LIMIT_SECRET, default: DEFAULT_LIMIT }),
-    query("cursor", "The `X-Next-Cursor` of the previous page. It carries its sort, filter, search and fields: send only `cursor` and `limit`, or the same values; others are `invalid_cursor`.", { type: "string" }),
-    query("skip", "Records to skip (offset paging, for shallow pages). Cannot be combined with `cursor`.", { type: "integer", minimum: 0 }),
-    query("count", "When `true`, the `X-Total-Count` header carries the number of matching records.", { type: "boolean", default: false }),
-    query("deleted", "Secret keys only: `only` lists deleted records, `include` live and deleted ones. Without it, only live records.", { type: "string", enum: ["include", "only"] }),
+    query("search", `Case-insensitive substring of a string field (${searched}); ANDed with \`q\`.`, { type: "string" }),
+    query("sort_by", `A field, \`-\` for descending: id, ${fieldList}. Cursors only for \`id\`, \`created_date\`, \`updated_date\`; else \`skip\`.`, { type: "string", default: "-created_date", examples: ["-created_date", [...entity.fields.values()].find(isScalar)?.name ?? "id"] }),
+    query("fields", `Comma-separated fields to return (and \`id\`): ${fieldList}.`, { type: "string" }),
+    query("limit", `Per page: at most ${MAX_LIMIT_SECRET} (${MAX_LIMIT_PUBLISHABLE} publishable).`, { type: "integer", minimum: 1, maximum: MAX_LIMIT_SECRET, default: DEFAULT_LIMIT }),
+    query("cursor", "The previous page's `X-Next-Cursor`; send with `limit` only.", { type: "string" }),
+    query("skip", "Records to skip; not with `cursor`.", { type: "integer", minimum: 0 }),
+    query("count", "`true`: `X-Total-Count` holds the total.", { type: "boolean", default: false }),
+    query("deleted", "Secret keys only: `only` deleted, or `include` deleted records.", { type: "string", enum: ["include", "only"] }),
   ];
 }
 
 function filterParameter(entity: EntityDef, isRequired: boolean): Json {
   const examples = filterExamples(entity);
   const lead = isRequired
-    ? "Required: the filter choosing the records; `{}` counts as none and is refused with `filter_required`."
-    : "Filter: only records matching it are returned.";
+    ? "Required filter; `{}` is `filter_required`."
+    : "Filter: only matching records.";
   return {
     name: "q", in: "query", required: isRequired,
-    description: `${lead}\n\n${FILTER_DESCRIPTION}\n\nExamples for ${entity.name}:\n${examples.map((example) => `- \`${JSON.stringify(example)}\``).join("\n")}`,
+    description: `${lead} ${FILTER_DESCRIPTION} E.g. ${examples.map((example) => `\`${JSON.stringify(example)}\``).join(", ")}.`,
     schema: { type: "string", contentMediaType: "application/json", contentSchema: ref("Filter") },
     examples: Object.fromEntries(examples.map((example, i) => [`example${i + 1}`, { value: JSON.stringify(example) }])),
   };
@@ -727,14 +705,14 @@ function recordSchema(entity: EntityDef): Json {
   const properties: Json = { id: idSchema() };
   for (const field of entity.fields.values()) properties[field.name] = fieldSchema(field);
   const timestamp = (description: string) => ({ type: "string", format: "date-time", description, examples: ["2026-11-22T12:00:00.000Z"] });
-  properties.created_date = timestamp("When the record was created (UTC, milliseconds).");
-  properties.updated_date = timestamp("When the record was last written (UTC, milliseconds).");
-  properties.created_by_id = { type: "string", description: "The id of the API key that created the record. Only returned to secret keys." };
+  properties.created_date = timestamp("Created (UTC, ms).");
+  properties.updated_date = timestamp("Last written (UTC, ms).");
+  properties.created_by_id = { type: "string", description: "The creating API key's id; secret keys only." };
   return {
     type: "object", properties, required: ["id"],
     description:
-      `A ${entity.name} record as returned. A field never set is omitted, and \`fields\` may restrict the output to \`id\` plus the named fields.` +
-      entity.unique.map((fields) => ` No two live records share ${fields.map((field) => `\`${field}\``).join(" and ")} (409 \`unique_violation\`; a record lacking ${fields.length === 1 ? "it" : "one of them"} never clashes).`).join(""),
+      `A ${entity.name} record; unset fields are omitted.` +
+      entity.unique.map((fields) => ` Unique: ${fields.map((field) => `\`${field}\``).join(" and ")} (409 \`unique_violation\`).`).join(""),
   };
 }
 
@@ -751,8 +729,8 @@ function bodySchema(entity: EntityDef, isCreate: boolean): Json {
     return field.required && field.default === undefined;
   });
   const description = isCreate
-    ? `The fields of a new ${entity.name} record; platform fields are set by the server.`
-    : `Fields of a ${entity.name} record to change; omitted fields keep their value.`;
+    ? `A new ${entity.name} record.`
+    : `${entity.name} fields to change.`;
   return { type: "object", description, properties, additionalProperties: false, ...(isCreate && required.length > 0 ? { required } : {}) };
 }
 
@@ -775,7 +753,7 @@ function nullable(schema: Json): Json {
 }
 
 function idSchema(): Json {
-  return { type: "string", pattern: "^[0-9a-f]{24}$", description: "24 lowercase hex characters, time-ordered.", examples: ["6740a1b2c3d4e5f601234567"] };
+  return { type: "string", pattern: "^[0-9a-f]{24}$", description: "24 hex digits, time-ordered.", examples: ["6740a1b2c3d4e5f601234567"] };
 }
 
 function sharedSchemas(): Json {
@@ -783,12 +761,12 @@ function sharedSchemas(): Json {
   return {
     Error: object({
       error: object({
-        code: { type: "string", enum: [...ERROR_CODES], description: "Identifies the error permanently." },
-        message: { type: "string", description: "Names what is wrong and how to mend it; may change." },
-        details: { type: "object", description: "Facts about the error: `field`, `fields`, `parameter`, `index`, ..." },
+        code: { type: "string", enum: [...ERROR_CODES], description: "Stable: match on it." },
+        message: { type: "string", description: "For people; may change." },
+        details: { type: "object", description: "Facts: `field`, `parameter`, `index`, ..." },
       }, "The refusal."),
     }, "Every refusal."),
-    CountResult: object({ count: { type: "integer", minimum: 0 } }, "The number of matching live records."),
+    CountResult: object({ count: { type: "integer", minimum: 0 } }, "Matching live records."),
     Changes: {
       type: "object", required: ["changes", "next", "oldest"], description: "A page of the change feed.",
       properties: {
@@ -799,25 +777,25 @@ function sharedSchemas(): Json {
             properties: {
               type: { enum: ["create", "update", "delete", "restore", "sync"] },
               entity: { type: "string" }, id: idSchema(),
-              data: { type: "object", description: "The version written, as a record (publishable keys never see `created_by_id`)." },
-              timestamp: { type: "string", format: "date-time", description: "The version's `updated_date`." },
-              seq: { type: "integer", description: "The seq of the batch that wrote it." },
-              deleted: { type: "boolean", description: "`sync` events only: whether the record is deleted." },
-              event_id: { type: "string", description: "This event's id: resume after it with `since`." },
+              data: { type: "object", description: "The version written." },
+              timestamp: { type: "string", format: "date-time", description: "Its `updated_date`." },
+              seq: { type: "integer", description: "Its batch's seq." },
+              deleted: { type: "boolean", description: "`sync` only: deleted or not." },
+              event_id: { type: "string", description: "Resume after it with `since`." },
             },
           },
         },
-        next: { type: "string", description: "Resume here: `since=<next>`." },
-        oldest: { type: ["string", "null"], description: "The first event the window keeps." },
+        next: { type: "string", description: "Resume with `since=<next>`." },
+        oldest: { type: ["string", "null"], description: "The oldest event kept." },
       },
     },
     AggregateResult: object({
-      rows: { type: "array", items: { type: "object" }, maxItems: MAX_AGGREGATE_ROWS, description: "One row per group: the group fields by name, then the measures." },
-      truncated: { type: "boolean", description: "`true` when more rows than `limit` passed `having`." },
+      rows: { type: "array", items: { type: "object" }, maxItems: MAX_AGGREGATE_ROWS, description: "One per group: group fields, then measures." },
+      truncated: { type: "boolean", description: "More rows than `limit`." },
     }, "The rows of an aggregate."),
-    ManyResult: object({ count: { type: "integer", minimum: 0 }, ids: { type: "array", items: idSchema() } }, "How many records were touched, and their ids."),
+    ManyResult: object({ count: { type: "integer", minimum: 0 }, ids: { type: "array", items: idSchema() } }, "Count and ids."),
     DeleteResult: object({ id: idSchema(), deleted: { const: true } }, "A deleted record."),
-    SdkDeleteResult: object({ id: idSchema(), deleted: { const: true }, success: { const: true } }, "A deleted record, as the SDK's DeleteResult."),
+    SdkDeleteResult: object({ id: idSchema(), deleted: { const: true }, success: { const: true } }, "The SDK's DeleteResult."),
     Filter: { type: "object", description: FILTER_DESCRIPTION, examples: [{ status: "done" }, { $or: [{ priority: { $gte: 3 } }, { tags: "urgent" }] }] },
     EntityDeclaration: {
       type: "object", required: ["name", "type", "properties", "required"],
@@ -835,22 +813,22 @@ function sharedParameters(): Json {
   const header = (name: string, description: string) => ({ name, in: "header", required: false, description, schema: { type: "string" } });
   return {
     Id: { name: "id", in: "path", required: true, description: "The record id.", schema: idSchema() },
-    AppId: { name: "appId", in: "path", required: true, description: "Any app id, unless the server was started with `--app-id`: then only that one.", schema: { type: "string" } },
-    IdempotencyKey: header("Idempotency-Key", "Any unique string (a UUID is suggested). Repeating the request with the same key within 24 hours replays the first answer, with `Idempotent-Replayed: true`, instead of redoing the work. Scoped to the API key."),
-    IfMatch: header("If-Match", "Write only if the record's current ETag equals this one (`*` matches any live record); otherwise 412 `precondition_failed`."),
-    IfNoneMatch: header("If-None-Match", "An ETag from an earlier read: when the record is unchanged the answer is 304 with no body."),
+    AppId: { name: "appId", in: "path", required: true, description: "Any, unless `--app-id` fixes one.", schema: { type: "string" } },
+    IdempotencyKey: header("Idempotency-Key", "A unique string (a UUID): a repeat within 24 h, same API key, replays the first answer (`Idempotent-Replayed: true`)."),
+    IfMatch: header("If-Match", "Write only if the ETag matches (`*`: any live record); else 412."),
+    IfNoneMatch: header("If-None-Match", "An earlier ETag: unchanged is 304."),
   };
 }
 
 function sharedHeaders(): Json {
   const header = (description: string, schema: Json = { type: "string" }) => ({ description, schema });
   return {
-    "ETag": header("Strong, quoted and opaque; changes on every write of the record, including delete and restore."),
-    "Location": header("The path of the created record: `/api/entities/<Entity>/<id>`.", { type: "string", format: "uri-reference" }),
-    "X-Next-Cursor": header("Present when another page exists and the sort allows cursors: send it back as `cursor`."),
-    "Link": header('Present when another page exists: `<URL>; rel="next"`, carrying `cursor` when the sort allows it, else `skip`.'),
-    "X-Total-Count": header("The number of matching records, when `count=true`.", { type: "integer", minimum: 0 }),
-    "Idempotent-Replayed": header("`true` when this answer replays an earlier one with the same Idempotency-Key.", { type: "string", enum: ["true"] }),
+    "ETag": header("Strong; changes on every write."),
+    "Location": header("The created record's path.", { type: "string", format: "uri-reference" }),
+    "X-Next-Cursor": header("The next page's `cursor`, if any."),
+    "Link": header('`<URL>; rel="next"`, if another page exists.'),
+    "X-Total-Count": header("Matching records, with `count=true`.", { type: "integer", minimum: 0 }),
+    "Idempotent-Replayed": header("`true` on a replayed answer.", { type: "string", enum: ["true"] }),
   };
 }
 

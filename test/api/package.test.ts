@@ -248,8 +248,10 @@ test("the shipped .d.ts types startServer and entity declarations for a --strict
     export { url, keys, wrongType, wrongFormat };
   `;
   writeFileSync(join(project, "consumer.ts"), source);
-  const shipped = readFileSync(join(project, "node_modules", "tabula-server", "dist", "tabula-api.d.ts"), "utf8");
+  // One text of declarations, the .d.cts; the .d.ts an ES module's import reads takes them from it.
+  const shipped = readFileSync(join(project, "node_modules", "tabula-server", "dist", "tabula-api.d.cts"), "utf8");
   assert.doesNotMatch(shipped, /\bimport\b|\bBuffer\b|KeyRing|from "/, "the declarations stand alone");
+  assert.equal(readFileSync(join(project, "node_modules", "tabula-server", "dist", "tabula-api.d.ts"), "utf8").trim(), 'export * from "./tabula-api.cjs";');
   const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc");
   // Both resolutions a consumer of an ESM package with "exports" may use, with node's types and
   // without any (no skipLibCheck: the shipped .d.ts itself is checked; TypeScript's own lib files,
@@ -279,7 +281,6 @@ test("a CommonJS TypeScript consumer (--module node16 and nodenext) type-checks 
     void main();
   `;
   const shipped = join(project, "node_modules", "tabula-server", "dist");
-  assert.equal(readFileSync(join(shipped, "tabula-api.d.cts"), "utf8"), readFileSync(join(shipped, "tabula-api.d.ts"), "utf8"), "one set of types for import and require");
   writeFileSync(join(project, "cjs-consumer.cts"), source);
   const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc");
   const typings = [["--types", "node", "--typeRoots", join(ROOT, "node_modules", "@types")], ["--typeRoots", join(project, "no-types"), "--lib", "ES2022,DOM"]];
