@@ -123,7 +123,9 @@ function runTurn(): void {
   if (cheapStretches > 0) lastCheapAt = now;
   chargedMs = 0;
   cheapStretches = 0;
-  if (credit < MIN_SLICE_MS && now - lastTaskRanAt < STARVED_MS) {
+  // With no cheap request flowing, nobody else wants the loop: costly work runs without waiting to
+  // earn it (waiting would leave the loop idle half the time, and the work twice as slow).
+  if (isFlowing && credit < MIN_SLICE_MS && now - lastTaskRanAt < STARVED_MS) {
     lastTurnEndedAt = now;
     // Not by setImmediate, which would spin the loop instead of letting it wait for I/O: the next
     // cheap stretch asks for a turn (settle), and when none comes the loop was idle, which the
@@ -138,7 +140,7 @@ function runTurn(): void {
   const task = firsts.shift() ?? queue.shift()!;
   isInTurn = true;
   try {
-    task(Math.max(MIN_SLICE_MS, Math.min(credit, isFlowing ? FLOWING_SLICE_MS : MAX_SLICE_MS)));
+    task(isFlowing ? Math.max(MIN_SLICE_MS, Math.min(credit, FLOWING_SLICE_MS)) : MAX_SLICE_MS);
   } finally {
     isInTurn = false;
     const endedAt = performance.now();
