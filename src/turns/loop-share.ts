@@ -3,8 +3,9 @@
 // arrives, its answer once a promise settles) is measured: one under CHEAP_MS is cheap work, one
 // longer is costly work and is charged. Costly work that goes on past that (a long walk's slices,
 // an export's pages, a change feed's catch-up) waits in one queue and runs a task per turn of the
-// event loop, on credit: the loop's idle time is costly work's, and of its busy time cheap work
-// earns costly work COSTLY_SHARE, what costly work took at once counted against it. A connection
+// event loop. While no cheap request comes it runs at full speed; while they come it runs on
+// credit: the loop's idle time is costly work's, and of its busy time cheap work earns costly work
+// COSTLY_SHARE, what costly work took at once counted against it. A connection
 // whose last request took GATE_MS or more at once has its next request wait for a turn too
 // (server.ts), so that a client sending only costly requests gets no more than its share either.
 // So a client reading records by id keeps most of the loop however many costly requests are in
